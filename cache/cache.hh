@@ -1,0 +1,132 @@
+// cache.hh — the public contract of the in-memory cache library (no networking).
+//
+// What counts toward maxmem: key bytes + value bytes of every stored entry, nothing else
+//   (space_used() is exactly that sum). Per-entry overhead (header, table slot, malloc) is
+//   real memory but not counted, as in the course interface; optimizations/README.md measures it.
+// Sharding: the cache is split into `shards` independent shards chosen by key hash, each owning
+//   maxmem/shards bytes of budget and its own lock and evictor. With shards == 1 (the default)
+//   eviction order is exact and global. space_used() never exceeds maxmem, not even transiently:
+//   each shard evicts before it inserts, under its exclusive lock.
+// Eviction: FIFO, LRU, CLOCK, or none (a set that does not fit is refused with no_space).
+// Thread safety: every method may be called from any thread. Reads (get) take the shard's lock
+//   in shared mode (SharedReads) or exclusively (ExclusiveAll, the baseline); writes take it
+//   exclusively. The read path mutates no evictor state except through atomics (CLOCK bit) or
+//   a separate small lock (LRU list).
+// Value lifetime: get() hands the value to a ValueSink *while the shard lock is held*; the view
+//   is valid only during the call. The sink must not call back into the cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cache/value_sink.hh"
+
+namespace cache {
+
+inline constexpr std::size_t kMaxKeyBytes = 250;  // keys are 1..kMaxKeyBytes bytes
+inline constexpr double kDefaultMaxLoadFactor = 0.75;
+
+// Eviction policy, chosen at construction.
+enum class Evictor : std::uint8_t {
+  none,   // never evict: a set that does not fit is refused (SetResult::no_space)
+  fifo,   // evict the oldest insertion; hits change nothing
+  lru,    // evict the least recently used; a hit moves the entry under a small per-shard lock
+  clock,  // CLOCK (second chance) over the hash table; a hit sets an atomic bit, no lock
+};
+// The default, chosen from the hit-ratio and throughput measurements in optimizations/README.md.
+inline constexpr Evictor kDefaultEvictor = Evictor::clock;
+
+// Locking scheme, chosen at construction (the "shared_lock reads" optimization and its baseline).
+enum class LockScheme : std::uint8_t {
+  shared_reads,   // std::shared_mutex: gets run concurrently under std::shared_lock
+  exclusive_all,  // std::mutex for every operation (baseline)
+};
+
+// Hashes a key. Any function works (even a constant one, slowly): the cache mixes its output.
+using Hasher = std::function<std::size_t(std::string_view)>;
+
+enum class SetResult : std::uint8_t {
+  created,   // the key was new
+  replaced,  // the key existed; its value (and accounting) was replaced
+  bad_key,   // key empty or longer than kMaxKeyBytes; nothing changed
+  too_big,   // key+value exceed maxmem (or the shard's share of it); nothing changed
+  no_space,  // Evictor::none and the entry does not fit in the free space; nothing changed
+};
+const char* to_string(SetResult r);
+const char* to_string(Evictor e);
+const char* to_string(LockScheme l);
+// Parses "none", "fifo", "lru", "clock"; nullopt for anything else.
+std::optional<Evictor> parse_evictor(std::string_view name);
+
+struct Options {
+  std::size_t maxmem = 64u << 20;                 // bytes of key+value the cache may hold
+  double max_load_factor = kDefaultMaxLoadFactor;  // hash table fill before it doubles; (0, 0.95]
+  Evictor evictor = kDefaultEvictor;
+  Hasher hasher = {};  // empty: std::hash<std::string_view>
+  unsigned shards = 1;  // 1..1024; each shard gets maxmem/shards bytes
+  LockScheme lock = LockScheme::shared_reads;
+};
+
+// A consistent-enough snapshot: each shard is read atomically, shards one after another.
+struct Stats {
+  std::size_t items = 0;
+  std::size_t space_used = 0;  // key+value bytes
+  std::size_t maxmem = 0;
+  std::uint64_t evictions = 0;  // entries removed to make room (not deletes, not replacements)
+};
+
+namespace detail {
+class CacheImpl;  // the type-erased shards; see sharded_cache.hh
+}
+
+class Cache {
+ public:
+  // The course interface: Cache(maxmem, max_load_factor, evictor, hasher).
+  // Throws std::invalid_argument for maxmem == 0, a load factor outside (0, 0.95], or a shard
+  // count outside 1..1024 or larger than maxmem.
+  explicit Cache(std::size_t maxmem, double max_load_factor = kDefaultMaxLoadFactor,
+                 Evictor evictor = kDefaultEvictor, Hasher hasher = {});
+  explicit Cache(Options options);
+  ~Cache();
+  Cache(Cache&&) noexcept;
+  Cache& operator=(Cache&&) noexcept;
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+
+  // Stores a copy of `value` under `key`, evicting other entries first if needed.
+  // On any result other than created/replaced, the cache is unchanged (an old value stays).
+  SetResult set(std::string_view key, std::string_view value);
+
+  // The cstring value path: on a hit, calls sink(value) once with a view of the stored bytes,
+  // under the shard lock, and returns true. No std::string is built and nothing is allocated.
+  // A miss (or an invalid key) returns false without calling the sink.
+  bool get(std::string_view key, ValueSink sink) const;
+
+  // Convenience copy for tests and tools (allocates): the value, or nullopt on a miss.
+  std::optional<std::string> get(std::string_view key) const;
+
+  // Removes key; true if it was present.
+  bool del(std::string_view key);
+
+  // Key bytes + value bytes over all entries; always <= maxmem().
+  std::size_t space_used() const;
+  std::size_t size() const;  // number of entries
+  std::size_t maxmem() const;
+  Evictor evictor() const;
+  LockScheme lock_scheme() const;
+  unsigned shards() const;
+  Stats stats() const;
+
+  // Removes every entry. Eviction counters are kept (they are lifetime totals).
+  void reset();
+
+ private:
+  std::unique_ptr<detail::CacheImpl> impl_;
+};
+
+}  // namespace cache

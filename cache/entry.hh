@@ -1,0 +1,75 @@
+// entry.hh — one cache entry is one heap allocation: [header][key bytes][value bytes].
+//
+// The header is 8 bytes for CLOCK and no-eviction (value length, key length, the CLOCK bit) and
+// 24 bytes for the list policies, which add an intrusive prev/next hook. Keeping key and value in
+// the same block as the header means one malloc per set, one free per removal, and one cache-line
+// neighbourhood per lookup; it is what keeps per-item overhead under 48 bytes
+// (optimizations/README.md has the measurement).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string_view>
+
+namespace cache::detail {
+
+// Hooks an eviction policy may need inside each entry.
+struct NoHook {};
+struct ListHook {
+  ListHook* prev = nullptr;
+  ListHook* next = nullptr;
+};
+
+template <class Hook>
+struct Entry : Hook {
+  std::uint32_t value_len;
+  std::uint8_t key_len;
+  // CLOCK's second-chance bit. Readers set it under a *shared* lock, hence atomic (relaxed is
+  // enough: it is a hint, and the writer that clears it holds the exclusive lock).
+  std::atomic<std::uint8_t> referenced{0};
+
+  Entry(std::uint8_t klen, std::uint32_t vlen) : value_len(vlen), key_len(klen) {}
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+
+  // The bytes that follow the header: key, then value.
+  char* bytes() { return reinterpret_cast<char*>(this + 1); }
+  const char* bytes() const { return reinterpret_cast<const char*>(this + 1); }
+  std::string_view key() const { return {bytes(), key_len}; }
+  std::string_view value() const { return {bytes() + key_len, value_len}; }
+  // What this entry counts toward maxmem.
+  std::size_t charge() const { return std::size_t{key_len} + value_len; }
+};
+
+// Frees an entry made by make_entry. Entries live in the slot table as raw (tagged) pointers, so
+// ownership is explicit: whoever unlinks an entry from the table destroys it.
+template <class E>
+void destroy_entry(E* e) noexcept {
+  e->~E();
+  ::operator delete(static_cast<void*>(e));
+}
+
+template <class E>
+struct EntryDeleter {
+  void operator()(E* e) const noexcept { destroy_entry(e); }
+};
+template <class E>
+using EntryPtr = std::unique_ptr<E, EntryDeleter<E>>;
+
+// One allocation holding header, key and value. Caller guarantees key.size() <= 255 and
+// value.size() <= UINT32_MAX. Throws std::bad_alloc.
+template <class E>
+EntryPtr<E> make_entry(std::string_view key, std::string_view value) {
+  void* block = ::operator new(sizeof(E) + key.size() + value.size());
+  EntryPtr<E> e(::new (block) E(static_cast<std::uint8_t>(key.size()),
+                                static_cast<std::uint32_t>(value.size())));
+  std::memcpy(e->bytes(), key.data(), key.size());
+  if (!value.empty()) std::memcpy(e->bytes() + key.size(), value.data(), value.size());
+  return e;
+}
+
+}  // namespace cache::detail

@@ -1,0 +1,118 @@
+// sharded_cache.hh — the cache as a template over its lock and eviction policies.
+//
+// ShardedCache<Lock, Policy> is the whole cache with no virtual calls: it validates keys, hashes
+// once, and forwards to the shard the hash picks. Code that fixes its policies at compile time
+// (the server's variants, the micro-benchmarks) uses it directly; cache::Cache wraps one behind a
+// type-erased pointer chosen at run time from Options.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "cache/cache.hh"
+#include "cache/eviction_policies.hh"
+#include "cache/key_hasher.hh"
+#include "cache/lock_policies.hh"
+#include "cache/shard.hh"
+
+namespace cache::detail {
+
+inline constexpr unsigned kMaxShards = 1024;
+
+inline bool valid_key(std::string_view key) {
+  return !key.empty() && key.size() <= kMaxKeyBytes;
+}
+
+// Throws std::invalid_argument with a message naming the bad option.
+inline void validate(const Options& o) {
+  if (o.maxmem == 0) throw std::invalid_argument("cache: maxmem must be > 0");
+  if (!(o.max_load_factor > 0.0 && o.max_load_factor <= 0.95)) {
+    throw std::invalid_argument("cache: max_load_factor must be in (0, 0.95]");
+  }
+  if (o.shards == 0 || o.shards > kMaxShards) {
+    throw std::invalid_argument("cache: shards must be in 1..1024");
+  }
+  if (o.shards > o.maxmem) throw std::invalid_argument("cache: more shards than bytes of maxmem");
+}
+
+template <class Lock, class Policy>
+class ShardedCache {
+ public:
+  using Shard = detail::Shard<Lock, Policy>;
+
+  explicit ShardedCache(const Options& options)
+      : hasher_(options.hasher), maxmem_(options.maxmem) {
+    validate(options);
+    shards_.reserve(options.shards);
+    // Split maxmem exactly: the first (maxmem % shards) shards get one byte more.
+    const std::size_t base = options.maxmem / options.shards;
+    const std::size_t extra = options.maxmem % options.shards;
+    for (unsigned i = 0; i < options.shards; ++i) {
+      shards_.push_back(std::make_unique<Shard>(base + (i < extra ? 1 : 0),
+                                                options.max_load_factor, hasher_));
+    }
+  }
+  ShardedCache(const ShardedCache&) = delete;
+  ShardedCache& operator=(const ShardedCache&) = delete;
+
+  SetResult set(std::string_view key, std::string_view value) {
+    if (!valid_key(key)) return SetResult::bad_key;
+    const std::uint64_t h = hasher_(key);
+    return shard_for(h).set(key, value, h);
+  }
+
+  bool get(std::string_view key, ValueSink sink) const {
+    if (!valid_key(key)) return false;
+    const std::uint64_t h = hasher_(key);
+    return shard_for(h).get(key, h, sink);
+  }
+
+  bool del(std::string_view key) {
+    if (!valid_key(key)) return false;
+    const std::uint64_t h = hasher_(key);
+    return shard_for(h).del(key, h);
+  }
+
+  void reset() {
+    for (auto& s : shards_) s->reset();
+  }
+
+  std::size_t space_used() const {
+    std::size_t total = 0;
+    for (const auto& s : shards_) total += s->space_used();
+    return total;
+  }
+  std::size_t size() const {
+    std::size_t total = 0;
+    for (const auto& s : shards_) total += s->size();
+    return total;
+  }
+  Stats stats() const {
+    Stats st;
+    st.maxmem = maxmem_;
+    for (const auto& s : shards_) {
+      st.items += s->size();
+      st.space_used += s->space_used();
+      st.evictions += s->evictions();
+    }
+    return st;
+  }
+  std::size_t maxmem() const { return maxmem_; }
+  unsigned shards() const { return static_cast<unsigned>(shards_.size()); }
+  static constexpr LockScheme lock_scheme() { return Lock::kScheme; }
+
+ private:
+  Shard& shard_for(std::uint64_t hash) const {
+    return *shards_[((hash >> 32) & 0xffff) % shards_.size()];
+  }
+
+  KeyHasher hasher_;  // shards hold a reference to it: declared first, never moved
+  std::size_t maxmem_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace cache::detail
