@@ -1,13 +1,11 @@
 // entry.hh — one cache entry is one heap allocation: [header][key bytes][value bytes].
 //
-// The header is 8 bytes for CLOCK and no-eviction (value length, key length, the CLOCK bit) and
-// 24 bytes for the list policies, which add an intrusive prev/next hook. Keeping key and value in
+// The header is 8 bytes for CLOCK and no-eviction (value length, key length) and 24 bytes for the list policies, which add an intrusive prev/next hook. Keeping key and value in
 // the same block as the header means one malloc per set, one free per removal, and one cache-line
 // neighbourhood per lookup; it is what keeps per-item overhead under 48 bytes
 // (optimizations/README.md has the measurement).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,9 +26,6 @@ template <class Hook>
 struct Entry : Hook {
   std::uint32_t value_len;
   std::uint8_t key_len;
-  // CLOCK's second-chance bit. Readers set it under a *shared* lock, hence atomic (relaxed is
-  // enough: it is a hint, and the writer that clears it holds the exclusive lock).
-  std::atomic<std::uint8_t> referenced{0};
 
   Entry(std::uint8_t klen, std::uint32_t vlen) : value_len(vlen), key_len(klen) {}
   Entry(const Entry&) = delete;

@@ -2,13 +2,14 @@
 //
 // A policy is a type the shard is instantiated with. The shard calls, with its lock held:
 //   on_insert(e), on_remove(e)   exclusive lock
-//   on_hit(e)                    read lock (shared under SharedReads!) — must be thread-safe
+//   on_hit(table, slot, e)       read lock (shared under SharedReads!) — must be thread-safe
 //   pick_victim(table, hash_of)  exclusive lock, table not empty; returns a slot index
 //   clear()                      exclusive lock, after every entry was destroyed
 // FIFO and LRU keep an intrusive doubly linked list (16 bytes per entry). LRU's hit moves the
 // entry to the front under a small per-shard mutex when readers share the shard lock, because a
-// list cannot be spliced under a shared lock. CLOCK needs no list: the hand sweeps the hash
-// table's slots, and a hit only sets an atomic bit, so its read path takes no exclusive lock.
+// list cannot be spliced under a shared lock. CLOCK needs no list: its bit lives in the hash
+// table's slot word, the hand sweeps the slot array, and a hit only sets the bit atomically, so
+// its read path takes no exclusive lock.
 #pragma once
 
 #include <cstddef>
@@ -63,9 +64,9 @@ class NoEviction {
   template <class E>
   void on_remove(E*) {}
   template <class E>
-  void on_hit(E*) const {}
+  void on_hit(const SlotTable<E>&, std::size_t, E*) const {}
   template <class E, class HashFn>
-  std::size_t pick_victim(const SlotTable<E>&, const HashFn&) {
+  std::size_t pick_victim(SlotTable<E>&, const HashFn&) {
     return SlotTable<E>::npos;  // never called: kEvicts is false
   }
   void clear() {}
@@ -85,9 +86,9 @@ class FifoEviction {
     IntrusiveList::unlink(e);
   }
   template <class E>
-  void on_hit(E*) const {}
+  void on_hit(const SlotTable<E>&, std::size_t, E*) const {}
   template <class E, class HashFn>
-  std::size_t pick_victim(const SlotTable<E>& table, const HashFn& hash_of) {
+  std::size_t pick_victim(SlotTable<E>& table, const HashFn& hash_of) {
     const E* oldest = static_cast<const E*>(list_.back());
     return table.find(oldest->key(), hash_of(oldest->key()));
   }
@@ -112,7 +113,7 @@ class LruEviction {
     IntrusiveList::unlink(e);
   }
   template <class E>
-  void on_hit(E* e) const {
+  void on_hit(const SlotTable<E>&, std::size_t, E* e) const {
     if constexpr (Lock::kReadersShare) {
       std::lock_guard touch(touch_mutex_);  // other readers hold the same shared lock
       list_.move_to_front(e);
@@ -121,7 +122,7 @@ class LruEviction {
     }
   }
   template <class E, class HashFn>
-  std::size_t pick_victim(const SlotTable<E>& table, const HashFn& hash_of) {
+  std::size_t pick_victim(SlotTable<E>& table, const HashFn& hash_of) {
     const E* lru = static_cast<const E*>(list_.back());
     return table.find(lru->key(), hash_of(lru->key()));
   }
@@ -140,27 +141,28 @@ class ClockEviction {
   using Hook = NoHook;
   static constexpr bool kEvicts = true;
   template <class E>
-  void on_insert(E* e) {
-    e->referenced.store(0, std::memory_order_relaxed);
-  }
+  void on_insert(E*) {}  // a new slot starts with its bit clear
   template <class E>
   void on_remove(E*) {}
   template <class E>
-  void on_hit(E* e) const {
-    // Read first so a hot entry's cache line is not written on every hit.
-    if (e->referenced.load(std::memory_order_relaxed) == 0) {
-      e->referenced.store(1, std::memory_order_relaxed);
-    }
+  void on_hit(const SlotTable<E>& table, std::size_t slot, E*) const {
+    table.mark_referenced(slot);
   }
   template <class E, class HashFn>
-  std::size_t pick_victim(const SlotTable<E>& table, const HashFn&) {
-    // Terminates within two sweeps: the first clears every bit it meets.
-    for (;; ++hand_) {
-      hand_ &= table.capacity() - 1;
-      E* e = table.at(hand_);
-      if (e == nullptr) continue;
-      if (e->referenced.load(std::memory_order_relaxed) == 0) return hand_;
-      e->referenced.store(0, std::memory_order_relaxed);
+  std::size_t pick_victim(SlotTable<E>& table, const HashFn&) {
+    // The hand visits slots with an odd stride near capacity/phi: a full cycle over the table
+    // in scattered order. Sweeping in index order would free slots only just behind the hand,
+    // leaving the region ahead of it nearly full for a whole revolution, and linear probing
+    // degrades sharply near full (measured: 738 hash calls per operation instead of 5 under a
+    // scan). Scattered, the freed slots are spread evenly and probe runs stay short.
+    // Terminates within two cycles: the first clears every bit it meets.
+    const std::size_t mask = table.capacity() - 1;
+    const std::size_t stride = (static_cast<std::size_t>(static_cast<double>(mask) * 0.6180339887) | 1) & mask;
+    for (;; hand_ = (hand_ + stride) & mask) {
+      hand_ &= mask;
+      if (table.at(hand_) == nullptr) continue;
+      if (!table.referenced(hand_)) return hand_;
+      table.clear_referenced(hand_);
     }
   }
   void clear() { hand_ = 0; }

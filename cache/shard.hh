@@ -64,7 +64,7 @@ class Shard {
     const std::size_t slot = table_.find(key, hash);
     if (slot == Table::npos) return false;
     E* e = table_.at(slot);
-    policy_.on_hit(e);
+    policy_.on_hit(table_, slot, e);
     sink(e->value());
     return true;
   }
