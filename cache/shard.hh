@@ -19,8 +19,9 @@
 
 namespace cache::detail {
 
+// Cache-line aligned so two shards' locks and counters never share a line (false sharing).
 template <class Lock, class Policy>
-class Shard {
+class alignas(64) Shard {
  public:
   using E = Entry<typename Policy::Hook>;
   using Table = SlotTable<E>;

@@ -48,7 +48,7 @@ fi
 
 echo "=== pytest ==="
 pytest_dirs=()
-for d in graphs tests/graphs tests/scripts; do
+for d in graphs tests/graphs tests/optimizations tests/scripts; do
   if compgen -G "$d/test_*.py" > /dev/null || compgen -G "$d/**/test_*.py" > /dev/null; then pytest_dirs+=("$d"); fi
 done
 if [ ${#pytest_dirs[@]} -gt 0 ]; then
