@@ -55,10 +55,14 @@ class ErasedCache final : public CacheImpl {
 template <class Lock>
 std::unique_ptr<CacheImpl> make_impl_locked(const Options& o) {
   switch (o.evictor) {
-    case Evictor::none: return std::make_unique<ErasedCache<Lock, NoEviction>>(o, o.evictor);
-    case Evictor::fifo: return std::make_unique<ErasedCache<Lock, FifoEviction>>(o, o.evictor);
-    case Evictor::lru: return std::make_unique<ErasedCache<Lock, LruEviction<Lock>>>(o, o.evictor);
-    case Evictor::clock: return std::make_unique<ErasedCache<Lock, ClockEviction>>(o, o.evictor);
+    case Evictor::none:
+      return std::make_unique<ErasedCache<Lock, NoEviction>>(o, o.evictor);
+    case Evictor::fifo:
+      return std::make_unique<ErasedCache<Lock, FifoEviction>>(o, o.evictor);
+    case Evictor::lru:
+      return std::make_unique<ErasedCache<Lock, LruEviction<Lock>>>(o, o.evictor);
+    case Evictor::clock:
+      return std::make_unique<ErasedCache<Lock, ClockEviction>>(o, o.evictor);
   }
   throw std::invalid_argument("cache: unknown evictor");
 }
@@ -66,8 +70,10 @@ std::unique_ptr<CacheImpl> make_impl_locked(const Options& o) {
 std::unique_ptr<CacheImpl> make_impl(const Options& o) {
   validate(o);
   switch (o.lock) {
-    case LockScheme::shared_reads: return make_impl_locked<SharedReads>(o);
-    case LockScheme::exclusive_all: return make_impl_locked<ExclusiveAll>(o);
+    case LockScheme::shared_reads:
+      return make_impl_locked<SharedReads>(o);
+    case LockScheme::exclusive_all:
+      return make_impl_locked<ExclusiveAll>(o);
   }
   throw std::invalid_argument("cache: unknown lock scheme");
 }
@@ -75,8 +81,7 @@ std::unique_ptr<CacheImpl> make_impl(const Options& o) {
 }  // namespace detail
 
 namespace {
-Options course_options(std::size_t maxmem, double max_load_factor, Evictor evictor,
-                       Hasher hasher) {
+Options course_options(std::size_t maxmem, double max_load_factor, Evictor evictor, Hasher hasher) {
   Options o;
   o.maxmem = maxmem;
   o.max_load_factor = max_load_factor;
@@ -96,47 +101,78 @@ Cache& Cache::operator=(Cache&&) noexcept = default;
 SetResult Cache::set(std::string_view key, std::string_view value) {
   return impl_->set(key, value);
 }
-bool Cache::get(std::string_view key, ValueSink sink) const { return impl_->get(key, sink); }
+bool Cache::get(std::string_view key, ValueSink sink) const {
+  return impl_->get(key, sink);
+}
 std::optional<std::string> Cache::get(std::string_view key) const {
   std::optional<std::string> out;
   impl_->get(key, [&out](std::string_view v) { out.emplace(v); });
   return out;
 }
-bool Cache::del(std::string_view key) { return impl_->del(key); }
-void Cache::reset() { impl_->reset(); }
-std::size_t Cache::space_used() const { return impl_->space_used(); }
-std::size_t Cache::size() const { return impl_->size(); }
-std::size_t Cache::maxmem() const { return impl_->maxmem(); }
-Evictor Cache::evictor() const { return impl_->evictor(); }
-LockScheme Cache::lock_scheme() const { return impl_->lock(); }
-unsigned Cache::shards() const { return impl_->shards(); }
-Stats Cache::stats() const { return impl_->stats(); }
+bool Cache::del(std::string_view key) {
+  return impl_->del(key);
+}
+void Cache::reset() {
+  impl_->reset();
+}
+std::size_t Cache::space_used() const {
+  return impl_->space_used();
+}
+std::size_t Cache::size() const {
+  return impl_->size();
+}
+std::size_t Cache::maxmem() const {
+  return impl_->maxmem();
+}
+Evictor Cache::evictor() const {
+  return impl_->evictor();
+}
+LockScheme Cache::lock_scheme() const {
+  return impl_->lock();
+}
+unsigned Cache::shards() const {
+  return impl_->shards();
+}
+Stats Cache::stats() const {
+  return impl_->stats();
+}
 
 const char* to_string(SetResult r) {
   switch (r) {
-    case SetResult::created: return "created";
-    case SetResult::replaced: return "replaced";
-    case SetResult::bad_key: return "bad_key";
-    case SetResult::too_big: return "too_big";
-    case SetResult::no_space: return "no_space";
+    case SetResult::created:
+      return "created";
+    case SetResult::replaced:
+      return "replaced";
+    case SetResult::bad_key:
+      return "bad_key";
+    case SetResult::too_big:
+      return "too_big";
+    case SetResult::no_space:
+      return "no_space";
   }
   return "unknown";
 }
 
 const char* to_string(Evictor e) {
   switch (e) {
-    case Evictor::none: return "none";
-    case Evictor::fifo: return "fifo";
-    case Evictor::lru: return "lru";
-    case Evictor::clock: return "clock";
+    case Evictor::none:
+      return "none";
+    case Evictor::fifo:
+      return "fifo";
+    case Evictor::lru:
+      return "lru";
+    case Evictor::clock:
+      return "clock";
   }
   return "unknown";
 }
 
 const char* to_string(LockScheme l) {
   switch (l) {
-    case LockScheme::shared_reads: return "shared";
-    case LockScheme::exclusive_all: return "exclusive";
+    case LockScheme::shared_reads:
+      return "shared";
+    case LockScheme::exclusive_all:
+      return "exclusive";
   }
   return "unknown";
 }

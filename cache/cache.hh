@@ -64,10 +64,10 @@ const char* to_string(LockScheme l);
 std::optional<Evictor> parse_evictor(std::string_view name);
 
 struct Options {
-  std::size_t maxmem = 64u << 20;                 // bytes of key+value the cache may hold
+  std::size_t maxmem = 64u << 20;                  // bytes of key+value the cache may hold
   double max_load_factor = kDefaultMaxLoadFactor;  // hash table fill before it doubles; (0, 0.95]
   Evictor evictor = kDefaultEvictor;
-  Hasher hasher = {};  // empty: std::hash<std::string_view>
+  Hasher hasher = {};   // empty: std::hash<std::string_view>
   unsigned shards = 1;  // 1..1024; each shard gets maxmem/shards bytes
   LockScheme lock = LockScheme::shared_reads;
 };

@@ -1,9 +1,10 @@
 // entry.hh — one cache entry is one heap allocation: [header][key bytes][value bytes].
 //
-// The header is 8 bytes for CLOCK and no-eviction (value length, key length) and 24 bytes for the list policies, which add an intrusive prev/next hook. Keeping key and value in
-// the same block as the header means one malloc per set, one free per removal, and one cache-line
-// neighbourhood per lookup; it is what keeps per-item overhead under 48 bytes
-// (optimizations/README.md has the measurement).
+// The header is 8 bytes for CLOCK and no-eviction (value length, key length) and 24 bytes for the
+// list policies, which add an intrusive prev/next hook. Keeping key and value in the same block as
+// the header means one malloc per set, one free per removal, and one cache-line neighbourhood per
+// lookup; it is what keeps per-item overhead under 48 bytes (optimizations/README.md has the
+// measurement).
 #pragma once
 
 #include <cstddef>

@@ -129,7 +129,7 @@ class LruEviction {
   void clear() { list_.clear(); }
 
  private:
-  mutable IntrusiveList list_;     // guarded by the shard lock, plus touch_mutex_ for readers
+  mutable IntrusiveList list_;      // guarded by the shard lock, plus touch_mutex_ for readers
   mutable std::mutex touch_mutex_;  // serialises hits that share the shard lock
 };
 
@@ -157,7 +157,8 @@ class ClockEviction {
     // scan). Scattered, the freed slots are spread evenly and probe runs stay short.
     // Terminates within two cycles: the first clears every bit it meets.
     const std::size_t mask = table.capacity() - 1;
-    const std::size_t stride = (static_cast<std::size_t>(static_cast<double>(mask) * 0.6180339887) | 1) & mask;
+    const std::size_t stride =
+        (static_cast<std::size_t>(static_cast<double>(mask) * 0.6180339887) | 1) & mask;
     for (;; hand_ = (hand_ + stride) & mask) {
       hand_ &= mask;
       if (table.at(hand_) == nullptr) continue;

@@ -129,8 +129,8 @@ class alignas(64) Shard {
   mutable Policy policy_;  // mutable: a hit may update recency (atomically or under its own lock)
   const std::size_t budget_;
   const KeyHasher& hasher_;
-  std::atomic<std::size_t> used_{0};     // key+value bytes; written under the exclusive lock
-  std::atomic<std::size_t> items_{0};    // entries; written under the exclusive lock
+  std::atomic<std::size_t> used_{0};   // key+value bytes; written under the exclusive lock
+  std::atomic<std::size_t> items_{0};  // entries; written under the exclusive lock
   std::atomic<std::uint64_t> evictions_{0};
 };
 

@@ -44,16 +44,15 @@ class ShardedCache {
  public:
   using Shard = detail::Shard<Lock, Policy>;
 
-  explicit ShardedCache(const Options& options)
-      : hasher_(options.hasher), maxmem_(options.maxmem) {
+  explicit ShardedCache(const Options& options) : hasher_(options.hasher), maxmem_(options.maxmem) {
     validate(options);
     shards_.reserve(options.shards);
     // Split maxmem exactly: the first (maxmem % shards) shards get one byte more.
     const std::size_t base = options.maxmem / options.shards;
     const std::size_t extra = options.maxmem % options.shards;
     for (unsigned i = 0; i < options.shards; ++i) {
-      shards_.push_back(std::make_unique<Shard>(base + (i < extra ? 1 : 0),
-                                                options.max_load_factor, hasher_));
+      shards_.push_back(
+          std::make_unique<Shard>(base + (i < extra ? 1 : 0), options.max_load_factor, hasher_));
     }
   }
   ShardedCache(const ShardedCache&) = delete;

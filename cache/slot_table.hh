@@ -14,9 +14,9 @@
 // backward-shifting recompute it with the shard's hasher.
 #pragma once
 
+#include <atomic>
 #include <cassert>
 #include <cstddef>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -42,7 +42,8 @@ class SlotTable {
   // CLOCK's bit. mark_referenced is safe under a shared lock (an atomic OR, skipped when the bit
   // is already set so a hot slot's cache line is not written on every hit).
   void mark_referenced(std::size_t i) const {
-    if ((load(i) & kReferencedBit) == 0) slots_[i].fetch_or(kReferencedBit, std::memory_order_relaxed);
+    if ((load(i) & kReferencedBit) == 0)
+      slots_[i].fetch_or(kReferencedBit, std::memory_order_relaxed);
   }
   bool referenced(std::size_t i) const { return (load(i) & kReferencedBit) != 0; }
   void clear_referenced(std::size_t i) { store(i, load(i) & ~kReferencedBit); }

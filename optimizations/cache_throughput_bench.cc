@@ -60,9 +60,8 @@ void BM_Get(benchmark::State& state) {
   char buffer[kValueBytes];
   const auto& k = keys();
   for (auto _ : state) {
-    const bool hit = g_cache->get(k[rng() % kKeys], [&](std::string_view v) {
-      std::memcpy(buffer, v.data(), v.size());
-    });
+    const bool hit = g_cache->get(
+        k[rng() % kKeys], [&](std::string_view v) { std::memcpy(buffer, v.data(), v.size()); });
     benchmark::DoNotOptimize(hit);
     benchmark::DoNotOptimize(buffer);
   }
@@ -94,9 +93,8 @@ void BM_Mixed95(benchmark::State& state) {
     if (r % 100 < 5) {
       benchmark::DoNotOptimize(g_cache->set(key, value));
     } else {
-      benchmark::DoNotOptimize(g_cache->get(key, [&](std::string_view v) {
-        std::memcpy(buffer, v.data(), v.size());
-      }));
+      benchmark::DoNotOptimize(
+          g_cache->get(key, [&](std::string_view v) { std::memcpy(buffer, v.data(), v.size()); }));
     }
   }
   state.SetItemsProcessed(state.iterations());

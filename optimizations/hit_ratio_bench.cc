@@ -42,7 +42,8 @@ void BM_HitRatio(benchmark::State& state) {
   double hit_ratio = 0;
 
   for (auto _ : state) {
-    cache::Cache c(kCapacityItems * (kKeyBytes + kValueBytes), cache::kDefaultMaxLoadFactor, evictor);
+    cache::Cache c(kCapacityItems * (kKeyBytes + kValueBytes), cache::kDefaultMaxLoadFactor,
+                   evictor);
     std::mt19937_64 rng(42);
     auto access = [&](const std::string& k) {
       if (c.get(k, [](std::string_view) {})) return true;

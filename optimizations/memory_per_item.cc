@@ -34,7 +34,9 @@ long resident_bytes() {
   return pages_resident * sysconf(_SC_PAGESIZE);
 }
 
-void key_of(std::size_t i, char (&buf)[kKeyBytes + 1]) { std::snprintf(buf, sizeof buf, "k%010zu", i); }
+void key_of(std::size_t i, char (&buf)[kKeyBytes + 1]) {
+  std::snprintf(buf, sizeof buf, "k%010zu", i);
+}
 
 int measure(const std::string& name) {
   const std::string value(kValueBytes, 'v');
@@ -69,10 +71,12 @@ int measure(const std::string& name) {
     std::fprintf(stderr, "memory_per_item: stored %zu of %zu items\n", stored, kItems);
     return 1;
   }
-  const double overhead = (static_cast<double>(after - before) - kItems * (kKeyBytes + kValueBytes)) / kItems;
-  std::printf("{\"store\": \"%s\", \"items\": %zu, \"key_bytes\": %zu, \"value_bytes\": %zu, "
-              "\"rss_delta_bytes\": %ld, \"overhead_bytes_per_item\": %.1f}\n",
-              name.c_str(), kItems, kKeyBytes, kValueBytes, after - before, overhead);
+  const double overhead =
+      (static_cast<double>(after - before) - kItems * (kKeyBytes + kValueBytes)) / kItems;
+  std::printf(
+      "{\"store\": \"%s\", \"items\": %zu, \"key_bytes\": %zu, \"value_bytes\": %zu, "
+      "\"rss_delta_bytes\": %ld, \"overhead_bytes_per_item\": %.1f}\n",
+      name.c_str(), kItems, kKeyBytes, kValueBytes, after - before, overhead);
   return 0;
 }
 

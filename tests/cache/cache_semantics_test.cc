@@ -161,7 +161,8 @@ TEST_P(Semantics, WithoutEvictorASetThatDoesNotFitIsRefused) {
 
 TEST_P(Semantics, ManyKeysSurviveTableGrowth) {
   Cache c = make(1 << 20);
-  for (int i = 0; i < 5000; ++i) ASSERT_EQ(c.set(key_of("key", i), std::to_string(i)), SetResult::created);
+  for (int i = 0; i < 5000; ++i)
+    ASSERT_EQ(c.set(key_of("key", i), std::to_string(i)), SetResult::created);
   for (int i = 0; i < 5000; ++i) ASSERT_EQ(c.get(key_of("key", i)), std::to_string(i));
   for (int i = 0; i < 5000; i += 2) ASSERT_TRUE(c.del(key_of("key", i)));
   for (int i = 0; i < 5000; ++i) {
@@ -223,7 +224,9 @@ TEST_P(Semantics, MovedCacheKeepsItsContents) {
 
 INSTANTIATE_TEST_SUITE_P(Locks, Semantics,
                          ::testing::Values(LockScheme::shared_reads, LockScheme::exclusive_all),
-                         [](const auto& info) { return std::string(cache::to_string(info.param)); });
+                         [](const auto& info) {
+                           return std::string(cache::to_string(info.param));
+                         });
 
 TEST(Options, InvalidOptionsThrow) {
   EXPECT_THROW(Cache(0), std::invalid_argument);

@@ -108,15 +108,16 @@ TEST_P(Stress, NoTornValuesAndNeverOverBudget) {
   EXPECT_EQ(c.space_used(), held);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, Stress,
-    ::testing::Combine(::testing::Values(Evictor::clock, Evictor::lru, Evictor::fifo, Evictor::none),
-                       ::testing::Values(LockScheme::shared_reads, LockScheme::exclusive_all),
-                       ::testing::Values(1u, 4u)),
-    [](const auto& info) {
-      return std::string(cache::to_string(std::get<0>(info.param))) + "_" +
-             cache::to_string(std::get<1>(info.param)) + "_" +
-             std::to_string(std::get<2>(info.param)) + "shards";
-    });
+INSTANTIATE_TEST_SUITE_P(All, Stress,
+                         ::testing::Combine(::testing::Values(Evictor::clock, Evictor::lru,
+                                                              Evictor::fifo, Evictor::none),
+                                            ::testing::Values(LockScheme::shared_reads,
+                                                              LockScheme::exclusive_all),
+                                            ::testing::Values(1u, 4u)),
+                         [](const auto& info) {
+                           return std::string(cache::to_string(std::get<0>(info.param))) + "_" +
+                                  cache::to_string(std::get<1>(info.param)) + "_" +
+                                  std::to_string(std::get<2>(info.param)) + "shards";
+                         });
 
 }  // namespace

@@ -20,7 +20,9 @@ Cache make(Evictor e, LockScheme lock, std::size_t maxmem = 6) {
   return Cache(o);
 }
 
-bool has(const Cache& c, const std::string& k) { return c.get(k).has_value(); }
+bool has(const Cache& c, const std::string& k) {
+  return c.get(k).has_value();
+}
 
 class EvictionOrder : public ::testing::TestWithParam<LockScheme> {};
 
@@ -144,6 +146,8 @@ TEST_P(EvictionOrder, HotKeysSurviveAScanUnderClockAndLru) {
 
 INSTANTIATE_TEST_SUITE_P(Locks, EvictionOrder,
                          ::testing::Values(LockScheme::shared_reads, LockScheme::exclusive_all),
-                         [](const auto& info) { return std::string(cache::to_string(info.param)); });
+                         [](const auto& info) {
+                           return std::string(cache::to_string(info.param));
+                         });
 
 }  // namespace

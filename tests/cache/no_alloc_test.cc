@@ -20,8 +20,12 @@ void* operator new(std::size_t size) {
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace {
 
@@ -76,6 +80,8 @@ TEST_P(NoAlloc, GetMissAllocatesNothing) {
 INSTANTIATE_TEST_SUITE_P(Evictors, NoAlloc,
                          ::testing::Values(cache::Evictor::clock, cache::Evictor::lru,
                                            cache::Evictor::fifo, cache::Evictor::none),
-                         [](const auto& info) { return std::string(cache::to_string(info.param)); });
+                         [](const auto& info) {
+                           return std::string(cache::to_string(info.param));
+                         });
 
 }  // namespace

@@ -84,7 +84,11 @@ class OpGenerator {
   explicit OpGenerator(std::uint32_t seed) : rng_(seed) {}
   Op next() {
     const int roll = pick(0, 999);
-    Op op{roll < 480 ? Op::set : roll < 850 ? Op::get : roll < 995 ? Op::del : Op::reset, key(), ""};
+    Op op{roll < 480   ? Op::set
+          : roll < 850 ? Op::get
+          : roll < 995 ? Op::del
+                       : Op::reset,
+          key(), ""};
     if (op.kind == Op::set) {
       const int len = pick(0, 99) < 3 ? pick(180, 260) : pick(0, 30);  // sometimes too big
       for (int i = 0; i < len; ++i) op.value.push_back(static_cast<char>(pick(0, 255)));
@@ -123,9 +127,15 @@ TEST_P(ExactModel, AgreesWithReferenceOnEveryStep) {
   for (int step = 0; step < kSteps; ++step) {
     const Op op = gen.next();
     switch (op.kind) {
-      case Op::set: ASSERT_EQ(c.set(op.key, op.value), ref.set(op.key, op.value)) << step; break;
-      case Op::get: ASSERT_EQ(c.get(op.key), ref.get(op.key)) << step; break;
-      case Op::del: ASSERT_EQ(c.del(op.key), ref.del(op.key)) << step; break;
+      case Op::set:
+        ASSERT_EQ(c.set(op.key, op.value), ref.set(op.key, op.value)) << step;
+        break;
+      case Op::get:
+        ASSERT_EQ(c.get(op.key), ref.get(op.key)) << step;
+        break;
+      case Op::del:
+        ASSERT_EQ(c.del(op.key), ref.del(op.key)) << step;
+        break;
       case Op::reset:
         c.reset();
         ref.reset();
@@ -201,13 +211,13 @@ TEST_P(ApproximateModel, NeverStaleAndAccountsExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Policies, ApproximateModel,
-    ::testing::Combine(::testing::Values(Evictor::clock, Evictor::lru, Evictor::fifo),
-                       ::testing::Values(1u, 4u)),
-    [](const auto& info) {
-      return std::string(cache::to_string(std::get<0>(info.param))) + "_" +
-             std::to_string(std::get<1>(info.param)) + "shards";
-    });
+INSTANTIATE_TEST_SUITE_P(Policies, ApproximateModel,
+                         ::testing::Combine(::testing::Values(Evictor::clock, Evictor::lru,
+                                                              Evictor::fifo),
+                                            ::testing::Values(1u, 4u)),
+                         [](const auto& info) {
+                           return std::string(cache::to_string(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "shards";
+                         });
 
 }  // namespace
