@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Figures from bench_client result JSON: throughput and tail latency against load.
+
+usage: python graphs/plot.py [RESULTS_DIR | RESULT.json ...]
+
+With no argument it plots results/latest (the newest experiment). Each result file is one
+server configuration and becomes one line in every figure. It writes, next to the results:
+  throughput_vs_threads   req/s against client threads (error bars: min..max of repetitions)
+  p95_vs_threads          p95 latency against client threads (likewise)
+  throughput_vs_p95       the "hockey stick": throughput against p95
+  latency_spectrum        p50..p99.9 at each configuration's saturation point (log scale)
+  cpu_vs_threads          server CPU % (solid) and client CPU % (dashed) against client threads
+each as PNG and SVG, and prints their paths. Exits 1 with a one-line message on bad input.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import (PERCENTILE_FIELDS, SATURATION_RULE, ResultError, Series,  # noqa: E402
+                     find_result_files, load_series)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RESULTS = REPO_ROOT / "results" / "latest"
+FORMATS = ("png", "svg")
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display needed
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _thread_axis(ax, series: list[Series]):
+    threads = sorted({p.threads for s in series for p in s.points})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(threads)
+    ax.set_xticklabels([str(t) for t in threads])
+    ax.set_xlabel("client threads")
+
+
+def _errorbar(ax, s: Series, field: str, scale: float = 1.0, **kw):
+    xs = [p.threads for p in s.points if p.get(field) is not None]
+    pts = [p for p in s.points if p.get(field) is not None]
+    if not pts:
+        return False
+    ys = [p.get(field) * scale for p in pts]
+    if any(p.repetitions > 1 for p in pts):
+        lo = [(p.get(field) - p.low[field]) * scale for p in pts]
+        hi = [(p.high[field] - p.get(field)) * scale for p in pts]
+        ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, marker="o", label=s.label, **kw)
+    else:
+        ax.plot(xs, ys, marker="o", label=s.label, **kw)
+    return True
+
+
+def _finish(plt, fig, ax, title: str, out_dir: Path, name: str) -> list[Path]:
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    paths = []
+    for fmt in FORMATS:
+        path = out_dir / f"{name}.{fmt}"
+        fig.savefig(path, dpi=120)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def plot_all(series: list[Series], out_dir: Path) -> list[Path]:
+    plt = _pyplot()
+    written: list[Path] = []
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in series:
+        _errorbar(ax, s, "throughput_rps", 1e-3)
+    _thread_axis(ax, series)
+    ax.set_ylabel("throughput (thousand requests/s)")
+    ax.set_ylim(bottom=0)
+    written += _finish(plt, fig, ax, "Throughput vs client threads", out_dir, "throughput_vs_threads")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in series:
+        _errorbar(ax, s, "p95_us")
+    _thread_axis(ax, series)
+    ax.set_ylabel("p95 latency (µs)")
+    ax.set_ylim(bottom=0)
+    written += _finish(plt, fig, ax, "p95 latency vs client threads", out_dir, "p95_vs_threads")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in series:
+        ax.plot([p.get("throughput_rps") * 1e-3 for p in s.points], [p.get("p95_us") for p in s.points],
+                marker="o", label=s.label)
+        for p in s.points:
+            ax.annotate(str(p.threads), (p.get("throughput_rps") * 1e-3, p.get("p95_us")),
+                        textcoords="offset points", xytext=(4, 4), fontsize="x-small")
+    ax.set_xlabel("throughput (thousand requests/s)")
+    ax.set_ylabel("p95 latency (µs)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    written += _finish(plt, fig, ax, "Throughput vs p95 latency (labels: client threads)", out_dir,
+                       "throughput_vs_p95")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in series:
+        sat = s.saturation()
+        pairs = [(name, sat.get(f)) for name, f in PERCENTILE_FIELDS if sat.get(f) is not None]
+        xs = [-math.log10(1 - float(name[1:]) / 100) for name, _ in pairs]
+        ax.plot(xs, [v for _, v in pairs], marker="o", label=f"{s.label} @ {sat.threads} threads")
+    names = [name for name, _ in PERCENTILE_FIELDS]
+    ax.set_xticks([-math.log10(1 - float(n[1:]) / 100) for n in names])
+    ax.set_xticklabels(names)
+    ax.set_yscale("log")
+    from matplotlib.ticker import LogLocator, ScalarFormatter
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    ax.yaxis.get_minor_formatter().set_scientific(False)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (µs, log scale)")
+    written += _finish(plt, fig, ax, "Latency percentiles at each saturation point", out_dir,
+                       "latency_spectrum")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in series:
+        line = None
+        if _errorbar(ax, s, "server_cpu_pct"):
+            line = ax.get_lines()[-1]
+        color = line.get_color() if line is not None else None
+        pts = [p for p in s.points if p.get("client_cpu_pct") is not None]
+        if pts:
+            ax.plot([p.threads for p in pts], [p.get("client_cpu_pct") for p in pts], linestyle="--",
+                    marker="x", color=color, label=f"{s.label} (client)")
+    _thread_axis(ax, series)
+    ax.set_ylabel("CPU % (100 = one core)")
+    ax.set_ylim(bottom=0)
+    written += _finish(plt, fig, ax, "Server CPU (solid) and client CPU (dashed)", out_dir,
+                       "cpu_vs_threads")
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    try:
+        files, out_dir = find_result_files(argv, DEFAULT_RESULTS)
+        series = [load_series(f) for f in files]
+    except ResultError as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 1
+    for path in plot_all(series, out_dir):
+        print(path)
+    for s in series:
+        sat = s.saturation()
+        print(f"saturation {s.label}: {sat.threads} threads, {sat.get('throughput_rps'):.0f} req/s, "
+              f"p95 {sat.get('p95_us'):.0f} µs", file=sys.stderr)
+    print(f"(saturation = {SATURATION_RULE})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

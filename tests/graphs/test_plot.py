@@ -1,0 +1,101 @@
+"""graphs/plot.py end to end: figures from checked-in fixture JSON, and clear errors."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLOT = ROOT / "graphs" / "plot.py"
+FIXTURE = Path(__file__).parent / "fixture"
+FIGURES = ("throughput_vs_threads", "p95_vs_threads", "throughput_vs_p95", "latency_spectrum",
+           "cpu_vs_threads")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+sys.path.insert(0, str(ROOT / "graphs"))
+import results  # noqa: E402
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(PLOT), *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    d = tmp_path / "run"
+    shutil.copytree(FIXTURE, d)
+    return d
+
+
+def test_directory_gives_every_figure_as_valid_png_and_svg(results_dir):
+    r = run(results_dir)
+    assert r.returncode == 0, r.stderr
+    printed = r.stdout.split()
+    for name in FIGURES:
+        png = results_dir / f"{name}.png"
+        svg = results_dir / f"{name}.svg"
+        assert str(png) in printed and str(svg) in printed
+        data = png.read_bytes()
+        assert data.startswith(PNG_SIGNATURE)
+        assert len(data) > 10_000  # a real figure, not an empty canvas
+        assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_explicit_files_write_next_to_the_first(results_dir):
+    r = run(results_dir / "baseline-t2.json")
+    assert r.returncode == 0, r.stderr
+    assert (results_dir / "throughput_vs_threads.png").exists()
+
+
+def test_saturation_is_reported_per_configuration(results_dir):
+    r = run(results_dir)
+    assert "saturation optimized -t 2: 4 threads" in r.stderr
+    assert "saturation baseline-t2: 4 threads" in r.stderr
+
+
+def test_repetitions_reduce_to_median_with_spread():
+    s = results.load_series(FIXTURE / "optimized-t2.json")
+    p = s.points[0]
+    assert p.repetitions == 3
+    assert p.low["throughput_rps"] < p.get("throughput_rps") < p.high["throughput_rps"]
+    assert p.get("throughput_rps") == pytest.approx(20000 * 1.02)
+
+
+def test_saturation_rule_stops_where_p95_doubles(tmp_path):
+    doc = {"points": [{"threads": t, "throughput_rps": rps, "p50_us": 1, "p95_us": p95, "p99_us": 1}
+                      for t, rps, p95 in ((1, 100, 50), (2, 190, 60), (4, 260, 99), (8, 300, 400))]}
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(doc))
+    assert results.load_series(f).saturation().threads == 4  # 8 threads has the most req/s, but p95 > 2x
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
+    r = run(tmp_path / "nothing-here")
+    assert r.returncode == 1
+    assert "no such file or directory" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_malformed_json_is_a_clear_error(results_dir):
+    (results_dir / "broken.json").write_text("{\"points\": [")
+    r = run(results_dir)
+    assert r.returncode == 1
+    assert "broken.json: not valid JSON" in r.stderr
+
+
+def test_point_without_required_fields_is_a_clear_error(tmp_path):
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps({"points": [{"threads": 1, "throughput_rps": 5}]}))
+    r = run(f)
+    assert r.returncode == 1
+    assert "missing p50_us, p95_us, p99_us" in r.stderr
+
+
+def test_directory_without_results_is_a_clear_error(tmp_path):
+    (tmp_path / "meta.json").write_text("{}")
+    r = run(tmp_path)
+    assert r.returncode == 1
+    assert "no bench_client result JSON" in r.stderr
