@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""The experiment runner: server configurations x client sweep -> JSON, figures, REPORT.md.
+
+For each server configuration it starts cache_server pinned to --server-cpus on a free port,
+waits until it prints its listening line, runs the bench_client sweep pinned to --client-cpus
+(with --server-pid, so the server's CPU is sampled), and stops the server. Results go to
+results/<timestamp>/ (one JSON per configuration; results/latest points at the newest run),
+followed by the figures (graphs/plot.py) and REPORT.md (scripts/report.py).
+
+  python scripts/experiment.py                     default: -t 1,2,4 (x baseline/optimized
+                                                   when the server has variants), ~3 minutes
+  python scripts/experiment.py --full              longer points, 3 repetitions each
+  python scripts/experiment.py --target H:P        measure an already-running server instead
+  python scripts/experiment.py -- --workload zipf --theta 1.1    options after -- go to bench_client
+
+Ctrl-C stops the servers it started and keeps (and reports) the finished configurations.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "graphs"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+LISTENING = re.compile(rb"listening on ([0-9.]+):(\d+)")
+SERVER_READY_TIMEOUT_S = 15
+SERVER_STOP_TIMEOUT_S = 5
+POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
+
+
+def log(msg: str) -> None:
+    print(f"[experiment {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg: str) -> "NoReturn":  # noqa: F821
+    print(f"experiment.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_args(argv: list[str]):
+    client_args: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, client_args = argv[:i], argv[i + 1:]
+    p = argparse.ArgumentParser(
+        prog="experiment.py", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Options after -- are passed to bench_client unchanged (see bench_client --help).")
+    p.add_argument("--server-threads", default="1,2,4", help="cache_server -t values (default 1,2,4)")
+    p.add_argument("--variants", default="auto",
+                   help="comma list of server variants, or 'auto': baseline and optimized when "
+                        "cache_server supports --variant, else the server's default (default auto)")
+    p.add_argument("--client-threads", default="1,2,4,8,16", help="bench_client sweep (default 1,2,4,8,16)")
+    p.add_argument("--duration", type=float, default=None, help="seconds per point (default 4, --full 10)")
+    p.add_argument("--warmup", default=None, help="warm-up per point, bench_client syntax (default 1s)")
+    p.add_argument("--repetitions", type=int, default=None, help="sweeps per configuration (default 1, --full 3)")
+    p.add_argument("--full", action="store_true", help="longer points and 3 repetitions")
+    p.add_argument("--server-cpus", default="0", help="taskset CPU list for the server (default 0)")
+    p.add_argument("--client-cpus", default="1", help="taskset CPU list for the client (default 1)")
+    p.add_argument("--target", metavar="HOST:PORT", help="benchmark this running server; start none")
+    p.add_argument("--server-bin", default=str(ROOT / "build/release/server/cache_server"))
+    p.add_argument("--client-bin", default=str(ROOT / "build/release/client/bench_client"))
+    p.add_argument("--out", default=str(ROOT / "results"), help="parent of the run directory (default results/)")
+    p.add_argument("--no-plots", action="store_true", help="skip figures (REPORT.md still written)")
+    a = p.parse_args(argv)
+    a.client_args = client_args
+    a.duration = a.duration if a.duration is not None else (10.0 if a.full else 4.0)
+    a.warmup = a.warmup or ("2s" if a.full else "1s")
+    a.repetitions = a.repetitions if a.repetitions is not None else (3 if a.full else 1)
+    if a.duration <= 0 or a.repetitions < 1:
+        fail("--duration must be > 0 and --repetitions >= 1")
+    try:
+        a.client_thread_list = [int(x) for x in a.client_threads.split(",")]
+        a.server_thread_list = [int(x) for x in a.server_threads.split(",")]
+    except ValueError:
+        fail("--client-threads and --server-threads take comma-separated integers, e.g. 1,2,4")
+    if a.target and not re.fullmatch(r"[^:\s]+:\d+", a.target):
+        fail(f"--target must be HOST:PORT, got '{a.target}'")
+    for b in ([] if a.target else [a.server_bin]) + [a.client_bin]:
+        if not os.access(b, os.X_OK):
+            fail(f"{b} is not built (run: bash scripts/setup.sh)")
+    return a
+
+
+def server_variants(args) -> list[str | None]:
+    if args.variants != "auto":
+        return [v for v in args.variants.split(",") if v]
+    help_text = subprocess.run([args.server_bin, "--help"], capture_output=True, timeout=10).stdout
+    return ["baseline", "optimized"] if b"--variant" in help_text else [None]
+
+
+class Server:
+    """A cache_server child pinned with taskset; stopped by SIGTERM (then SIGKILL) on exit."""
+
+    def __init__(self, binary: str, flags: list[str], cpus: str):
+        cmd = ["taskset", "-c", cpus, binary, "-p", "0", *flags]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.port = self._wait_ready()
+
+    def _wait_ready(self) -> int:
+        deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
+        seen = b""
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        while time.monotonic() < deadline:
+            chunk = self.proc.stdout.read() or b""
+            seen += chunk
+            m = LISTENING.search(seen)
+            if m:
+                return int(m.group(2))
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"cache_server exited with {self.proc.returncode}: {seen.decode(errors='replace').strip()}")
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"cache_server printed no listening line within {SERVER_READY_TIMEOUT_S}s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(SERVER_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def machine_info() -> dict:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": os.uname().release,
+            "git_revision": (rev.stdout.strip() or "unknown") + ("-dirty" if dirty else "")}
+
+
+class Progress:
+    def __init__(self, total_points: int, point_s: float):
+        self.total, self.done, self.point_s, self.start = total_points, 0, point_s, time.monotonic()
+
+    def show(self, config: str, detail: str) -> None:
+        elapsed = time.monotonic() - self.start
+        left = max(0.0, (self.total - self.done) * self.point_s)
+        print(f"\r[{config}] {detail} | points {self.done}/{self.total} | elapsed {elapsed:4.0f}s | "
+              f"~{left:4.0f}s left   ", end="", file=sys.stderr, flush=True)
+
+
+def run_sweep(args, host: str, port: int, server_pid: int | None, json_path: Path,
+              label: str, progress: Progress) -> int:
+    cmd = ["taskset", "-c", args.client_cpus, args.client_bin, "-s", host, "-p", str(port),
+           "--threads", ",".join(map(str, args.client_thread_list)), "-d", f"{args.duration:g}",
+           "--warmup", args.warmup, "--json", str(json_path), *args.client_args]
+    if server_pid is not None:
+        cmd += ["--server-pid", str(server_pid)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if re.match(r"\s*\d+\s", line):  # a finished point's table row
+                progress.done += 1
+                progress.show(label, f"{line.split()[0]} client threads done")
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        # A terminal's Ctrl-C reaches bench_client too; a signal sent to us alone does not.
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    err = proc.stderr.read()
+    if rc != 0:
+        print(file=sys.stderr)
+        log(f"bench_client exited {rc} for {label}: {err.strip()}")
+    return rc
+
+
+def merge_repetitions(parts: list[Path], dest: Path, extra_meta: dict) -> None:
+    docs = []
+    for p in parts:
+        if not p.exists():
+            continue
+        try:
+            docs.append(json.loads(p.read_text()))
+        except json.JSONDecodeError:
+            log(f"{p.name}: incomplete JSON from an interrupted sweep, left out")
+    if not docs or not any(d.get("points") for d in docs):
+        for p in parts:
+            p.unlink(missing_ok=True)
+        return
+    merged = {"meta": {**docs[0].get("meta", {}), **extra_meta}, "points": []}
+    for d in docs:
+        merged["points"] += d.get("points", [])
+    dest.write_text(json.dumps(merged, indent=1))
+    for p in parts:
+        if p != dest and p.exists():
+            p.unlink()
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_root = Path(args.out)
+    out = out_root / stamp
+    out.mkdir(parents=True, exist_ok=False)
+
+    if args.target:
+        host, port = args.target.rsplit(":", 1)
+        configs = [(f"target {args.target}", None)]
+    else:
+        configs = []
+        for variant in server_variants(args):
+            for t in args.server_thread_list:
+                flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
+                configs.append((f"{variant + ' ' if variant else ''}-t {t}".strip(), flags))
+
+    point_s = args.duration + (float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0) + POINT_OVERHEAD_S
+    progress = Progress(len(configs) * len(args.client_thread_list) * args.repetitions, point_s)
+    run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
+           "command": " ".join(["python scripts/experiment.py", *map(shlex.quote, argv)]),
+           "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
+           "repetitions": args.repetitions, "client_args": args.client_args, "order": []}
+    log(f"{len(configs)} configuration(s) x {len(args.client_thread_list)} points x "
+        f"{args.repetitions} repetition(s), ~{progress.total * point_s:.0f}s; results in {out}")
+
+    failures = 0
+    interrupted = False
+    for label, flags in configs:
+        name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".json"
+        extra = {"label": label, "server_flags": " ".join(flags) if flags is not None else args.target,
+                 "server_cpus": None if flags is None else args.server_cpus, "client_cpus": args.client_cpus}
+        parts = [out / f"{name}.rep{r}" for r in range(args.repetitions)]
+        server = None
+        try:
+            if flags is not None:
+                server = Server(args.server_bin, flags, args.server_cpus)
+                host, port, pid = "127.0.0.1", server.port, server.proc.pid
+            else:
+                pid = None
+            for r, part in enumerate(parts):
+                progress.show(label, f"repetition {r + 1}/{args.repetitions}")
+                rc = run_sweep(args, host, int(port), pid, part, label, progress)
+                if rc != 0:
+                    failures += 1
+                    if not part.exists():
+                        break
+        except KeyboardInterrupt:
+            interrupted = True
+        except RuntimeError as e:
+            print(file=sys.stderr)
+            log(f"{label}: {e}")
+            failures += 1
+        finally:
+            if server is not None:
+                server.stop()
+        merge_repetitions(parts, out / name, extra)
+        if (out / name).exists():
+            run["order"].append(name)
+        if interrupted:
+            print(file=sys.stderr)
+            log("interrupted: servers stopped; reporting the finished configurations")
+            break
+    print(file=sys.stderr)
+
+    (out / "run.json").write_text(json.dumps(run, indent=1))
+    if not run["order"]:
+        log("no configuration produced results")
+        return 1
+    latest = out_root / "latest"
+    if latest.is_symlink() or not latest.exists():
+        if latest.is_symlink():
+            latest.unlink()
+        latest.symlink_to(stamp)
+    if not args.no_plots:
+        subprocess.run([sys.executable, str(ROOT / "graphs/plot.py"), str(out)], check=False,
+                       stdout=subprocess.DEVNULL)
+    rep = subprocess.run([sys.executable, str(ROOT / "scripts/report.py"), str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if rep.returncode != 0:
+        log(f"REPORT.md not written: {rep.stderr.strip()}")
+        return 1
+    log(f"report: {out / 'REPORT.md'}")
+    if interrupted:
+        return 130
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
