@@ -1,0 +1,385 @@
+// Flag parsing and validation (see cli.hh).
+#include "cli.hh"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include "workload.hh"
+
+namespace bench {
+namespace {
+
+constexpr std::uint64_t kMaxKeys = 1'000'000'000;
+constexpr std::uint32_t kMaxValueLimit = 64u * 1024 * 1024;
+const std::vector<unsigned> kDefaultThreadCounts = {1, 2, 4, 8, 16};
+
+template <typename T>
+std::optional<T> parse_int(const std::string& s) {
+  T v{};
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_double(const std::string& s) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used != s.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+template <typename T>
+std::optional<std::vector<T>> parse_list(const std::string& s, char sep) {
+  std::vector<T> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, sep)) {
+    auto v = parse_int<T>(item);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+  }
+  if (out.empty() || s.back() == sep) return std::nullopt;
+  return out;
+}
+
+// "12.5" or "12.5s" -> seconds.
+std::optional<std::chrono::nanoseconds> parse_seconds(std::string s) {
+  if (!s.empty() && s.back() == 's') s.pop_back();
+  const auto v = parse_double(s);
+  if (!v || *v <= 0 || *v > 1e6) return std::nullopt;
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(*v * 1e9));
+}
+
+std::optional<WorkloadKind> parse_workload(const std::string& s) {
+  for (auto k :
+       {WorkloadKind::kEtc, WorkloadKind::kGetPopular, WorkloadKind::kPutAll, WorkloadKind::kMixed,
+        WorkloadKind::kZipf, WorkloadKind::kUniform, WorkloadKind::kFixedGet})
+    if (s == workload_name(k)) return k;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string help_text() {
+  return R"(usage: bench_client [options]
+Load generator for the cache server: runs threaded_performance() once per client thread count and
+prints one table row per count (latencies in microseconds, throughput in requests/second).
+
+Target
+  -s, --host HOST               server address (default 127.0.0.1)
+  -p, --port PORT               server port (default 8080)
+      --server-pid PID          sample the server's CPU % from /proc/PID/stat (default: off)
+      --timeout MS              connect/send/receive timeout per socket operation, ms (default 5000)
+
+Sweep and load
+      --threads LIST            explicit client thread counts, e.g. 1,3,5
+      --max-threads N           cap of the default counts 1,2,4,8,16 (default 16)
+      --connections-per-thread N  keep-alive connections per thread (default 1)
+  -n, --requests N              measured requests per thread per point (default 50000)
+  -d, --duration S              measure each point for S seconds instead of --requests
+      --warmup N | Ss           warm-up per point, not recorded: N requests per thread, or S
+                                seconds when suffixed with 's' (default 1000 requests; 0 = none)
+      --rate R                  open loop: constant total rate of R requests/s with planned send
+                                times; latency is measured from the planned time (coordinated-
+                                omission corrected), the uncorrected figure is reported too
+                                (default 0 = closed loop)
+      --pin-cpus LIST           pin client thread i to CPU LIST[i % len] (default: no pinning)
+
+Workload
+      --workload NAME           etc (default) | get-popular | put-all | mixed | zipf | uniform |
+                                fixed-get
+                                  etc: Facebook ETC key/value sizes, GET:SET 30:1, Zipf popularity,
+                                       20% of GETs aimed at never-stored keys (hit rate ~80%)
+                                  get-popular: GETs of --hot-keys keys
+                                  put-all: PUTs only (creates, then updates), no preload
+                                  mixed: --ratio mix (default 90:10:0), uniform popularity
+                                  zipf: --ratio mix (default 30:1:0), Zipf(--theta) popularity
+                                  uniform: --ratio mix (default 30:1:0), uniform popularity
+                                  fixed-get: GET --path only, any server; 200 is success
+      --ratio G:S:D             GET:SET:DELETE weights (etc, mixed, zipf, uniform)
+      --theta T                 Zipf exponent, T >= 0 (default 0.99; etc and zipf)
+      --miss-ratio F            share of GETs aimed at never-stored keys, 0..1 (etc default 0.2)
+      --keys N                  key-space size (default 10000)
+      --hot-keys N              hot keys of get-popular (default 8)
+      --key-size BYTES          fixed key size, 2..250 (default: ETC GEV model)
+      --value-size BYTES        fixed value size (default: ETC model for etc, 100 otherwise)
+      --max-value-size BYTES    cap of model-drawn value sizes (default 102400)
+      --path PATH               the path of fixed-get (implies --workload fixed-get)
+      --seed N                  random seed; the same seed gives the same requests (default 1)
+      --no-preload              keep the server's data: no reset, no preload before the first point
+      --no-reset                do not POST /reset before the preload (keep other data)
+
+Output
+      --json FILE               write {"meta": {...}, "points": [...]} to FILE
+      --csv FILE                write one CSV row per point to FILE
+  -q, --quiet                   no progress messages on stderr
+  -h, --help                    this text
+
+Exit status: 0 success; 1 bad flags; 2 server unreachable; 3 run aborted (partial results saved);
+4 output file could not be written.
+)";
+}
+
+CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::string& error) {
+  std::optional<unsigned> max_threads;
+  std::optional<OpRatio> ratio;
+  std::optional<double> miss_ratio;
+  bool workload_given = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    auto need = [&](const char* what) -> std::optional<std::string> {
+      auto v = value();
+      if (!v) error = flag + " needs " + what;
+      return v;
+    };
+    auto bad = [&](const std::string& v, const char* what) {
+      error = "invalid value '" + v + "' for " + flag + " (expected " + what + ")";
+      return CliOutcome::kError;
+    };
+    if (flag == "-h" || flag == "--help") return CliOutcome::kHelp;
+    if (flag == "-q" || flag == "--quiet") {
+      cfg.quiet = true;
+      continue;
+    }
+    if (flag == "--no-preload") {
+      cfg.preload = false;
+      continue;
+    }
+    if (flag == "--no-reset") {
+      cfg.reset = false;
+      continue;
+    }
+
+    if (flag == "-s" || flag == "--host") {
+      auto v = need("a host");
+      if (!v) return CliOutcome::kError;
+      if (v->empty()) return bad(*v, "a host name or address");
+      cfg.host = *v;
+    } else if (flag == "-p" || flag == "--port") {
+      auto v = need("a port");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint16_t>(*v);
+      if (!n || *n == 0) return bad(*v, "a port 1..65535");
+      cfg.port = *n;
+    } else if (flag == "--server-pid") {
+      auto v = need("a pid");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<int>(*v);
+      if (!n || *n <= 0) return bad(*v, "a positive pid");
+      cfg.server_pid = *n;
+    } else if (flag == "--timeout") {
+      auto v = need("milliseconds");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::int64_t>(*v);
+      if (!n || *n < 10 || *n > 600'000) return bad(*v, "10..600000 ms");
+      cfg.timeout = std::chrono::milliseconds(*n);
+    } else if (flag == "--threads") {
+      auto v = need("a list like 1,2,4");
+      if (!v) return CliOutcome::kError;
+      auto list = parse_list<unsigned>(*v, ',');
+      if (!list || std::any_of(list->begin(), list->end(),
+                               [](unsigned t) { return t == 0 || t > Config::kMaxThreadsLimit; }))
+        return bad(*v, "a comma-separated list of thread counts 1..1024");
+      cfg.thread_counts = *list;
+    } else if (flag == "--max-threads") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<unsigned>(*v);
+      if (!n || *n == 0 || *n > Config::kMaxThreadsLimit) return bad(*v, "1..1024");
+      max_threads = *n;
+    } else if (flag == "--connections-per-thread") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<unsigned>(*v);
+      if (!n || *n == 0 || *n > Config::kMaxConnectionsPerThread) return bad(*v, "1..256");
+      cfg.connections_per_thread = *n;
+    } else if (flag == "-n" || flag == "--requests") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint64_t>(*v);
+      if (!n || *n == 0) return bad(*v, "a positive request count");
+      cfg.requests_per_thread = *n;
+    } else if (flag == "-d" || flag == "--duration") {
+      auto v = need("seconds");
+      if (!v) return CliOutcome::kError;
+      auto d = parse_seconds(*v);
+      if (!d) return bad(*v, "a positive number of seconds");
+      cfg.duration = *d;
+    } else if (flag == "--warmup") {
+      auto v = need("requests or seconds");
+      if (!v) return CliOutcome::kError;
+      if (!v->empty() && v->back() == 's') {
+        auto d = parse_seconds(*v);
+        if (!d) return bad(*v, "N requests or S seconds like 2s");
+        cfg.warmup_time = *d;
+        cfg.warmup_requests = 0;
+      } else {
+        auto n = parse_int<std::uint64_t>(*v);
+        if (!n) return bad(*v, "N requests or S seconds like 2s");
+        cfg.warmup_requests = *n;
+        cfg.warmup_time = std::chrono::nanoseconds(0);
+      }
+    } else if (flag == "--rate") {
+      auto v = need("requests/s");
+      if (!v) return CliOutcome::kError;
+      auto r = parse_double(*v);
+      if (!r || *r < 0 || *r > 1e8) return bad(*v, "a rate 0..1e8 req/s");
+      cfg.rate_rps = *r;
+    } else if (flag == "--pin-cpus") {
+      auto v = need("a CPU list");
+      if (!v) return CliOutcome::kError;
+      auto list = parse_list<int>(*v, ',');
+      if (!list ||
+          std::any_of(list->begin(), list->end(), [](int c) { return c < 0 || c >= 1024; }))
+        return bad(*v, "a comma-separated CPU list like 0,1");
+      cfg.pin_cpus = *list;
+    } else if (flag == "--workload") {
+      auto v = need("a workload name");
+      if (!v) return CliOutcome::kError;
+      auto k = parse_workload(*v);
+      if (!k) return bad(*v, "etc|get-popular|put-all|mixed|zipf|uniform|fixed-get");
+      cfg.workload.kind = *k;
+      workload_given = true;
+    } else if (flag == "--ratio") {
+      auto v = need("G:S:D");
+      if (!v) return CliOutcome::kError;
+      std::vector<double> parts;
+      std::istringstream in(*v);
+      std::string item;
+      while (std::getline(in, item, ':')) {
+        auto d = parse_double(item);
+        if (!d || *d < 0) return bad(*v, "three non-negative weights G:S:D");
+        parts.push_back(*d);
+      }
+      if (parts.size() != 3 || parts[0] + parts[1] + parts[2] <= 0)
+        return bad(*v, "three non-negative weights G:S:D");
+      ratio = OpRatio{parts[0], parts[1], parts[2]};
+    } else if (flag == "--theta") {
+      auto v = need("a number");
+      if (!v) return CliOutcome::kError;
+      auto d = parse_double(*v);
+      if (!d || *d < 0 || *d > 10) return bad(*v, "0..10");
+      cfg.workload.theta = *d;
+    } else if (flag == "--miss-ratio") {
+      auto v = need("a fraction");
+      if (!v) return CliOutcome::kError;
+      auto d = parse_double(*v);
+      if (!d || *d < 0 || *d > 1) return bad(*v, "0..1");
+      miss_ratio = *d;
+    } else if (flag == "--keys") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint64_t>(*v);
+      if (!n || *n == 0 || *n > kMaxKeys) return bad(*v, "1..1000000000");
+      cfg.workload.keys = *n;
+    } else if (flag == "--hot-keys") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint64_t>(*v);
+      if (!n || *n == 0) return bad(*v, "a positive count");
+      cfg.workload.hot_keys = *n;
+    } else if (flag == "--key-size") {
+      auto v = need("bytes");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint32_t>(*v);
+      if (!n || *n < 2 || *n > WorkloadConfig::kMaxKeyBytes) return bad(*v, "2..250 bytes");
+      cfg.workload.key_bytes = *n;
+    } else if (flag == "--value-size") {
+      auto v = need("bytes");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint32_t>(*v);
+      if (!n || *n > kMaxValueLimit) return bad(*v, "0..67108864 bytes");
+      cfg.workload.value_bytes = *n;
+      if (*n == 0) cfg.workload.value_bytes = 0;
+    } else if (flag == "--max-value-size") {
+      auto v = need("bytes");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint32_t>(*v);
+      if (!n || *n == 0 || *n > kMaxValueLimit) return bad(*v, "1..67108864 bytes");
+      cfg.workload.max_value_bytes = *n;
+    } else if (flag == "--path") {
+      auto v = need("a path");
+      if (!v) return CliOutcome::kError;
+      if (v->empty() || v->front() != '/' || v->find_first_of(" \r\n") != std::string::npos)
+        return bad(*v, "an absolute path like /mem");
+      cfg.workload.path = *v;
+      if (!workload_given) cfg.workload.kind = WorkloadKind::kFixedGet;
+    } else if (flag == "--seed") {
+      auto v = need("a number");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint64_t>(*v);
+      if (!n) return bad(*v, "a non-negative integer");
+      cfg.workload.seed = *n;
+    } else if (flag == "--json") {
+      auto v = need("a file name");
+      if (!v) return CliOutcome::kError;
+      cfg.json_path = *v;
+    } else if (flag == "--csv") {
+      auto v = need("a file name");
+      if (!v) return CliOutcome::kError;
+      cfg.csv_path = *v;
+    } else {
+      error = "unknown option '" + flag + "' (see --help)";
+      return CliOutcome::kError;
+    }
+    if (!error.empty()) return CliOutcome::kError;
+  }
+
+  // Derived settings and cross-checks.
+  if (cfg.thread_counts.empty()) {
+    const unsigned cap = max_threads.value_or(Config::kDefaultMaxThreads);
+    for (unsigned t : kDefaultThreadCounts)
+      if (t <= cap) cfg.thread_counts.push_back(t);
+    if (cfg.thread_counts.empty() || cfg.thread_counts.back() != cap) {
+      if (cap > cfg.thread_counts.back()) cfg.thread_counts.push_back(cap);
+    }
+  } else if (max_threads) {
+    std::erase_if(cfg.thread_counts, [&](unsigned t) { return t > *max_threads; });
+    if (cfg.thread_counts.empty()) {
+      error = "--max-threads removes every count of --threads";
+      return CliOutcome::kError;
+    }
+  }
+  const WorkloadDefaults d = defaults_for(cfg.workload.kind);
+  cfg.workload.ratio = d.ratio;
+  cfg.workload.miss_ratio = d.miss_ratio;
+  const bool takes_ratio =
+      cfg.workload.kind == WorkloadKind::kEtc || cfg.workload.kind == WorkloadKind::kMixed ||
+      cfg.workload.kind == WorkloadKind::kZipf || cfg.workload.kind == WorkloadKind::kUniform;
+  if (ratio) {
+    if (!takes_ratio) {
+      error = std::string("--ratio does not apply to workload ") + workload_name(cfg.workload.kind);
+      return CliOutcome::kError;
+    }
+    cfg.workload.ratio = *ratio;
+  }
+  if (miss_ratio) {
+    if (!takes_ratio) {
+      error = std::string("--miss-ratio does not apply to workload ") +
+              workload_name(cfg.workload.kind);
+      return CliOutcome::kError;
+    }
+    cfg.workload.miss_ratio = *miss_ratio;
+  }
+  if (cfg.workload.value_bytes > cfg.workload.max_value_bytes)
+    cfg.workload.max_value_bytes = cfg.workload.value_bytes;
+  const unsigned max_count = *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
+  if (cfg.rate_rps > 0 && cfg.rate_rps < max_count) {
+    error = "--rate must be at least one request/s per thread";
+    return CliOutcome::kError;
+  }
+  return CliOutcome::kRun;
+}
+
+}  // namespace bench

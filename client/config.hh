@@ -1,0 +1,75 @@
+// The whole run configuration of bench_client in one struct, with named defaults carrying units.
+// Parsed by cli.cc, validated there, and passed by const reference everywhere; no globals.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+enum class WorkloadKind { kEtc, kGetPopular, kPutAll, kMixed, kZipf, kUniform, kFixedGet };
+
+const char* workload_name(WorkloadKind kind);
+
+// Operation mix in relative weights (GET:SET:DELETE); need not sum to anything in particular.
+struct OpRatio {
+  double get = 30.0;
+  double set = 1.0;
+  double del = 0.0;
+};
+
+struct WorkloadConfig {
+  static constexpr std::uint64_t kDefaultKeys = 10'000;
+  static constexpr std::uint64_t kDefaultHotKeys = 8;
+  static constexpr double kDefaultTheta = 0.99;  // Zipf exponent of the popularity law
+  static constexpr double kEtcMissRatio = 0.20;  // share of ETC GETs aimed at never-stored keys
+  static constexpr std::uint32_t kDefaultFixedValueBytes = 100;
+  static constexpr std::uint32_t kDefaultMaxValueBytes = 100 * 1024;
+  static constexpr std::uint32_t kMaxKeyBytes = 250;
+
+  WorkloadKind kind = WorkloadKind::kEtc;
+  OpRatio ratio{};               // effective mix (filled from the workload's default or --ratio)
+  double theta = kDefaultTheta;  // Zipf exponent (etc, zipf)
+  double miss_ratio = kEtcMissRatio;  // share of GETs aimed at the cold (never stored) namespace
+  std::uint64_t keys = kDefaultKeys;
+  std::uint64_t hot_keys = kDefaultHotKeys;
+  std::uint32_t value_bytes = 0;  // 0 = the workload's size model (etc: Facebook ETC)
+  std::uint32_t key_bytes = 0;    // 0 = GEV key-size model
+  std::uint32_t max_value_bytes = kDefaultMaxValueBytes;
+  std::string path = "/";  // fixed-get only
+  std::uint64_t seed = 1;
+};
+
+struct Config {
+  static constexpr std::uint16_t kDefaultPort = 8080;
+  static constexpr unsigned kDefaultMaxThreads = 16;
+  static constexpr unsigned kMaxThreadsLimit = 1024;
+  static constexpr unsigned kMaxConnectionsPerThread = 256;
+  static constexpr std::uint64_t kDefaultRequestsPerThread = 50'000;
+  static constexpr std::uint64_t kDefaultWarmupRequests = 1'000;
+  static constexpr std::chrono::milliseconds kDefaultTimeout{5'000};
+  static constexpr std::chrono::seconds kMaxSeriesSeconds{3'600};  // time series is capped here
+
+  std::string host = "127.0.0.1";
+  std::uint16_t port = kDefaultPort;
+  std::vector<unsigned> thread_counts;  // the sweep's points, after --threads/--max-threads
+  unsigned connections_per_thread = 1;
+  std::uint64_t requests_per_thread = kDefaultRequestsPerThread;  // ignored when duration > 0
+  std::chrono::nanoseconds duration{0};                    // > 0: each point runs this long instead
+  std::uint64_t warmup_requests = kDefaultWarmupRequests;  // per thread, when warmup_time == 0
+  std::chrono::nanoseconds warmup_time{0};
+  double rate_rps = 0.0;                                // > 0: open loop at this total rate
+  std::chrono::milliseconds timeout = kDefaultTimeout;  // per socket operation
+  bool preload = true;
+  bool reset = true;          // POST /reset before the preload (when /stats works)
+  int server_pid = 0;         // 0 = do not sample the server's CPU
+  std::vector<int> pin_cpus;  // empty = no pinning; thread i -> pin_cpus[i % n]
+  std::string json_path;
+  std::string csv_path;
+  bool quiet = false;
+  WorkloadConfig workload;
+};
+
+}  // namespace bench

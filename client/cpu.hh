@@ -1,0 +1,16 @@
+// CPU time sampling: a process's user+system CPU seconds from /proc/<pid>/stat (the server), and
+// this process's own from getrusage (the client), turned into "% of one core" over a window.
+#pragma once
+
+#include <optional>
+
+namespace bench {
+
+// utime + stime of pid in seconds, or nullopt if the process is gone or unreadable.
+std::optional<double> process_cpu_seconds(int pid);
+// This process's user + system CPU seconds (all threads).
+double self_cpu_seconds();
+// 100 * cpu / wall; NaN when either sample is missing or wall <= 0.
+double cpu_percent(std::optional<double> start, std::optional<double> end, double wall_s);
+
+}  // namespace bench

@@ -1,0 +1,75 @@
+// HTTP/1.1 over one TCP connection: connecting with a timeout, sending a prepared request, and
+// parsing responses out of a reused receive buffer. The parser is deliberately minimal (status
+// line, Content-Length, chunked bodies, Connection: close) and allocation-free on the common path:
+// a response body is a view into the receive buffer, valid until the next read on the connection.
+// Every socket has send/receive timeouts, so a dead or stopped server cannot hang a thread.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bench {
+
+struct Endpoint {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  std::string host;  // for the Host header
+  std::uint16_t port = 0;
+  std::string text() const;  // host:port
+};
+
+// Resolves host:port (numeric or by name). Returns false and fills err on failure.
+bool resolve(const std::string& host, std::uint16_t port, Endpoint& out, std::string& err);
+
+struct Response {
+  int status = 0;
+  std::string_view body;
+  bool close = false;  // the server asked to close the connection
+};
+
+enum class ParseResult { kComplete, kNeedMore, kBad };
+
+// Parses one response from data. On kComplete, consumed is its total length. head: the request was
+// HEAD (no body follows whatever the headers say). scratch holds a de-chunked body when needed.
+ParseResult parse_response(std::string_view data, bool head, Response& out, std::size_t& consumed,
+                           std::string& scratch);
+
+enum class IoResult { kOk, kNeedMore, kClosed, kTimeout, kError, kBadResponse };
+const char* io_result_name(IoResult r);
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  Connection(Connection&& other) noexcept;
+  Connection& operator=(Connection&& other) noexcept;
+
+  bool connect(const Endpoint& ep, std::chrono::milliseconds timeout, std::string& err);
+  void close();
+  bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+
+  // Sends all bytes (blocking, bounded by the send timeout).
+  IoResult send_all(std::string_view data);
+  // Reads until one complete response is buffered. blocking=false performs at most one
+  // non-blocking read and returns kNeedMore if the response is still incomplete.
+  IoResult read_response(bool blocking, bool head, Response& out);
+
+ private:
+  int fd_ = -1;
+  std::vector<char> in_;
+  std::size_t begin_ = 0;            // first unconsumed byte
+  std::size_t end_ = 0;              // one past the last received byte
+  std::size_t pending_consume_ = 0;  // length of the response last returned, dropped on next read
+  std::string scratch_;
+};
+
+}  // namespace bench

@@ -1,0 +1,217 @@
+// threaded_performance() and the preload phase (see perf.hh).
+#include "perf.hh"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <thread>
+
+#include "cpu.hh"
+#include "worker.hh"
+
+namespace bench {
+namespace {
+
+constexpr double kNsPerUs = 1000.0;
+// Open loop: the point is flagged when fewer than this share of the target rate completed.
+constexpr double kRateSustainedShare = 0.95;
+
+LatencySummary summarize(const Histogram& h) {
+  LatencySummary s;
+  s.mean_us = h.mean_ns() / kNsPerUs;
+  s.min_us = static_cast<double>(h.min_ns()) / kNsPerUs;
+  s.p50_us = static_cast<double>(h.percentile_ns(50)) / kNsPerUs;
+  s.p90_us = static_cast<double>(h.percentile_ns(90)) / kNsPerUs;
+  s.p95_us = static_cast<double>(h.percentile_ns(95)) / kNsPerUs;
+  s.p99_us = static_cast<double>(h.percentile_ns(99)) / kNsPerUs;
+  s.p999_us = static_cast<double>(h.percentile_ns(99.9)) / kNsPerUs;
+  s.max_us = static_cast<double>(h.max_ns()) / kNsPerUs;
+  return s;
+}
+
+std::vector<SeriesPoint> merge_series(const std::vector<std::unique_ptr<Worker>>& workers,
+                                      double window_s) {
+  std::uint32_t last = 0;
+  bool any = false;
+  for (const auto& w : workers)
+    for (const auto& s : w->stats().series) {
+      last = std::max(last, s.second);
+      any = true;
+    }
+  std::vector<SeriesPoint> out;
+  if (!any) return out;
+  auto hist = std::make_unique<Histogram>();
+  std::vector<std::size_t> cursor(workers.size(), 0);  // each worker's series is in second order
+  for (std::uint32_t sec = 0; sec <= last; ++sec) {
+    hist->reset();
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      const auto& series = workers[i]->stats().series;
+      while (cursor[i] < series.size() && series[cursor[i]].second == sec)
+        hist->merge_sparse(series[cursor[i]++].buckets);
+    }
+    SeriesPoint p;
+    p.second = sec;
+    p.requests = hist->count();
+    const double len = std::clamp(window_s - sec, 1e-9, 1.0);
+    p.throughput_rps = static_cast<double>(p.requests) / len;
+    p.p99_us = static_cast<double>(hist->percentile_ns(99)) / kNsPerUs;
+    out.push_back(p);
+  }
+  return out;
+}
+
+void add_code(std::map<std::string, std::uint64_t>& m, const std::string& code, std::uint64_t n) {
+  if (n != 0) m[code] += n;
+}
+
+}  // namespace
+
+Bench::Bench(const Config& cfg, const Endpoint& ep) : cfg_(cfg), ep_(ep), keys_(cfg.workload) {}
+
+PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) const {
+  PointResult result;
+  result.threads = nthreads;
+  result.connections = nthreads * cfg_.connections_per_thread;
+  result.open_loop = cfg_.rate_rps > 0.0;
+  result.target_rps = cfg_.rate_rps;
+
+  StartGate gate(static_cast<std::ptrdiff_t>(nthreads), cfg_.server_pid);
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.reserve(nthreads);
+  for (unsigned i = 0; i < nthreads; ++i) {
+    WorkerPlan plan;
+    plan.thread_index = i;
+    plan.nthreads = nthreads;
+    plan.connections = cfg_.connections_per_thread;
+    plan.requests = nreqs;
+    plan.duration = cfg_.duration;
+    plan.warmup_requests = cfg_.warmup_requests;
+    plan.warmup_time = cfg_.warmup_time;
+    plan.rate_rps = cfg_.rate_rps / nthreads;
+    if (cfg_.rate_rps > 0.0)
+      plan.schedule_offset =
+          std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 * i / cfg_.rate_rps));
+    plan.timeout = cfg_.timeout;
+    plan.seed = cfg_.workload.seed;
+    plan.pin_cpu = cfg_.pin_cpus.empty() ? -1 : cfg_.pin_cpus[i % cfg_.pin_cpus.size()];
+    workers.push_back(std::make_unique<Worker>(cfg_, ep_, keys_, plan, gate));
+  }
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(nthreads);
+    for (auto& w : workers) threads.emplace_back([&worker = *w] { worker.run(); });
+  }  // joined here
+  const auto sampled_at = Clock::now();
+  const auto server_cpu_end = process_cpu_seconds(cfg_.server_pid);
+  const double client_cpu_end = self_cpu_seconds();
+
+  auto latency = std::make_unique<Histogram>();
+  auto uncorrected = std::make_unique<Histogram>();
+  auto lag = std::make_unique<Histogram>();
+  Clock::time_point window_end = gate.t0();
+  for (const auto& w : workers) {
+    const WorkerStats& s = w->stats();
+    latency->merge(s.latency);
+    uncorrected->merge(s.latency_uncorrected);
+    lag->merge(s.send_lag);
+    result.requests += s.completed;
+    result.errors += s.errors();
+    result.gets += s.gets;
+    result.get_hits += s.get_hits;
+    result.sets += s.sets;
+    result.deletes += s.deletes;
+    add_code(result.errors_by_code, "mismatch", s.mismatches);
+    for (std::size_t code = 0; code < s.unexpected_status.size(); ++code)
+      add_code(result.errors_by_code, "http_" + std::to_string(code), s.unexpected_status[code]);
+    for (std::size_t r = 0; r < s.io_errors.size(); ++r)
+      add_code(result.errors_by_code, io_result_name(static_cast<IoResult>(r)), s.io_errors[r]);
+    if (s.last_completion > window_end) window_end = s.last_completion;
+    if (s.fatal && !result.aborted) {
+      result.aborted = true;
+      result.abort_reason = s.fatal_message;
+    }
+  }
+  if (!gate.started()) {
+    result.aborted = true;
+    if (result.abort_reason.empty()) result.abort_reason = "no worker reached the measured phase";
+    result.hit_rate = std::numeric_limits<double>::quiet_NaN();
+    result.server_cpu_pct = result.client_cpu_pct = std::numeric_limits<double>::quiet_NaN();
+    return result;
+  }
+  result.duration_s = std::chrono::duration<double>(window_end - gate.t0()).count();
+  result.throughput_rps =
+      result.duration_s > 0 ? static_cast<double>(result.requests) / result.duration_s : 0.0;
+  result.latency = summarize(*latency);
+  result.saturated = latency->saturated();
+  result.hit_rate = result.gets > 0
+                        ? static_cast<double>(result.get_hits) / static_cast<double>(result.gets)
+                        : std::numeric_limits<double>::quiet_NaN();
+  const double cpu_window = std::chrono::duration<double>(sampled_at - gate.t0()).count();
+  result.server_cpu_pct = cpu_percent(gate.server_cpu_start(), server_cpu_end, cpu_window);
+  result.client_cpu_pct = cpu_percent(gate.client_cpu_start(), client_cpu_end, cpu_window);
+  if (result.open_loop) {
+    result.uncorrected = summarize(*uncorrected);
+    result.send_lag_p99_us = static_cast<double>(lag->percentile_ns(99)) / kNsPerUs;
+    result.rate_sustained = result.throughput_rps >= kRateSustainedShare * cfg_.rate_rps;
+  }
+  result.series = merge_series(workers, result.duration_s);
+  return result;
+}
+
+PreloadResult Bench::preload(unsigned nthreads) const {
+  PreloadResult result;
+  const std::uint64_t count = keys_.preload_count();
+  result.keys = count;
+  if (count == 0) return result;
+  nthreads = static_cast<unsigned>(std::clamp<std::uint64_t>(nthreads, 1, count));
+  struct Part {
+    std::uint64_t stored = 0, errors = 0;
+    std::string fatal;
+  };
+  std::vector<Part> parts(nthreads);
+  const auto start = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 0; t < nthreads; ++t) {
+      threads.emplace_back([this, t, nthreads, count, &part = parts[t]] {
+        Connection conn;
+        if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+        std::string request, value;
+        Response response;
+        char key[WorkloadConfig::kMaxKeyBytes];
+        for (std::uint64_t idx = t; idx < count; idx += nthreads) {
+          keys_.make_value(idx, 0, value);
+          request = "PUT /key/";
+          request.append(key, keys_.write_key(idx, false, key));
+          request += " HTTP/1.1\r\nHost: " + ep_.host +
+                     "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
+          request += value;
+          IoResult r = conn.send_all(request);
+          if (r == IoResult::kOk) r = conn.read_response(true, false, response);
+          if (r != IoResult::kOk) {
+            part.fatal = std::string("preload: connection failed (") + io_result_name(r) + ")";
+            return;
+          }
+          if (response.status == 201 || response.status == 204 || response.status == 200) {
+            ++part.stored;
+          } else {
+            ++part.errors;
+          }
+          if (response.close && !conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+        }
+      });
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const auto& p : parts) {
+    result.errors += p.errors;
+    if (!p.fatal.empty()) {
+      result.ok = false;
+      result.message = p.fatal;
+    }
+  }
+  return result;
+}
+
+}  // namespace bench

@@ -1,0 +1,32 @@
+// threaded_performance(): one measured point of the sweep. N worker threads run against the
+// server, and their per-thread histograms and counters are merged into one PointResult.
+// Throughput is completed requests divided by the wall-clock length of the measured window (from
+// the common start after warm-up to the last completion), never derived from latency.
+// Also the preload phase, which stores the workload's key space before the first point.
+#pragma once
+
+#include <cstdint>
+
+#include "config.hh"
+#include "http.hh"
+#include "result.hh"
+#include "workload.hh"
+
+namespace bench {
+
+class Bench {
+ public:
+  Bench(const Config& cfg, const Endpoint& ep);
+  // Runs nthreads threads, each issuing nreqs measured requests (0: run for cfg.duration).
+  PointResult threaded_performance(unsigned nthreads, std::uint64_t nreqs) const;
+  // Stores keys [0, preload_count) with PUT, split across nthreads connections.
+  PreloadResult preload(unsigned nthreads) const;
+  const KeySpace& keyspace() const { return keys_; }
+
+ private:
+  const Config& cfg_;
+  Endpoint ep_;
+  KeySpace keys_;
+};
+
+}  // namespace bench

@@ -1,0 +1,88 @@
+// The numbers a run produces. threaded_performance() and the sweep fill these structs; the
+// table/JSON/CSV writers only read them (they compute nothing).
+#pragma once
+
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct LatencySummary {
+  double mean_us = 0, min_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0, p999_us = 0,
+         max_us = 0;
+};
+
+struct SeriesPoint {
+  std::uint32_t second = 0;  // since the start of the measured window
+  std::uint64_t requests = 0;
+  double throughput_rps = 0;
+  double p99_us = 0;
+};
+
+struct PointResult {
+  unsigned threads = 0;
+  unsigned connections = 0;    // total across threads
+  std::uint64_t requests = 0;  // responses completed in the measured window
+  std::uint64_t errors = 0;    // unexpected statuses + value mismatches + connection failures
+  double duration_s = 0;       // wall-clock length of the measured window
+  double throughput_rps = 0;   // requests / duration_s
+  LatencySummary latency;      // open loop: from the planned send time (corrected)
+  double hit_rate = 0;         // GET 200s / GETs; NaN when no GETs
+  std::uint64_t gets = 0, get_hits = 0, sets = 0, deletes = 0;
+  std::map<std::string, std::uint64_t> errors_by_code;  // "http_500", "mismatch", "timeout", ...
+  double server_cpu_pct = 0;                            // NaN when not sampled
+  double client_cpu_pct = 0;
+  std::uint64_t saturated = 0;  // latencies above the histogram's 60 s range
+
+  bool open_loop = false;
+  double target_rps = 0;
+  LatencySummary uncorrected;  // open loop: from the actual send time
+  double send_lag_p99_us = 0;  // open loop: actual - planned send time
+  bool rate_sustained = true;  // open loop: false when the client fell behind its schedule
+
+  std::vector<SeriesPoint> series;
+  bool aborted = false;
+  std::string abort_reason;
+};
+
+struct PreloadResult {
+  std::uint64_t keys = 0;
+  std::uint64_t errors = 0;
+  double seconds = 0;
+  bool ok = true;
+  std::string message;
+};
+
+struct RunMeta {
+  std::string tool_version;
+  std::string date_utc;
+  std::string git_revision;
+  std::string client_host;
+  std::string kernel;
+  std::string cpu_model;
+  std::vector<int> client_cpus;  // the process's CPU affinity
+  unsigned online_cpus = 0;
+  std::string pinning;  // "none" or the --pin-cpus list
+  std::string target;   // host:port
+  int server_pid = 0;
+  std::string command_line;
+  boost::json::value workload;  // workload parameters (built by the sweep)
+  boost::json::value mode;      // closed/open loop, requests, duration, warm-up, ...
+  bool server_stats_available = false;
+  std::string server_stats_error;
+  boost::json::value server_stats;  // GET /stats as returned, null when unavailable
+  PreloadResult preload;
+};
+
+struct SweepResult {
+  RunMeta meta;
+  std::vector<PointResult> points;
+  bool aborted = false;
+  std::string abort_reason;
+};
+
+}  // namespace bench

@@ -1,0 +1,239 @@
+// Server probe, reset, preload, metadata collection and the per-thread-count loop (see sweep.hh).
+#include "sweep.hh"
+
+#include <sched.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <ctime>
+#include <fstream>
+
+#include "perf.hh"
+
+#ifndef BENCH_GIT_REVISION
+#define BENCH_GIT_REVISION "unknown"
+#endif
+
+namespace bench {
+namespace {
+
+constexpr const char* kToolVersion = "1.0";
+constexpr unsigned kMaxPreloadThreads = 4;
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+void fill_host_meta(RunMeta& meta) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  meta.client_host = host;
+  utsname u{};
+  if (::uname(&u) == 0) meta.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  meta.cpu_model = cpu_model();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) meta.client_cpus.push_back(c);
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  meta.online_cpus = online > 0 ? static_cast<unsigned>(online) : 0;
+}
+
+boost::json::value workload_json(const Config& cfg) {
+  const WorkloadConfig& w = cfg.workload;
+  boost::json::object o;
+  o["name"] = workload_name(w.kind);
+  o["keys"] = w.keys;
+  o["ratio"] = {{"get", w.ratio.get}, {"set", w.ratio.set}, {"delete", w.ratio.del}};
+  o["popularity"] = w.kind == WorkloadKind::kEtc || w.kind == WorkloadKind::kZipf ? "zipf"
+                    : w.kind == WorkloadKind::kGetPopular                         ? "hot-keys"
+                    : w.kind == WorkloadKind::kFixedGet                           ? "fixed-path"
+                                                                                  : "uniform";
+  o["theta"] = w.theta;
+  o["miss_ratio"] = w.miss_ratio;
+  o["hot_keys"] = w.hot_keys;
+  if (w.key_bytes)
+    o["key_size"] = w.key_bytes;
+  else
+    o["key_size"] = "gev(30.7984,8.20449,0.078688)";
+  if (w.value_bytes)
+    o["value_size"] = w.value_bytes;
+  else if (w.kind == WorkloadKind::kEtc)
+    o["value_size"] = "etc(discrete 0-14, gpareto(15,214.476,0.348238))";
+  else
+    o["value_size"] = WorkloadConfig::kDefaultFixedValueBytes;
+  o["max_value_size"] = w.max_value_bytes;
+  o["seed"] = w.seed;
+  if (w.kind == WorkloadKind::kFixedGet) o["path"] = w.path;
+  return o;
+}
+
+boost::json::value mode_json(const Config& cfg) {
+  boost::json::object o;
+  o["loop"] = cfg.rate_rps > 0 ? "open" : "closed";
+  o["rate_rps"] = cfg.rate_rps;
+  o["requests_per_thread"] = cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread;
+  o["duration_s"] = std::chrono::duration<double>(cfg.duration).count();
+  if (cfg.warmup_time.count() > 0) {
+    o["warmup_s"] = std::chrono::duration<double>(cfg.warmup_time).count();
+  } else {
+    o["warmup_requests_per_thread"] = cfg.warmup_requests;
+  }
+  o["connections_per_thread"] = cfg.connections_per_thread;
+  o["timeout_ms"] = cfg.timeout.count();
+  boost::json::array counts;
+  for (unsigned t : cfg.thread_counts) counts.push_back(t);
+  o["thread_counts"] = std::move(counts);
+  o["preload"] = cfg.preload;
+  o["reset"] = cfg.reset;
+  return o;
+}
+
+}  // namespace
+
+ServerProbe probe_server(const Endpoint& ep, std::chrono::milliseconds timeout) {
+  ServerProbe probe;
+  Connection conn;
+  if (!conn.connect(ep, timeout, probe.error)) return probe;
+  probe.reachable = true;
+  const std::string request = "GET /stats HTTP/1.1\r\nHost: " + ep.host + "\r\n\r\n";
+  Response response;
+  IoResult r = conn.send_all(request);
+  if (r == IoResult::kOk) r = conn.read_response(true, false, response);
+  if (r != IoResult::kOk) {
+    probe.stats_error = std::string("GET /stats failed: ") + io_result_name(r);
+    return probe;
+  }
+  if (response.status != 200) {
+    probe.stats_error = "GET /stats answered HTTP " + std::to_string(response.status);
+    return probe;
+  }
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(response.body, ec);
+  if (ec || !v.is_object()) {
+    probe.stats_error = "GET /stats did not return a JSON object";
+    return probe;
+  }
+  probe.stats_available = true;
+  probe.stats = std::move(v);
+  return probe;
+}
+
+std::string reset_server(const Endpoint& ep, std::chrono::milliseconds timeout) {
+  Connection conn;
+  std::string err;
+  if (!conn.connect(ep, timeout, err)) return err;
+  Response response;
+  IoResult r =
+      conn.send_all("POST /reset HTTP/1.1\r\nHost: " + ep.host + "\r\nContent-Length: 0\r\n\r\n");
+  if (r == IoResult::kOk) r = conn.read_response(true, false, response);
+  if (r != IoResult::kOk) return std::string("POST /reset failed: ") + io_result_name(r);
+  if (response.status != 204 && response.status != 200)
+    return "POST /reset answered HTTP " + std::to_string(response.status);
+  return {};
+}
+
+SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
+                      SweepResult& out) {
+  auto say = [&](const std::string& m) {
+    if (hooks.message) hooks.message(m);
+  };
+  RunMeta& meta = out.meta;
+  meta.tool_version = kToolVersion;
+  meta.date_utc = utc_now();
+  meta.git_revision = BENCH_GIT_REVISION;
+  meta.command_line = command_line;
+  fill_host_meta(meta);
+  meta.pinning = cfg.pin_cpus.empty() ? "none" : join_ints(cfg.pin_cpus);
+  meta.target = cfg.host + ":" + std::to_string(cfg.port);
+  meta.server_pid = cfg.server_pid;
+  meta.workload = workload_json(cfg);
+  meta.mode = mode_json(cfg);
+
+  Endpoint ep;
+  std::string err;
+  if (!resolve(cfg.host, cfg.port, ep, err)) {
+    out.aborted = true;
+    out.abort_reason = err;
+    return SweepStatus::kUnreachable;
+  }
+  ServerProbe probe = probe_server(ep, cfg.timeout);
+  if (!probe.reachable) {
+    out.aborted = true;
+    out.abort_reason = probe.error;
+    return SweepStatus::kUnreachable;
+  }
+  meta.server_stats_available = probe.stats_available;
+  meta.server_stats_error = probe.stats_error;
+  meta.server_stats = std::move(probe.stats);
+  if (!meta.server_stats_available)
+    say("note: server /stats unavailable (" + meta.server_stats_error + "); continuing without it");
+
+  Bench bench(cfg, ep);
+  const bool wants_data = cfg.workload.kind != WorkloadKind::kFixedGet;
+  // The reset belongs to the preload: --no-preload keeps whatever the server already holds.
+  if (wants_data && cfg.preload && cfg.reset && meta.server_stats_available) {
+    const std::string reset_err = reset_server(ep, cfg.timeout);
+    if (!reset_err.empty()) say("warning: " + reset_err);
+  }
+  if (wants_data && cfg.preload && bench.keyspace().preload_count() > 0) {
+    const unsigned max_threads =
+        *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
+    meta.preload = bench.preload(std::min(max_threads, kMaxPreloadThreads));
+    say("preload: " + std::to_string(meta.preload.keys) + " keys in " +
+        std::to_string(meta.preload.seconds) + " s, " + std::to_string(meta.preload.errors) +
+        " errors");
+    if (!meta.preload.ok) {
+      out.aborted = true;
+      out.abort_reason = meta.preload.message;
+      return SweepStatus::kAborted;
+    }
+  }
+  if (hooks.started) hooks.started(out);
+
+  for (unsigned threads : cfg.thread_counts) {
+    PointResult point =
+        bench.threaded_performance(threads, cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread);
+    out.points.push_back(std::move(point));
+    const PointResult& p = out.points.back();
+    if (hooks.point_done) hooks.point_done(p);
+    if (p.aborted) {
+      out.aborted = true;
+      out.abort_reason =
+          "point with " + std::to_string(threads) + " threads aborted: " + p.abort_reason;
+      return SweepStatus::kAborted;
+    }
+  }
+  return SweepStatus::kOk;
+}
+
+}  // namespace bench

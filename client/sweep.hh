@@ -1,0 +1,39 @@
+// The sweep: probe the server (reachability and GET /stats), reset and preload it, then call
+// threaded_performance() once per client thread count, collecting everything the reports need
+// (including the run's metadata) into a SweepResult. Stops at the first point that aborts (for
+// example because the server died) and returns the partial results.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "config.hh"
+#include "http.hh"
+#include "result.hh"
+
+namespace bench {
+
+struct ServerProbe {
+  bool reachable = false;
+  std::string error;  // why it is unreachable
+  bool stats_available = false;
+  std::string stats_error;   // why /stats is unavailable (e.g. "HTTP 404")
+  boost::json::value stats;  // the /stats object, null when unavailable
+};
+
+ServerProbe probe_server(const Endpoint& ep, std::chrono::milliseconds timeout);
+// POST /reset; returns an empty string on success, else the reason.
+std::string reset_server(const Endpoint& ep, std::chrono::milliseconds timeout);
+
+struct SweepHooks {
+  std::function<void(const std::string&)> message;     // progress and warnings (stderr)
+  std::function<void(const SweepResult&)> started;     // after the probe and preload
+  std::function<void(const PointResult&)> point_done;  // after each point
+};
+
+enum class SweepStatus { kOk, kUnreachable, kAborted };
+
+SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
+                      SweepResult& out);
+
+}  // namespace bench

@@ -1,0 +1,138 @@
+// One load-generating thread. It owns its connections, its random generator, its operation stream
+// and its histograms: nothing on the per-request path is shared with other threads (no locks, no
+// atomics). It runs a warm-up (not recorded), meets the other workers at the start gate, then the
+// measured phase, closed loop (next request as soon as a connection is free) or open loop (each
+// request has a planned send time on a constant-rate schedule; latency is measured from the planned
+// time, as wrk2 does, and the uncorrected figure from the actual send is kept as well).
+#pragma once
+
+#include <array>
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config.hh"
+#include "histogram.hh"
+#include "http.hh"
+#include "workload.hh"
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+
+// Where all workers of one point meet after warm-up; the completion step stamps the common start
+// of the measured window and takes the starting CPU samples.
+class StartGate {
+ public:
+  StartGate(std::ptrdiff_t workers, int server_pid);
+  void arrive_and_wait() { barrier_.arrive_and_wait(); }
+  void arrive_and_drop() { barrier_.arrive_and_drop(); }
+  // Valid once arrive_and_wait() has returned, or after all workers joined.
+  bool started() const { return started_; }
+  Clock::time_point t0() const { return t0_; }
+  std::optional<double> server_cpu_start() const { return server_cpu_start_; }
+  std::optional<double> client_cpu_start() const { return client_cpu_start_; }
+
+ private:
+  struct OnStart {
+    StartGate* gate;
+    void operator()() noexcept;
+  };
+  int server_pid_;
+  bool started_ = false;
+  Clock::time_point t0_{};
+  std::optional<double> server_cpu_start_;
+  std::optional<double> client_cpu_start_;
+  std::barrier<OnStart> barrier_;
+};
+
+struct WorkerPlan {
+  unsigned thread_index = 0;
+  unsigned nthreads = 1;
+  unsigned connections = 1;
+  std::uint64_t requests = 0;            // measured requests; 0 = until duration
+  std::chrono::nanoseconds duration{0};  // measured window when requests == 0
+  std::uint64_t warmup_requests = 0;
+  std::chrono::nanoseconds warmup_time{0};
+  double rate_rps = 0.0;  // this thread's share of the open-loop rate; 0 = closed
+  std::chrono::nanoseconds schedule_offset{0};  // staggers the threads' open-loop schedules
+  std::chrono::milliseconds timeout{5000};
+  std::uint64_t seed = 1;
+  int pin_cpu = -1;
+};
+
+// Latencies of one second of the measured window, as sparse histogram buckets.
+struct SecondSample {
+  std::uint32_t second = 0;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> buckets;
+};
+
+struct WorkerStats {
+  static constexpr std::size_t kStatusSlots = 1000;
+  Histogram latency;              // closed loop: from send; open loop: from planned send
+  Histogram latency_uncorrected;  // open loop only: from the actual send
+  Histogram send_lag;             // open loop only: actual send - planned send
+  std::uint64_t completed = 0;    // responses received in the measured window
+  std::uint64_t gets = 0, get_hits = 0, get_misses = 0, sets = 0, deletes = 0;
+  std::uint64_t mismatches = 0;  // GET hits whose bytes differ from the derived value
+  std::array<std::uint64_t, kStatusSlots> unexpected_status{};
+  std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
+  Clock::time_point last_completion{};
+  std::vector<SecondSample> series;
+  bool fatal = false;
+  std::string fatal_message;
+
+  std::uint64_t errors() const;
+};
+
+class Worker {
+ public:
+  Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, WorkerPlan plan,
+         StartGate& gate);
+  void run();  // the thread body
+  const WorkerStats& stats() const { return stats_; }
+
+ private:
+  struct Slot {
+    Connection conn;
+    bool busy = false;
+    bool head = false;
+    Op op;
+    Clock::time_point planned{}, sent{};
+    std::string request;
+  };
+
+  bool connect_all();
+  bool phase(std::uint64_t limit, Clock::time_point deadline, Clock::time_point schedule_start,
+             bool measured);
+  bool issue(Slot& slot, Clock::time_point planned, bool open, bool measured);
+  void build_request(Slot& slot);
+  // Returns false on a fatal error. blocking: wait for the whole response.
+  bool complete(Slot& slot, bool blocking, bool measured);
+  bool fail(Slot& slot, IoResult what, bool measured);
+  void record(const Slot& slot, Clock::time_point done);
+  void flush_second();
+
+  const Config& cfg_;
+  const Endpoint& ep_;
+  const KeySpace& keys_;
+  WorkerPlan plan_;
+  StartGate& gate_;
+  OpGenerator ops_;
+  std::vector<Slot> slots_;
+  WorkerStats stats_;
+  Histogram second_hist_;
+  std::uint32_t current_second_ = 0;
+  bool verify_ = true;
+  std::uint32_t version_counter_ = 0;
+  unsigned consecutive_failures_ = 0;  // connection failures since the last response
+  std::string value_;
+  std::string fixed_request_;
+  Clock::time_point t0_{};
+};
+
+}  // namespace bench

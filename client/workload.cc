@@ -1,0 +1,212 @@
+// Key/value construction and operation streams (see workload.hh).
+#include "workload.hh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace bench {
+namespace {
+
+constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+constexpr std::uint64_t kBase = 62;
+constexpr std::uint64_t kKeySizeSalt = 0x6b65792d73697a65ull;    // "key-size"
+constexpr std::uint64_t kValueSizeSalt = 0x76616c2d73697a65ull;  // "val-size"
+constexpr std::uint64_t kColdSalt = 0x636f6c642d6b6579ull;       // "cold-key"
+constexpr std::uint64_t kValueSalt = 0x76616c75652d6279ull;      // "value-by"
+// A prime above any key count we accept, so rank -> (rank * prime) mod n is a bijection that
+// scatters the popular ranks across the key space (and thus across key and value sizes).
+constexpr std::uint64_t kScatterPrime = 2'654'435'761ull;
+
+void fill_stream(std::uint64_t seed, char* out, std::size_t n) {
+  std::uint64_t counter = 0;
+  while (n > 0) {
+    const std::uint64_t word = mix64(seed + counter++);
+    const std::size_t chunk = std::min<std::size_t>(n, sizeof word);
+    std::memcpy(out, &word, chunk);
+    out += chunk;
+    n -= chunk;
+  }
+}
+
+bool stream_equals(std::uint64_t seed, const char* data, std::size_t n) {
+  std::uint64_t counter = 0;
+  while (n > 0) {
+    const std::uint64_t word = mix64(seed + counter++);
+    const std::size_t chunk = std::min<std::size_t>(n, sizeof word);
+    if (std::memcmp(data, &word, chunk) != 0) return false;
+    data += chunk;
+    n -= chunk;
+  }
+  return true;
+}
+
+std::uint64_t key_hash(std::uint64_t idx) {
+  return mix64(idx ^ kValueSalt);
+}
+
+}  // namespace
+
+const char* workload_name(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kEtc:
+      return "etc";
+    case WorkloadKind::kGetPopular:
+      return "get-popular";
+    case WorkloadKind::kPutAll:
+      return "put-all";
+    case WorkloadKind::kMixed:
+      return "mixed";
+    case WorkloadKind::kZipf:
+      return "zipf";
+    case WorkloadKind::kUniform:
+      return "uniform";
+    case WorkloadKind::kFixedGet:
+      return "fixed-get";
+  }
+  return "?";
+}
+
+WorkloadDefaults defaults_for(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kEtc:
+      return {{30, 1, 0}, WorkloadConfig::kEtcMissRatio, true, true};
+    case WorkloadKind::kGetPopular:
+      return {{1, 0, 0}, 0.0, true, true};
+    case WorkloadKind::kPutAll:
+      return {{0, 1, 0}, 0.0, false, true};
+    case WorkloadKind::kMixed:
+      return {{90, 10, 0}, 0.0, true, true};
+    case WorkloadKind::kZipf:
+      return {{30, 1, 0}, 0.0, true, true};
+    case WorkloadKind::kUniform:
+      return {{30, 1, 0}, 0.0, true, true};
+    case WorkloadKind::kFixedGet:
+      return {{1, 0, 0}, 0.0, false, false};
+  }
+  return {{1, 0, 0}, 0.0, false, false};
+}
+
+KeySpace::KeySpace(const WorkloadConfig& cfg) : cfg_(cfg) {
+  std::uint64_t largest = cfg_.keys > 0 ? cfg_.keys - 1 : 0;
+  id_width_ = 1;
+  while (largest >= kBase) {
+    largest /= kBase;
+    ++id_width_;
+  }
+}
+
+std::size_t KeySpace::key_size(std::uint64_t idx, bool cold) const {
+  const std::size_t minimum = 1 + id_width_;
+  std::size_t size = cfg_.key_bytes;
+  if (size == 0) {
+    const double u = unit_from_hash(mix64(idx ^ kKeySizeSalt ^ (cold ? kColdSalt : 0)));
+    const double drawn = std::round(kEtcKeySize.quantile(u));
+    size = drawn < 1.0 ? 1 : static_cast<std::size_t>(std::min(drawn, 1000.0));
+  }
+  return std::clamp<std::size_t>(size, minimum, WorkloadConfig::kMaxKeyBytes);
+}
+
+std::size_t KeySpace::write_key(std::uint64_t idx, bool cold, char* out) const {
+  const std::size_t size = key_size(idx, cold);
+  out[0] = cold ? 'm' : 'k';
+  std::uint64_t rest = idx;
+  for (std::size_t i = id_width_; i > 0; --i) {
+    out[i] = kAlphabet[rest % kBase];
+    rest /= kBase;
+  }
+  std::uint64_t pad = mix64(idx ^ kColdSalt);
+  for (std::size_t i = 1 + id_width_; i < size; ++i) {
+    out[i] = kAlphabet[pad % kBase];
+    pad = pad / kBase;
+    if (pad < kBase) pad = mix64(pad + i);
+  }
+  return size;
+}
+
+std::string KeySpace::key(std::uint64_t idx, bool cold) const {
+  char buf[WorkloadConfig::kMaxKeyBytes];
+  return std::string(buf, write_key(idx, cold, buf));
+}
+
+std::size_t KeySpace::value_size(std::uint64_t idx) const {
+  if (cfg_.value_bytes != 0) return cfg_.value_bytes;
+  if (cfg_.kind != WorkloadKind::kEtc) return WorkloadConfig::kDefaultFixedValueBytes;
+  const std::uint64_t drawn = EtcValueSize::quantile(unit_from_hash(mix64(idx ^ kValueSizeSalt)));
+  return static_cast<std::size_t>(std::min<std::uint64_t>(drawn, cfg_.max_value_bytes));
+}
+
+void KeySpace::make_value(std::uint64_t idx, std::uint32_t version, std::string& out) const {
+  const std::size_t size = value_size(idx);
+  out.resize(size);
+  if (size >= kVersionedMinBytes) {
+    std::memcpy(out.data(), &version, sizeof version);
+    fill_stream(key_hash(idx) ^ mix64(version), out.data() + sizeof version, size - sizeof version);
+  } else {
+    fill_stream(key_hash(idx), out.data(), size);
+  }
+}
+
+bool KeySpace::verify(std::uint64_t idx, std::string_view body) const {
+  if (body.size() != value_size(idx)) return false;
+  if (body.size() >= kVersionedMinBytes) {
+    std::uint32_t version = 0;
+    std::memcpy(&version, body.data(), sizeof version);
+    return stream_equals(key_hash(idx) ^ mix64(version), body.data() + sizeof version,
+                         body.size() - sizeof version);
+  }
+  return stream_equals(key_hash(idx), body.data(), body.size());
+}
+
+std::uint64_t KeySpace::preload_count() const {
+  if (!defaults_for(cfg_.kind).preload) return 0;
+  if (cfg_.kind == WorkloadKind::kGetPopular) return std::min(cfg_.hot_keys, cfg_.keys);
+  return cfg_.keys;
+}
+
+OpGenerator::OpGenerator(const WorkloadConfig& cfg, std::uint64_t seed, std::uint64_t thread_index)
+    : cfg_(cfg),
+      rng_(mix64(seed) ^ mix64(thread_index * 0x9e3779b97f4a7c15ull + 1)),
+      zipf_(cfg.keys, cfg.theta) {
+  switch (cfg_.kind) {
+    case WorkloadKind::kEtc:
+    case WorkloadKind::kZipf:
+      popularity_ = Popularity::kZipf;
+      break;
+    case WorkloadKind::kGetPopular:
+      popularity_ = Popularity::kHot;
+      break;
+    default:
+      popularity_ = Popularity::kUniform;
+      break;
+  }
+  const double total = cfg_.ratio.get + cfg_.ratio.set + cfg_.ratio.del;
+  p_get_ = total > 0 ? cfg_.ratio.get / total : 1.0;
+  p_set_ = total > 0 ? (cfg_.ratio.get + cfg_.ratio.set) / total : 1.0;
+}
+
+std::uint64_t OpGenerator::pick_key() {
+  switch (popularity_) {
+    case Popularity::kZipf: {
+      const std::uint64_t rank = zipf_.sample(rng_);  // 1 = most popular
+      return ((rank - 1) % cfg_.keys) * kScatterPrime % cfg_.keys;
+    }
+    case Popularity::kHot:
+      return rng_.below(std::max<std::uint64_t>(1, std::min(cfg_.hot_keys, cfg_.keys)));
+    case Popularity::kUniform:
+      break;
+  }
+  return rng_.below(cfg_.keys);
+}
+
+Op OpGenerator::next() {
+  Op op;
+  const double u = rng_.uniform01();
+  op.type = u < p_get_ ? OpType::kGet : (u < p_set_ ? OpType::kSet : OpType::kDelete);
+  op.key = pick_key();
+  if (op.type == OpType::kGet && cfg_.miss_ratio > 0.0)
+    op.cold = rng_.uniform01() < cfg_.miss_ratio;
+  return op;
+}
+
+}  // namespace bench

@@ -1,0 +1,296 @@
+"""End-to-end tests of the bench_client binary.
+
+Servers: a Python stand-in (fake_cache_server.py, always) and the real cache_server (when the
+CACHE_SERVER environment variable names the binary; CMake sets it when the target exists).
+BENCH_CLIENT names the client binary.
+"""
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+BENCH = os.environ.get("BENCH_CLIENT", "")
+CACHE_SERVER = os.environ.get("CACHE_SERVER", "")
+POINT_FIELDS = ["threads", "requests", "errors", "duration_s", "throughput_rps", "mean_us", "p50_us", "p90_us",
+                "p95_us", "p99_us", "p999_us", "max_us", "hit_rate", "server_cpu_pct", "client_cpu_pct"]
+
+pytestmark = pytest.mark.skipif(not BENCH or not Path(BENCH).exists(), reason="BENCH_CLIENT not set")
+
+
+class Server:
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 15
+        self.port = None
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"listening on [\d.]+:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                break
+        if self.port is None:
+            self.stop()
+            raise RuntimeError(f"server {argv} did not start")
+        # Keep draining output so the server never blocks on a full pipe.
+        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def fake_server(*extra):
+    return Server([sys.executable, str(HERE / "fake_cache_server.py"), "-p", "0", *extra])
+
+
+SERVER_KINDS = ["fake"] + (["real"] if CACHE_SERVER else [])
+
+
+def real_server():
+    if not Path(CACHE_SERVER).exists():
+        pytest.skip(f"CACHE_SERVER={CACHE_SERVER} is not built")
+    return Server([CACHE_SERVER, "-p", "0"])
+
+
+@pytest.fixture(params=SERVER_KINDS)
+def server(request):
+    if request.param == "real":
+        srv = real_server()
+    else:
+        srv = fake_server()
+    yield srv
+    srv.stop()
+
+
+def run_bench(*args, timeout=90):
+    return subprocess.run([BENCH, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def check_point_schema(point):
+    for field in POINT_FIELDS:
+        assert field in point, field
+    assert point["requests"] > 0
+    assert point["duration_s"] > 0
+    # Throughput is requests over the window, not something derived from latency.
+    assert point["throughput_rps"] == pytest.approx(point["requests"] / point["duration_s"], rel=0.01)
+    assert 0 < point["p50_us"] <= point["p90_us"] <= point["p95_us"] <= point["p99_us"] <= point["p999_us"] <= point["max_us"]
+    assert point["series"], "per-second time series missing"
+
+
+def test_tiny_etc_sweep(server, tmp_path):
+    out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
+    r = run_bench("-p", server.port, "--threads", "1,2", "-n", "1500", "--warmup", "300", "--keys", "2000",
+                  "--server-pid", server.pid, "--json", out_json, "--csv", out_csv)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out_json.read_text())
+    assert set(doc) == {"meta", "points"}
+    meta = doc["meta"]
+    for key in ("workload", "server_stats", "client_host", "client_cpus", "pinning", "git_revision", "date_utc"):
+        assert key in meta, key
+    assert meta["server_stats_available"] is True
+    for key in ("items", "maxmem", "threads", "evictor"):
+        assert key in meta["server_stats"], key
+    assert meta["workload"]["name"] == "etc"
+    assert [p["threads"] for p in doc["points"]] == [1, 2]
+    for point in doc["points"]:
+        check_point_schema(point)
+        assert point["errors"] == 0, point["errors_by_code"]
+        assert point["requests"] == 1500 * point["threads"]
+        assert 0.7 <= point["hit_rate"] <= 0.9, point["hit_rate"]
+        # Sampled (not null); /proc counts 10 ms ticks, so a short point may show 0.
+        assert point["server_cpu_pct"] is not None and point["server_cpu_pct"] >= 0
+        assert point["client_cpu_pct"] is not None
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == 2
+    for field in POINT_FIELDS:
+        assert field in rows[0]
+    assert float(rows[1]["throughput_rps"]) == pytest.approx(doc["points"][1]["throughput_rps"], rel=1e-3)
+    # The human table: a header and one row per thread count.
+    lines = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+    assert lines[0].split()[:3] == ["threads", "requests", "req/s"]
+    assert [l.split()[0] for l in lines[1:]] == ["1", "2"]
+
+
+@pytest.mark.parametrize("workload", [["--workload", "put-all"], ["--workload", "get-popular"],
+                                      ["--workload", "mixed", "--ratio", "6:3:1"], ["--workload", "zipf", "--theta", "1.2"],
+                                      ["--workload", "uniform", "--value-size", "2000"]])
+def test_other_workloads_run_clean(server, tmp_path, workload):
+    out = tmp_path / "r.json"
+    r = run_bench("-p", server.port, "--threads", "2", "-n", "500", "--warmup", "100", "--keys", "500",
+                  *workload, "--json", out)
+    assert r.returncode == 0, r.stderr
+    point = json.loads(out.read_text())["points"][0]
+    assert point["errors"] == 0, point["errors_by_code"]
+    if workload[1] == "put-all":
+        assert point["gets"] == 0 and point["sets"] == point["requests"]
+    if workload[1] == "get-popular":
+        assert point["hit_rate"] == 1.0
+    if workload[1] == "mixed":
+        assert point["deletes"] > 0
+
+
+def test_duration_mode_and_time_series(tmp_path):
+    srv = fake_server()
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "-d", "2.2", "--warmup", "0.2s", "--keys", "500", "--json", out)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert 2.1 <= point["duration_s"] <= 3.0
+        assert [s["t_s"] for s in point["series"]] == [0, 1, 2]
+        assert sum(s["requests"] for s in point["series"]) == point["requests"]
+    finally:
+        srv.stop()
+
+
+def test_value_corruption_is_counted_as_errors(tmp_path):
+    srv = fake_server("--corrupt", "10")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys", "300",
+                      "--workload", "uniform", "--json", out)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["errors_by_code"].get("mismatch", 0) > 50
+        assert point["errors"] == point["errors_by_code"]["mismatch"]
+        assert "mismatch=" in r.stdout
+    finally:
+        srv.stop()
+
+
+def test_server_without_stats_and_fixed_get(tmp_path):
+    srv = fake_server("--no-stats")
+    try:
+        out = tmp_path / "r.json"
+        # /reset answers 204 on the stand-in; a fixed path GET expecting 200.
+        r = run_bench("-p", srv.port, "--threads", "1", "-n", "300", "--warmup", "10", "--path", "/missing", "--json", out)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        assert doc["meta"]["server_stats_available"] is False
+        assert doc["meta"]["server_stats"] is None
+        assert "404" in doc["meta"]["server_stats_error"]
+        # Every GET of a 404 path is an unexpected status in fixed-get mode.
+        assert doc["points"][0]["errors_by_code"] == {"http_404": 300}
+    finally:
+        srv.stop()
+
+
+def test_unreachable_server_fails_clearly():
+    srv = fake_server()
+    port = srv.port
+    srv.stop()
+    r = run_bench("-p", port, "--threads", "1", "-n", "10")
+    assert r.returncode == 2
+    assert "unreachable" in r.stderr and f"127.0.0.1:{port}" in r.stderr
+
+
+def test_bad_flags_give_one_line_errors():
+    for args in (["--bogus"], ["--threads", "x"], ["--rate"]):
+        r = run_bench(*args)
+        assert r.returncode == 1
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = run_bench("--help")
+    assert r.returncode == 0 and "default 8080" in r.stdout
+
+
+def test_server_death_saves_partial_results(tmp_path):
+    srv = fake_server()
+    out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
+    try:
+        proc = subprocess.Popen([BENCH, "-p", str(srv.port), "--threads", "1,2", "-d", "2", "--warmup", "0",
+                                 "--keys", "300", "--timeout", "1000", "--json", str(out_json), "--csv", str(out_csv)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        srv.proc.kill()
+        srv.proc.wait()
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 3, err
+        assert "aborted" in err
+        doc = json.loads(out_json.read_text())
+        assert doc["meta"]["aborted"] is True
+        assert len(doc["points"]) == 1 and doc["points"][0]["aborted"] is True
+        assert doc["points"][0]["requests"] > 0
+        assert len(list(csv.DictReader(out_csv.open()))) == 1
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_open_loop_correction_shows_a_server_stall(tmp_path, kind):
+    """SIGSTOP the server for 0.5 s during a 3 s run at 200 req/s: ~100 planned sends fall into the
+    stall, so the corrected p99 must show it, while the uncorrected p99 (one request saw it) must not."""
+    srv = real_server() if kind == "real" else fake_server()
+    out = tmp_path / "r.json"
+    try:
+        proc = subprocess.Popen([BENCH, "-p", str(srv.port), "--threads", "1", "--rate", "200", "-d", "3",
+                                 "--warmup", "0", "--keys", "200", "--json", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.2)
+        os.kill(srv.pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        os.kill(srv.pid, signal.SIGCONT)
+        stdout, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        point = json.loads(out.read_text())["points"][0]
+        assert point["open_loop"] is True and point["errors"] == 0
+        assert point["p99_us"] >= 250_000, point             # corrected: the stall is visible
+        assert point["uncorrected"]["p99_us"] < 100_000, point  # uncorrected: hidden
+        assert point["uncorrected"]["max_us"] >= 400_000        # the one request that waited
+        assert "uncorr_p99_us" in stdout
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("rate", [None, "400"])
+def test_several_connections_per_thread(server, tmp_path, rate):
+    out = tmp_path / "r.json"
+    extra = ["--rate", rate, "-d", "1.5"] if rate else ["-n", "1000"]
+    r = run_bench("-p", server.port, "--threads", "2", "--connections-per-thread", "3", "--warmup", "50",
+                  "--keys", "500", *extra, "--json", out)
+    assert r.returncode == 0, r.stderr
+    point = json.loads(out.read_text())["points"][0]
+    assert point["connections"] == 6
+    assert point["errors"] == 0, point["errors_by_code"]
+    if rate:
+        assert point["open_loop"] and point["rate_sustained"]
+        assert point["throughput_rps"] == pytest.approx(400, rel=0.1)
+    else:
+        assert point["requests"] == 2000
+
+
+def test_open_loop_says_when_the_rate_is_not_met(tmp_path):
+    srv = fake_server()
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "--rate", "5000000", "-d", "1", "--warmup", "0",
+                      "--keys", "200", "--json", out)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["rate_sustained"] is False
+        assert "not sustained" in r.stdout
+    finally:
+        srv.stop()

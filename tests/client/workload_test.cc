@@ -1,0 +1,244 @@
+// Workload generators: sampled key/value sizes against the model's quantiles, operation ratios,
+// popularity, determinism, and the derived-value verification.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "distributions.hh"
+#include "workload.hh"
+
+namespace bench {
+namespace {
+
+constexpr int kSamples = 200'000;
+
+double empirical_quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+TEST(Distributions, GevQuantileInvertsCdf) {
+  for (double u : {0.01, 0.1, 0.5, 0.9, 0.99})
+    EXPECT_NEAR(kEtcKeySize.cdf(kEtcKeySize.quantile(u)), u, 1e-9);
+  // Median of ETC key sizes: mu + sigma ((ln 2)^-xi - 1)/xi ~ 33.9 bytes.
+  EXPECT_NEAR(kEtcKeySize.quantile(0.5), 33.88, 0.05);
+}
+
+TEST(Distributions, GenParetoQuantileInvertsCdf) {
+  const auto& gp = EtcValueSize::kTail;
+  for (double u : {0.01, 0.5, 0.9, 0.999}) EXPECT_NEAR(gp.cdf(gp.quantile(u)), u, 1e-9);
+}
+
+TEST(Workload, EtcKeySizesMatchTheGevModel) {
+  WorkloadConfig cfg;
+  cfg.keys = kSamples;
+  KeySpace keys(cfg);
+  std::vector<double> sizes;
+  for (std::uint64_t i = 0; i < cfg.keys; ++i)
+    sizes.push_back(static_cast<double>(keys.key_size(i, false)));
+  for (double q : {0.05, 0.25, 0.5, 0.75, 0.95, 0.99}) {
+    const double model = kEtcKeySize.quantile(q);
+    // Sizes are rounded to whole bytes: allow one byte plus 2% sampling error.
+    EXPECT_NEAR(empirical_quantile(sizes, q), model, 1.0 + 0.02 * model) << "q=" << q;
+  }
+}
+
+TEST(Workload, EtcValueSizesMatchTheModel) {
+  WorkloadConfig cfg;
+  cfg.keys = kSamples;
+  cfg.max_value_bytes = 1u << 30;  // no cap for this comparison
+  KeySpace keys(cfg);
+  std::vector<double> sizes;
+  std::vector<std::uint64_t> small(15, 0);
+  for (std::uint64_t i = 0; i < cfg.keys; ++i) {
+    const auto s = keys.value_size(i);
+    sizes.push_back(static_cast<double>(s));
+    if (s < 15) ++small[s];
+  }
+  // The discrete part: each of the 15 sizes within 3 standard errors (plus a small floor).
+  for (std::size_t s = 0; s < 15; ++s) {
+    const double p = EtcValueSize::kSmall[s];
+    const double se = std::sqrt(p * (1 - p) / kSamples);
+    EXPECT_NEAR(static_cast<double>(small[s]) / kSamples, p, 4 * se + 2e-4) << "size " << s;
+  }
+  // The tail: empirical quantiles against the model's CDF.
+  for (double q : {0.5, 0.6, 0.75, 0.9, 0.95, 0.99}) {
+    const double x = empirical_quantile(sizes, q);
+    EXPECT_NEAR(EtcValueSize::cdf(x), q, 0.01) << "q=" << q << " x=" << x;
+  }
+}
+
+TEST(Workload, KeysAreUniqueValidAndDeterministic) {
+  WorkloadConfig cfg;
+  cfg.keys = 20'000;
+  KeySpace keys(cfg);
+  std::set<std::string> seen;
+  for (std::uint64_t i = 0; i < cfg.keys; ++i) {
+    for (bool cold : {false, true}) {
+      const std::string k = keys.key(i, cold);
+      ASSERT_GE(k.size(), 1u);
+      ASSERT_LE(k.size(), 250u);
+      ASSERT_TRUE(std::all_of(k.begin(), k.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c));
+      })) << k;
+      ASSERT_TRUE(seen.insert(k).second) << "duplicate key " << k;
+      ASSERT_EQ(k, keys.key(i, cold));
+    }
+  }
+}
+
+TEST(Workload, ValuesVerifyAndCorruptionIsDetected) {
+  WorkloadConfig cfg;
+  cfg.keys = 2'000;
+  KeySpace keys(cfg);
+  std::string v;
+  for (std::uint64_t i = 0; i < cfg.keys; ++i) {
+    keys.make_value(i, static_cast<std::uint32_t>(i * 7919), v);
+    ASSERT_EQ(v.size(), keys.value_size(i));
+    ASSERT_TRUE(keys.verify(i, v));
+    if (!v.empty()) {
+      std::string bad = v;
+      bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x01);
+      ASSERT_FALSE(keys.verify(i, bad)) << i;
+      ASSERT_FALSE(keys.verify(i, std::string_view(v).substr(0, v.size() - 1)));
+    }
+    // Another key's value of the same length is not accepted (versioned sizes carry a key hash).
+    for (std::uint64_t j = i + 1; j < std::min<std::uint64_t>(cfg.keys, i + 50); ++j) {
+      if (keys.value_size(j) != v.size() || v.size() < KeySpace::kVersionedMinBytes) continue;
+      std::string other;
+      keys.make_value(j, static_cast<std::uint32_t>(i * 7919), other);
+      ASSERT_FALSE(keys.verify(i, other)) << "value of key " << j << " accepted for key " << i;
+    }
+  }
+}
+
+TEST(Workload, FixedValueSizeIsHonoured) {
+  WorkloadConfig cfg;
+  cfg.kind = WorkloadKind::kUniform;
+  cfg.value_bytes = 4096;
+  KeySpace keys(cfg);
+  for (std::uint64_t i = 0; i < 100; ++i) EXPECT_EQ(keys.value_size(i), 4096u);
+  cfg.value_bytes = 0;
+  KeySpace defaults(cfg);
+  EXPECT_EQ(defaults.value_size(3), WorkloadConfig::kDefaultFixedValueBytes);
+}
+
+struct MixCounts {
+  double get = 0, set = 0, del = 0, cold = 0;
+};
+
+MixCounts sample_mix(const WorkloadConfig& cfg, int n) {
+  OpGenerator gen(cfg, 11, 0);
+  MixCounts c;
+  for (int i = 0; i < n; ++i) {
+    const Op op = gen.next();
+    EXPECT_LT(op.key, cfg.keys);
+    if (op.type == OpType::kGet) {
+      c.get += 1;
+      c.cold += op.cold ? 1 : 0;
+    }
+    if (op.type == OpType::kSet) c.set += 1;
+    if (op.type == OpType::kDelete) c.del += 1;
+  }
+  return c;
+}
+
+TEST(Workload, EtcMixIsThirtyToOneWithTwentyPercentPlannedMisses) {
+  WorkloadConfig cfg;
+  const auto d = defaults_for(WorkloadKind::kEtc);
+  cfg.ratio = d.ratio;
+  cfg.miss_ratio = d.miss_ratio;
+  const MixCounts c = sample_mix(cfg, kSamples);
+  EXPECT_NEAR(c.get / c.set, 30.0, 2.0);
+  EXPECT_EQ(c.del, 0);
+  EXPECT_NEAR(c.cold / c.get, 0.20, 0.01);
+}
+
+TEST(Workload, MixedRatioIsRespected) {
+  WorkloadConfig cfg;
+  cfg.kind = WorkloadKind::kMixed;
+  cfg.ratio = {5, 3, 2};
+  cfg.miss_ratio = 0;
+  const MixCounts c = sample_mix(cfg, kSamples);
+  EXPECT_NEAR(c.get / kSamples, 0.5, 0.01);
+  EXPECT_NEAR(c.set / kSamples, 0.3, 0.01);
+  EXPECT_NEAR(c.del / kSamples, 0.2, 0.01);
+  EXPECT_EQ(c.cold, 0);
+}
+
+TEST(Workload, PutAllOnlyWritesAndGetPopularOnlyReadsHotKeys) {
+  WorkloadConfig put;
+  put.kind = WorkloadKind::kPutAll;
+  put.ratio = defaults_for(put.kind).ratio;
+  put.miss_ratio = 0;
+  const MixCounts c = sample_mix(put, 10'000);
+  EXPECT_EQ(c.set, 10'000);
+
+  WorkloadConfig hot;
+  hot.kind = WorkloadKind::kGetPopular;
+  hot.ratio = defaults_for(hot.kind).ratio;
+  hot.miss_ratio = 0;
+  hot.hot_keys = 5;
+  OpGenerator gen(hot, 1, 0);
+  std::set<std::uint64_t> keys;
+  for (int i = 0; i < 10'000; ++i) {
+    const Op op = gen.next();
+    EXPECT_EQ(op.type, OpType::kGet);
+    keys.insert(op.key);
+  }
+  EXPECT_EQ(keys.size(), 5u);
+  EXPECT_EQ(*keys.rbegin(), 4u);
+}
+
+TEST(Workload, ZipfPopularityMatchesTheLaw) {
+  const std::uint64_t n = 1'000;
+  const double theta = 0.99;
+  Zipf zipf(n, theta);
+  Rng rng(5);
+  std::vector<double> counts(n + 1, 0);
+  for (int i = 0; i < kSamples; ++i) {
+    const auto k = zipf.sample(rng);
+    ASSERT_GE(k, 1u);
+    ASSERT_LE(k, n);
+    counts[k] += 1;
+  }
+  double norm = 0;
+  for (std::uint64_t k = 1; k <= n; ++k) norm += std::pow(static_cast<double>(k), -theta);
+  for (std::uint64_t k : {1, 2, 10, 100}) {
+    const double p = std::pow(static_cast<double>(k), -theta) / norm;
+    const double se = std::sqrt(p * (1 - p) / kSamples);
+    EXPECT_NEAR(counts[k] / kSamples, p, 5 * se) << "rank " << k;
+  }
+}
+
+TEST(Workload, UniformThetaZeroCoversTheKeySpace) {
+  Zipf zipf(10, 0.0);
+  Rng rng(9);
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 1'000; ++i) seen.insert(zipf.sample(rng));
+  EXPECT_EQ(seen.size(), 10u);
+}
+
+TEST(Workload, SameSeedSameSequenceDifferentSeedDifferent) {
+  WorkloadConfig cfg;
+  cfg.ratio = {10, 5, 1};
+  auto run = [&](std::uint64_t seed, std::uint64_t thread) {
+    OpGenerator gen(cfg, seed, thread);
+    std::vector<std::tuple<int, std::uint64_t, bool>> ops;
+    for (int i = 0; i < 1'000; ++i) {
+      const Op op = gen.next();
+      ops.emplace_back(static_cast<int>(op.type), op.key, op.cold);
+    }
+    return ops;
+  };
+  EXPECT_EQ(run(42, 0), run(42, 0));
+  EXPECT_EQ(run(42, 3), run(42, 3));
+  EXPECT_NE(run(42, 0), run(43, 0));
+  EXPECT_NE(run(42, 0), run(42, 1));
+}
+
+}  // namespace
+}  // namespace bench
