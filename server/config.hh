@@ -1,0 +1,76 @@
+// config.hh — the server's whole configuration in one struct, its defaults (named, with units),
+// command-line parsing and validation. main() parses, validates, and hands the struct on; nothing
+// else reads argv or keeps configuration in globals.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "cache/cache.hh"
+
+namespace server {
+
+inline constexpr std::size_t kDefaultMaxmemBytes = 64u << 20;   // -m/--maxmem
+inline constexpr std::size_t kDefaultMaxValueBytes = 1u << 20;  // --max-value
+inline constexpr std::uint16_t kDefaultPort = 8080;             // -p/--port
+inline constexpr unsigned kDefaultThreads = 1;                  // -t/--threads
+inline constexpr unsigned kMaxThreads = 256;
+inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000};  // --header-timeout
+inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};    // --idle-timeout
+inline constexpr std::size_t kHeaderLimitBytes = 8 * 1024;  // request line + fields; over → 431
+inline constexpr unsigned kMaxShards = 16;  // cache shards, fewer when maxmem is small
+inline constexpr const char* kDefaultHost = "127.0.0.1";
+
+// How worker threads share the network work (see docs/server.md for the measurement).
+enum class IoModel : std::uint8_t {
+  per_thread,  // one io_context + one SO_REUSEPORT acceptor per thread (default)
+  shared,      // one io_context run by every thread; each connection on its own strand
+};
+const char* to_string(IoModel m);
+
+struct Config {
+  std::size_t maxmem = kDefaultMaxmemBytes;
+  std::string host = kDefaultHost;
+  std::uint16_t port = kDefaultPort;  // 0: the kernel picks one
+  unsigned threads = kDefaultThreads;
+  cache::Evictor evictor = cache::kDefaultEvictor;
+  std::size_t max_value = kDefaultMaxValueBytes;
+  std::chrono::milliseconds header_timeout = kHeaderTimeout;
+  std::chrono::milliseconds idle_timeout = kIdleTimeout;
+  IoModel io_model = IoModel::per_thread;
+};
+
+// What parse_flags found: a config to run, a request for help, or a one-line error.
+struct HelpRequested {};
+struct FlagError {
+  std::string message;
+};
+using ParseResult = std::variant<Config, HelpRequested, FlagError>;
+
+ParseResult parse_flags(const std::vector<std::string_view>& args);  // args exclude argv[0]
+
+// Cross-field and range checks; an empty string means the config is usable.
+std::string validate(const Config& config);
+
+// "64M" → 67108864. Suffixes K/M/G (also k/m/g, optional trailing B/b) are powers of 1024.
+// Returns false on garbage, an empty number, or overflow.
+bool parse_size(std::string_view text, std::size_t& out);
+
+// "10" → 10 s, "0.5" → 500 ms; false unless a non-negative decimal number of seconds.
+bool parse_seconds(std::string_view text, std::chrono::milliseconds& out);
+
+std::string usage_text();
+
+// One stable line describing the effective configuration (printed at start-up).
+std::string describe(const Config& config);
+
+// Shard count for the cache: at most kMaxShards, a power of two, and each shard's share of
+// maxmem still holds the largest acceptable entry (max_value + a full-length key).
+unsigned shard_count(const Config& config);
+
+}  // namespace server

@@ -1,0 +1,72 @@
+// connection.hh — one TCP connection: the Asio read/write loop around an HttpEngine, plus the
+// deadlines that defend it (header timeout, idle keep-alive timeout) and a lingering close.
+//
+// Life cycle: read → engine.consume → write responses → read ... Only one operation chain runs at
+// a time, plus one timer wait. The timer is lazy: each read only stores the new deadline; the
+// timer re-arms itself when it fires early, and is re-armed at once only when the deadline
+// moves earlier (idle → header in progress), so a keep-alive GET costs no timer operation.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <chrono>
+#include <memory>
+
+#include "server/http_engine.hh"
+#include "server/server_context.hh"
+#include "server/stats.hh"
+
+namespace server {
+
+// Input buffer growth step and cap. The cap exceeds the header limit, so an over-long header is
+// always reported by the parser (431) before the buffer fills.
+inline constexpr std::size_t kReadChunkBytes = 4096;
+inline constexpr std::size_t kInputLimitBytes = 2 * kHeaderLimitBytes + kReadChunkBytes;
+// After a response that closes the connection, unread input is drained for at most this long so
+// the peer reads our response instead of a reset.
+inline constexpr std::chrono::milliseconds kLingerTime{1000};
+inline constexpr std::size_t kLingerMaxBytes = 4 << 20;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void start();
+
+ private:
+  using clock = std::chrono::steady_clock;
+
+  void read();
+  void on_read(const boost::system::error_code& ec, std::size_t n);
+  void process();  // run the engine over buffered input, then write or read
+  void write();
+  void on_write(const boost::system::error_code& ec);
+  void linger();  // half-close, drain, then close
+  void close();
+
+  void set_busy(bool busy);
+  void update_deadline();
+  void arm_timer(clock::time_point at);
+  void on_timer(const boost::system::error_code& ec);
+
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer timer_;
+  boost::beast::flat_buffer input_;
+  HttpEngine engine_;
+  ServerContext& ctx_;
+  WorkerStats& stats_;
+  clock::time_point deadline_;
+  clock::time_point header_started_;
+  std::size_t header_request_ = 0;  // engine_.answered() when the header phase began
+  bool in_header_ = false;
+  bool busy_ = false;
+  bool lingering_ = false;
+  bool closed_ = false;
+  std::size_t lingered_bytes_ = 0;
+};
+
+}  // namespace server

@@ -1,0 +1,80 @@
+// http_engine.hh — the transport-free heart of a connection: bytes in, responses out.
+//
+// It owns everything per connection that survives across requests — the header arena, the body
+// storage, the output buffer — and a Beast request_parser rebuilt in place for each request
+// (construction touches only the arena, so no heap). consume() parses every complete request in
+// its input, routes it, runs the handler and appends the response; pipelined requests are
+// answered in order. The Asio connection, the fuzzer and the allocation test all drive this same
+// object, so what they exercise is what the server runs.
+#pragma once
+
+#include <boost/beast/http/parser.hpp>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/handlers.hh"
+#include "server/header_arena.hh"
+#include "server/response_writer.hh"
+#include "server/server_context.hh"
+#include "server/stats.hh"
+#include "server/value_body.hh"
+
+namespace server {
+
+// Output beyond this stops consume() until the connection has written it (bounds pipelining).
+inline constexpr std::size_t kOutputHighWater = 256 * 1024;
+// Storage kept after a request; bigger bodies/outputs are released once answered.
+inline constexpr std::size_t kRetainedBufferBytes = 64 * 1024;
+
+class HttpEngine {
+ public:
+  HttpEngine(ServerContext& ctx, WorkerStats& stats);
+
+  // Parses and answers the complete requests at the front of `input`; returns the bytes used.
+  // Stops early when the output passes kOutputHighWater or the connection must close; call
+  // again with the rest after the output is written.
+  std::size_t consume(std::string_view input);
+
+  // The connection's input buffer is full and consume() could not use any of it: answer 400
+  // and close (a request line or chunk header longer than the buffer).
+  void input_overflow();
+
+  std::string& output() { return out_; }
+  // Call once output() has been written: clears it (keeping capacity unless it grew large).
+  void output_written();
+
+  bool must_close() const { return close_; }
+  // A request has started (some of its bytes were consumed) and is not answered yet.
+  bool mid_request() const { return parser_ && parser_->got_some(); }
+  bool header_complete() const { return parser_ && parser_->is_header_done(); }
+  // Requests answered so far on this connection (tells one request's header phase from the next).
+  std::size_t answered() const { return answered_; }
+
+ private:
+  using Fields = boost::beast::http::basic_fields<ArenaAllocator<char>>;
+  using Parser = boost::beast::http::request_parser<ValueBody, ArenaAllocator<char>>;
+
+  void start_parser();
+  void answer();  // the parser holds a complete request
+  void answer_parse_error(const boost::beast::error_code& ec);
+  // Answers an error for a request whose framing cannot be trusted, then closes.
+  void reject(boost::beast::http::status s, std::string_view reason);
+  bool header_done();  // framing checks and 100-continue; false if the request was rejected
+
+  ServerContext& ctx_;
+  WorkerStats& stats_;
+  Handlers handlers_;
+  HeaderArena arena_;
+  std::string body_;
+  std::string out_;
+  ResponseWriter writer_;
+  std::optional<Parser> parser_;
+  std::size_t answered_ = 0;
+  std::size_t header_bytes_ = 0;  // bytes the parser consumed for this request's header
+  bool header_checked_ = false;   // header_done() ran for the current request
+  bool close_ = false;
+};
+
+}  // namespace server

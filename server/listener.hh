@@ -1,0 +1,51 @@
+// listener.hh — accepts connections on one acceptor and hands each to a Connection.
+//
+// Per-thread I/O model: one Listener per worker, each on its own io_context with its own
+// SO_REUSEPORT acceptor; the kernel spreads connections over them and every connection stays
+// on the thread that accepted it. Shared model: one Listener; each accepted socket gets its own
+// strand and the worker stats are assigned round-robin. Accept errors such as EMFILE back off
+// briefly instead of spinning.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "server/server_context.hh"
+
+namespace server {
+
+inline constexpr std::chrono::milliseconds kAcceptBackoff{50};
+
+// Opens, binds and listens on `executor`; on failure returns a closed acceptor and sets `error`.
+boost::asio::ip::tcp::acceptor open_acceptor(const boost::asio::any_io_executor& executor,
+                                             const boost::asio::ip::tcp::endpoint& endpoint,
+                                             bool reuse_port, std::string& error);
+
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  // worker: the stats block for accepted connections; strands: give each socket a strand.
+  Listener(boost::asio::io_context& ioc, boost::asio::ip::tcp::acceptor acceptor,
+           ServerContext& ctx, std::size_t worker, bool strands);
+
+  void start();
+  void stop();  // closes the acceptor; safe from any thread (runs on the acceptor's executor)
+
+ private:
+  void accept();
+  void close();
+  void on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
+
+  boost::asio::io_context& ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer backoff_;
+  ServerContext& ctx_;
+  std::size_t next_worker_;
+  bool strands_;
+};
+
+}  // namespace server

@@ -1,0 +1,66 @@
+// response_writer.cc — see response_writer.hh.
+#include "server/response_writer.hh"
+
+#include <charconv>
+
+#include "server/json_escape.hh"
+
+namespace server {
+namespace http = boost::beast::http;
+
+void ResponseWriter::start(status s, std::string_view content_type, std::size_t content_length) {
+  char code[8];
+  auto [end, ec] = std::to_chars(code, code + sizeof code, static_cast<unsigned>(s));
+  (void)ec;
+  out_.append("HTTP/1.1 ");
+  out_.append(code, end);
+  out_.push_back(' ');
+  const auto reason = http::obsolete_reason(s);
+  out_.append(reason.data(), reason.size());
+  out_.append("\r\n");
+  if (!content_type.empty()) header("Content-Type", content_type);
+  if (s != status::no_content) header("Content-Length", static_cast<std::uint64_t>(content_length));
+}
+
+void ResponseWriter::header(std::string_view name, std::string_view value) {
+  out_.append(name);
+  out_.append(": ");
+  out_.append(value);
+  out_.append("\r\n");
+}
+
+void ResponseWriter::header(std::string_view name, std::uint64_t value) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  (void)ec;
+  header(name, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+}
+
+void ResponseWriter::end_headers() {
+  if (!keep_alive_) {
+    out_.append("Connection: close\r\n");
+  } else if (http10_) {
+    out_.append("Connection: keep-alive\r\n");
+  }
+  if (head_) header("Space-Used", static_cast<std::uint64_t>(space_used_));
+  out_.append("\r\n");
+}
+
+void ResponseWriter::no_content(status s) {
+  start(s, {}, 0);
+  end_headers();
+}
+
+void ResponseWriter::error(status s, std::string_view reason, std::string_view allow) {
+  constexpr std::string_view open = "{\"error\": \"";
+  constexpr std::string_view close = "\"}";
+  start(s, kJson, open.size() + json_escaped_size(reason) + close.size());
+  if (!allow.empty()) header("Allow", allow);
+  end_headers();
+  if (head_) return;
+  out_.append(open);
+  json_escape_append(reason, out_);
+  out_.append(close);
+}
+
+}  // namespace server

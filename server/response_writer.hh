@@ -1,0 +1,62 @@
+// response_writer.hh — renders HTTP/1.1 responses straight into the connection's reused output
+// buffer (no Beast serializer, no header container, no allocation once the buffer is warm).
+//
+// Per request the engine calls begin_request() with what it knows about the connection; the
+// writer then adds the Connection header when needed, the Space-Used header on every HEAD
+// response, and drops bodies of HEAD responses. error() is the one place that renders the JSON
+// error body {"error": "<reason>"}.
+#pragma once
+
+#include <ostream>  // boost/core/detail/string_view.hpp needs it before status.hpp
+
+#include <boost/beast/http/status.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace server {
+
+inline constexpr std::string_view kOctetStream = "application/octet-stream";
+inline constexpr std::string_view kJson = "application/json";
+
+class ResponseWriter {
+ public:
+  using status = boost::beast::http::status;
+
+  explicit ResponseWriter(std::string& out) : out_(out) {}
+
+  // keep_alive: the connection stays open after this response.
+  // http10: the request was HTTP/1.0 (keep-alive must then be announced).
+  // head: the request was HEAD; space_used is then sent as Space-Used.
+  void begin_request(bool keep_alive, bool http10, bool head, std::size_t space_used) {
+    keep_alive_ = keep_alive;
+    http10_ = http10;
+    head_ = head;
+    space_used_ = space_used;
+  }
+  bool keep_alive() const { return keep_alive_; }
+  bool head() const { return head_; }
+
+  // Status line, Content-Type (if not empty) and Content-Length (except for 204).
+  void start(status s, std::string_view content_type, std::size_t content_length);
+  void header(std::string_view name, std::string_view value);
+  void header(std::string_view name, std::uint64_t value);
+  void end_headers();  // Connection / Space-Used as needed, then the blank line
+  void body(std::string_view bytes) {
+    if (!head_) out_.append(bytes);
+  }
+  std::string& buffer() { return out_; }
+
+  void no_content(status s);  // a complete response without a body (204, 200 for HEAD /)
+  void error(status s, std::string_view reason, std::string_view allow = {});
+
+ private:
+  std::string& out_;
+  bool keep_alive_ = true;
+  bool http10_ = false;
+  bool head_ = false;
+  std::size_t space_used_ = 0;
+};
+
+}  // namespace server

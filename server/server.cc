@@ -1,0 +1,84 @@
+// server.cc — see server.hh.
+#include "server/server.hh"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/strand.hpp>
+
+namespace server {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+Server::Server(const Config& config)
+    : config_(config),
+      cache_(cache_options(config_)),
+      stats_(config_.threads),
+      ctx_(config_, cache_, stats_) {}
+
+Server::~Server() {
+  stop();
+}
+
+std::string Server::listen() {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(config_.host, ec);
+  if (ec) return "unusable listen address '" + config_.host + "': " + ec.message();
+  const bool per_thread = config_.io_model == IoModel::per_thread;
+  const std::size_t n_contexts = per_thread ? config_.threads : 1;
+  const int hint = per_thread ? 1 : static_cast<int>(config_.threads);
+  for (std::size_t i = 0; i < n_contexts; ++i) {
+    contexts_.push_back(std::make_unique<asio::io_context>(hint));
+  }
+  std::string error;
+  tcp::endpoint endpoint(address, config_.port);
+  if (per_thread && config_.port != 0) {
+    // SO_REUSEPORT would let us silently share a port another server holds: probe without it.
+    auto probe = open_acceptor(contexts_[0]->get_executor(), endpoint, false, error);
+    if (!error.empty()) return error;
+    probe.close(ec);
+  }
+  for (std::size_t i = 0; i < n_contexts; ++i) {
+    // Shared model: the acceptor gets a strand, as its handlers may run on any thread.
+    const asio::any_io_executor executor =
+        per_thread ? asio::any_io_executor(contexts_[i]->get_executor())
+                   : asio::any_io_executor(asio::make_strand(*contexts_[i]));
+    auto acceptor = open_acceptor(executor, endpoint, per_thread, error);
+    if (!error.empty()) return error;
+    if (i == 0) {
+      endpoint = acceptor.local_endpoint(ec);  // with port 0: the port the kernel picked
+      if (ec) return "cannot read the bound address: " + ec.message();
+      endpoint_ = endpoint;
+    }
+    listeners_.push_back(
+        std::make_shared<Listener>(*contexts_[i], std::move(acceptor), ctx_, i, !per_thread));
+  }
+  return {};
+}
+
+void Server::start() {
+  for (auto& ioc : contexts_) guards_.push_back(asio::make_work_guard(*ioc));
+  for (auto& listener : listeners_) listener->start();
+  for (unsigned t = 0; t < config_.threads; ++t) {
+    asio::io_context& ioc = *contexts_[t % contexts_.size()];
+    threads_.emplace_back([&ioc] { ioc.run(); });
+  }
+}
+
+void Server::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  ctx_.stopping.store(true);
+  for (auto& listener : listeners_) listener->stop();
+  const auto give_up = std::chrono::steady_clock::now() + kDrainTime;
+  while (!threads_.empty() && stats_.sum().busy_connections() > 0 &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& ioc : contexts_) ioc->stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  guards_.clear();
+  listeners_.clear();
+  contexts_.clear();  // destroys pending handlers, and with them the connections
+}
+
+}  // namespace server

@@ -1,0 +1,58 @@
+// server.hh — owns the cache, the stats, the io_contexts, the listeners and the worker threads,
+// and sequences start-up (bind everything before announcing) and graceful shutdown
+// (stop accepting, let in-flight requests finish for at most kDrainTime, stop, join).
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache.hh"
+#include "server/config.hh"
+#include "server/listener.hh"
+#include "server/server_context.hh"
+#include "server/stats.hh"
+
+namespace server {
+
+// Graceful shutdown waits this long for busy connections before stopping the workers, leaving
+// margin under the 2 s exit budget.
+inline constexpr std::chrono::milliseconds kDrainTime{1500};
+
+class Server {
+ public:
+  explicit Server(const Config& config);  // throws std::invalid_argument from the cache
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds every acceptor. Returns an empty string, or a one-line error (busy port, bad address).
+  std::string listen();
+  // The address actually bound (the real port when the config asked for port 0).
+  boost::asio::ip::tcp::endpoint local_endpoint() const { return endpoint_; }
+  void start();  // launches the worker threads
+  void stop();   // graceful; idempotent; returns when every worker has exited
+
+  ServerContext& context() { return ctx_; }
+
+ private:
+  using WorkGuard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;
+
+  Config config_;
+  cache::Cache cache_;
+  StatsRegistry stats_;
+  ServerContext ctx_;
+  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  std::vector<WorkGuard> guards_;
+  std::vector<std::shared_ptr<Listener>> listeners_;
+  std::vector<std::thread> threads_;
+  boost::asio::ip::tcp::endpoint endpoint_;
+  bool stopped_ = false;
+};
+
+}  // namespace server

@@ -1,0 +1,37 @@
+// server_context.hh — the state every connection shares: configuration, the cache, the stats
+// registry, the start time and the shutdown flag. Owned by Server (or by a test/fuzzer), passed
+// by reference; nothing here is global.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+#include "cache/cache.hh"
+#include "server/config.hh"
+#include "server/stats.hh"
+
+namespace server {
+
+struct ServerContext {
+  ServerContext(const Config& c, cache::Cache& k, StatsRegistry& s)
+      : config(c), cache(k), stats(s), started(std::chrono::steady_clock::now()) {}
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+
+  const Config& config;
+  cache::Cache& cache;
+  StatsRegistry& stats;
+  const std::chrono::steady_clock::time_point started;
+  std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: finish, then close
+};
+
+// The cache options the server uses for a config (sharded so workers rarely share a lock).
+inline cache::Options cache_options(const Config& config) {
+  cache::Options options;
+  options.maxmem = config.maxmem;
+  options.evictor = config.evictor;
+  options.shards = shard_count(config);
+  return options;
+}
+
+}  // namespace server

@@ -1,0 +1,188 @@
+// alloc_test.cc — "steady state does not allocate": replaces the global operator new/delete
+// with counting versions and asserts that, after warm-up, keep-alive GET hits perform zero heap
+// allocations — first through the HttpEngine alone, then through the whole in-process server
+// (Asio listener, connection, timer, engine, cache) driven over a real loopback socket.
+// The client side uses only POSIX calls and stack buffers so it does not allocate either.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "engine_harness.hh"
+#include "server/server.hh"
+
+namespace {
+std::atomic<std::uint64_t> g_allocations{0};
+
+void* counted_alloc(std::size_t n, std::size_t align = 0) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (n == 0) n = 1;
+  void* p = align > alignof(std::max_align_t)
+                ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                : std::malloc(n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return counted_alloc(n);
+}
+void* operator new[](std::size_t n) {
+  return counted_alloc(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_alloc(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_alloc(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace server {
+namespace {
+
+constexpr int kWarmup = 200;
+constexpr int kMeasured = 2000;
+constexpr char kGet[] = "GET /key/hot HTTP/1.1\r\nHost: test\r\nUser-Agent: alloc-test\r\n\r\n";
+
+// Guards against a test that cannot fail: the counting operator new must really be in use.
+TEST(SteadyStateAllocations, CounterSeesAllocations) {
+  const std::uint64_t before = g_allocations.load();
+  auto p = std::make_unique<std::string>(1000, 'x');
+  EXPECT_GT(g_allocations.load(), before);
+}
+
+TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
+  testing::EngineHarness h;
+  ASSERT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
+  std::string responses;
+  responses.reserve(1 << 20);
+  h.pending.reserve(4096);
+  auto one_get = [&] {
+    h.pending.append(kGet);
+    responses.clear();
+    h.drain(responses);
+  };
+  for (int i = 0; i < kWarmup; ++i) one_get();
+  ASSERT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
+  const std::uint64_t before = g_allocations.load();
+  for (int i = 0; i < kMeasured; ++i) one_get();
+  const std::uint64_t after = g_allocations.load();
+  EXPECT_EQ(after - before, 0u) << "allocations over " << kMeasured << " GET hits";
+  EXPECT_EQ(h.stats.sum().hits, static_cast<std::uint64_t>(kWarmup + kMeasured));
+}
+
+class Client {
+ public:
+  explicit Client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~Client() { ::close(fd_); }
+  bool connected() const { return connected_; }
+
+  // Sends `request` and reads exactly `expect` bytes into buf; false on error or timeout.
+  bool exchange(const char* request, std::size_t len, char* buf, std::size_t expect) {
+    if (::send(fd_, request, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) return false;
+    std::size_t got = 0;
+    while (got < expect) {
+      const ssize_t n = ::recv(fd_, buf + got, expect - got, 0);
+      if (n <= 0) return false;
+      got += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+TEST(SteadyStateAllocations, ServerGetHitsOverSocketAllocateNothing) {
+  Config config;
+  config.port = 0;
+  Server srv(config);
+  ASSERT_EQ(srv.listen(), "");
+  srv.start();
+  ASSERT_EQ(srv.context().cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
+  const std::string expected =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\n" +
+      std::string(100, 'v');
+  char buf[512];
+  ASSERT_LT(expected.size(), sizeof buf);
+  Client client(srv.local_endpoint().port());
+  ASSERT_TRUE(client.connected());
+  for (int i = 0; i < kWarmup; ++i) {
+    ASSERT_TRUE(client.exchange(kGet, sizeof kGet - 1, buf, expected.size()));
+  }
+  ASSERT_EQ(std::string(buf, expected.size()), expected);
+  const std::uint64_t before = g_allocations.load();
+  bool ok = true;
+  for (int i = 0; i < kMeasured && ok; ++i) {
+    ok = client.exchange(kGet, sizeof kGet - 1, buf, expected.size());
+  }
+  const std::uint64_t after = g_allocations.load();
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(std::string(buf, expected.size()), expected);
+  EXPECT_EQ(after - before, 0u) << "allocations over " << kMeasured << " keep-alive GET hits";
+  srv.stop();
+}
+
+}  // namespace
+}  // namespace server

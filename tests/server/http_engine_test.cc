@@ -1,0 +1,247 @@
+// http_engine_test.cc — the parse → route → handle → respond path without sockets: status
+// codes, headers, pipelining, byte-at-a-time input, chunked bodies, malformed input.
+#include "server/http_engine.hh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine_harness.hh"
+
+namespace server {
+namespace {
+using testing::EngineHarness;
+
+std::size_t count(const std::string& hay, std::string_view needle) {
+  std::size_t n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(HttpEngine, PutGetDeleteRoundTrip) {
+  EngineHarness h;
+  EXPECT_EQ(h.feed("PUT /key/k HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"),
+            "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(
+      h.feed("GET /key/k HTTP/1.1\r\n\r\n"),
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(h.feed("PUT /key/k HTTP/1.1\r\nContent-Length: 1\r\n\r\nz"),
+            "HTTP/1.1 204 No Content\r\n\r\n");
+  EXPECT_EQ(h.feed("DELETE /key/k HTTP/1.1\r\n\r\n"), "HTTP/1.1 204 No Content\r\n\r\n");
+  const std::string miss = h.feed("DELETE /key/k HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(miss.starts_with("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"));
+  EXPECT_TRUE(miss.ends_with("\r\n\r\n{\"error\": \"key not found\"}"));
+  EXPECT_FALSE(h.engine.must_close());
+}
+
+TEST(HttpEngine, PipelinedRequestsAnsweredInOrderEvenByteByByte) {
+  const std::string requests =
+      "PUT /key/a/1 HTTP/1.1\r\n\r\n"
+      "PUT /key/b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n22\r\n0\r\n\r\n"
+      "GET /key/a HTTP/1.1\r\n\r\n"
+      "GET /key/b HTTP/1.1\r\n\r\n"
+      "GET /key/c HTTP/1.1\r\n\r\n";
+  for (std::size_t step : {std::string::npos, std::size_t{1}, std::size_t{7}}) {
+    EngineHarness h;
+    const std::string out = h.feed(requests, step);
+    const auto p201a = out.find("201");
+    const auto p201b = out.find("201", p201a + 1);
+    const auto p1 = out.find("\r\n\r\n1");
+    const auto p22 = out.find("\r\n\r\n22");
+    const auto p404 = out.find("404");
+    ASSERT_NE(p404, std::string::npos) << out;
+    EXPECT_LT(p201a, p201b);
+    EXPECT_LT(p201b, p1);
+    EXPECT_LT(p1, p22);
+    EXPECT_LT(p22, p404);
+    EXPECT_EQ(count(out, "HTTP/1.1 "), 5u) << "step " << step;
+  }
+}
+
+TEST(HttpEngine, HeadCarriesSpaceUsedAndNoBody) {
+  EngineHarness h;
+  h.feed("PUT /key/kk/vvv HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(h.feed("HEAD /key/kk HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n"
+            "Space-Used: 5\r\n\r\n");
+  EXPECT_EQ(h.feed("HEAD / HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nSpace-Used: 5\r\n\r\n");
+  const std::string miss = h.feed("HEAD /key/none HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(miss.starts_with("HTTP/1.1 404 Not Found\r\n")) << miss;
+  EXPECT_TRUE(miss.ends_with("Space-Used: 5\r\n\r\n")) << miss;
+}
+
+TEST(HttpEngine, JsonAcceptEscapesKeyAndValue) {
+  EngineHarness h;
+  h.feed("PUT /key/q%22%FF HTTP/1.1\r\nContent-Length: 2\r\n\r\n\n\x80");
+  const std::string out =
+      h.feed("GET /key/q%22%FF HTTP/1.1\r\nAccept: text/plain, Application/JSON\r\n\r\n");
+  const std::string body = "{\"key\": \"q\\\"\\udcff\", \"value\": \"\\n\\udc80\"}";
+  EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+TEST(HttpEngine, KeyErrors) {
+  EngineHarness h;
+  EXPECT_TRUE(h.feed("GET /key/ HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 400 "));
+  EXPECT_TRUE(h.feed("GET /key/%zz HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 400 "));
+  EXPECT_TRUE(h.feed("GET /key/" + std::string(251, 'k') + " HTTP/1.1\r\n\r\n")
+                  .starts_with("HTTP/1.1 414 "));
+  EXPECT_TRUE(h.feed("PUT /key/" + std::string(250, 'k') + "/v HTTP/1.1\r\n\r\n")
+                  .starts_with("HTTP/1.1 201 "));
+  EXPECT_FALSE(h.engine.must_close());  // routing errors keep the connection
+}
+
+TEST(HttpEngine, Http10ClosesUnlessKeepAlive) {
+  EngineHarness h;
+  const std::string ka = h.feed("HEAD / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  EXPECT_NE(ka.find("Connection: keep-alive\r\n"), std::string::npos);
+  EXPECT_FALSE(h.engine.must_close());
+  const std::string plain = h.feed("HEAD / HTTP/1.0\r\n\r\n");
+  EXPECT_NE(plain.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_TRUE(h.engine.must_close());
+}
+
+TEST(HttpEngine, ConnectionCloseHonoured) {
+  EngineHarness h;
+  const std::string out =
+      h.feed("HEAD / HTTP/1.1\r\nConnection: close\r\n\r\nHEAD / HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(count(out, "HTTP/1.1 200"), 1u);
+  EXPECT_TRUE(h.engine.must_close());
+}
+
+TEST(HttpEngine, MalformedInputIs400AndCloses) {
+  for (std::string_view bad : {
+           "GET /key/a HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+           "GET /key/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n",
+           "PUT /key/a HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+           "PUT /key/a HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+           "PUT /key/a HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+           "GET /key/a HTTP/9\r\n\r\n",
+           "GET /key/a HTTP/2.0\r\n\r\n",
+           "\x01\x02garbage\r\n\r\n",
+           "GET /key/a HTTP/1.1\r\nBad Header\r\n\r\n",
+           "PUT /key/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+       }) {
+    EngineHarness h;
+    const std::string out = h.feed(bad);
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"))
+        << bad << "\n→ " << out;
+    EXPECT_NE(out.find("Connection: close\r\n"), std::string::npos) << bad;
+    EXPECT_TRUE(h.engine.must_close()) << bad;
+  }
+}
+
+// Beast parses any Transfer-Encoding list; the engine must refuse what it cannot frame.
+TEST(HttpEngine, TransferEncodingOtherThanChunkedIsRefused) {
+  struct Case {
+    std::string_view request;
+    std::string_view status;
+  };
+  for (const Case& c : {
+           Case{"PUT /key/a HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nabc", "400"},
+           Case{"PUT /key/a HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", "400"},
+           Case{"PUT /key/a HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "501"},
+           Case{"PUT /key/a HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "400"},
+       }) {
+    for (std::size_t step : {std::string::npos, std::size_t{1}}) {
+      EngineHarness h;
+      const std::string out = h.feed(c.request, step);
+      EXPECT_TRUE(out.starts_with("HTTP/1.1 " + std::string(c.status) + " ")) << c.request << out;
+      EXPECT_EQ(std::count(out.begin(), out.end(), '{'), 1) << "exactly one response: " << out;
+      EXPECT_TRUE(h.engine.must_close());
+      EXPECT_EQ(h.cache.size(), 0u);
+    }
+  }
+  EngineHarness h;
+  EXPECT_TRUE(h.feed("PUT /key/a HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n")
+                  .starts_with("HTTP/1.1 201 "));
+}
+
+TEST(HttpEngine, HeaderLimitIs431) {
+  EngineHarness h;
+  const std::string out =
+      h.feed("GET /key/a HTTP/1.1\r\nX-Big: " + std::string(9000, 'x') + "\r\n\r\n", 1000);
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 431 ")) << out;
+  EXPECT_TRUE(h.engine.must_close());
+}
+
+// Beast consumes complete fields as they arrive; the limit must still hold over many small
+// fields delivered in pieces.
+TEST(HttpEngine, HeaderLimitIsCumulativeOverManyFields) {
+  std::string many;
+  for (int i = 0; i < 600; ++i) many += "X-H" + std::to_string(i) + ": vvvvvvvvvv\r\n";
+  for (std::size_t step : {std::size_t{100}, std::size_t{4096}, std::string::npos}) {
+    EngineHarness h;
+    const std::string out = h.feed("GET /key/a HTTP/1.1\r\n" + many + "\r\n", step);
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 431 ")) << "step " << step << ": " << out;
+  }
+  EngineHarness h;
+  EXPECT_TRUE(h.feed("GET /key/a HTTP/1.1\r\nX: " + std::string(8000, 'x') + "\r\n\r\n", 100)
+                  .starts_with("HTTP/1.1 404 "));
+}
+
+TEST(HttpEngine, BodyOverMaxValueIs413) {
+  Config c;
+  c.max_value = 10;
+  {
+    EngineHarness h(c);
+    EXPECT_TRUE(
+        h.feed("PUT /key/a HTTP/1.1\r\nContent-Length: 11\r\n\r\n").starts_with("HTTP/1.1 413 "));
+  }
+  {
+    EngineHarness h(c);
+    EXPECT_TRUE(h.feed("PUT /key/a HTTP/1.1\r\nTransfer-Encoding: "
+                       "chunked\r\n\r\n6\r\n123456\r\n6\r\n123456\r\n0\r\n\r\n")
+                    .starts_with("HTTP/1.1 413 "));
+  }
+  {
+    EngineHarness h(c);
+    EXPECT_TRUE(h.feed("PUT /key/a/12345678901 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 413 "));
+    EXPECT_TRUE(h.feed("PUT /key/a/1234567890 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 201 "));
+  }
+}
+
+TEST(HttpEngine, ValueLargerThanMaxmemIs413) {
+  Config c;
+  c.maxmem = 100;
+  EngineHarness h(c);
+  EXPECT_TRUE(h.feed("PUT /key/a/" + std::string(100, 'v') + " HTTP/1.1\r\n\r\n")
+                  .starts_with("HTTP/1.1 413 "));
+  EXPECT_TRUE(h.feed("PUT /key/a/" + std::string(99, 'v') + " HTTP/1.1\r\n\r\n")
+                  .starts_with("HTTP/1.1 201 "));
+}
+
+TEST(HttpEngine, ExpectContinueGetsInterimResponse) {
+  EngineHarness h;
+  const std::string first =
+      h.feed("PUT /key/a HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(first, "HTTP/1.1 100 Continue\r\n\r\n");
+  EXPECT_EQ(h.feed("xy"), "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+}
+
+TEST(HttpEngine, ResetAndStats) {
+  EngineHarness h;
+  h.feed("PUT /key/a/1 HTTP/1.1\r\n\r\nGET /key/a HTTP/1.1\r\n\r\nGET /key/b HTTP/1.1\r\n\r\n");
+  const std::string stats = h.feed("GET /stats HTTP/1.1\r\n\r\n");
+  for (const char* field :
+       {"\"items\": 1", "\"space_used\": 2", "\"maxmem\": 67108864", "\"hits\": 1", "\"misses\": 1",
+        "\"sets\": 1", "\"deletes\": 0", "\"evictions\": 0", "\"requests\": 4",
+        "\"connections\": ", "\"threads\": 1", "\"evictor\": \"", "\"uptime_s\": "}) {
+    EXPECT_NE(stats.find(field), std::string::npos) << field << "\n" << stats;
+  }
+  EXPECT_EQ(h.feed("POST /reset HTTP/1.1\r\n\r\n"), "HTTP/1.1 204 No Content\r\n\r\n");
+  EXPECT_EQ(h.cache.size(), 0u);
+}
+
+TEST(HttpEngine, UnknownMethodAndPath) {
+  EngineHarness h;
+  EXPECT_TRUE(h.feed("BREW /key/a HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 501 "));
+  EXPECT_TRUE(h.feed("GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404 "));
+  const std::string out = h.feed("POST /key/a HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 405 ")) << out;
+  EXPECT_NE(out.find("Allow: GET, PUT, DELETE, HEAD\r\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace server
