@@ -48,6 +48,7 @@ enum class LockScheme : std::uint8_t {
 };
 
 // Hashes a key. Any function works (even a constant one, slowly): the cache mixes its output.
+// It must not throw: a hasher that throws terminates the program (see key_hasher.hh).
 using Hasher = std::function<std::size_t(std::string_view)>;
 
 enum class SetResult : std::uint8_t {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string_view>
 
 namespace cache::detail {
@@ -56,11 +57,21 @@ struct EntryDeleter {
 template <class E>
 using EntryPtr = std::unique_ptr<E, EntryDeleter<E>>;
 
+// The slot table keeps tags in address bits 48..63 (slot_table.hh): user-space heap addresses
+// fit in 48 bits on x86-64 and arm64 Linux unless something (5-level paging with high mmap hints,
+// arm64 pointer tagging) hands out others. Checked on every allocation, in release builds too.
+inline constexpr std::uintptr_t kAddressBitsMask = (std::uintptr_t{1} << 48) - 1;
+
 // One allocation holding header, key and value. Caller guarantees key.size() <= 255 and
-// value.size() <= UINT32_MAX. Throws std::bad_alloc.
+// value.size() <= UINT32_MAX. Throws std::bad_alloc, or std::runtime_error for an address the
+// slot table cannot tag.
 template <class E>
 EntryPtr<E> make_entry(std::string_view key, std::string_view value) {
   void* block = ::operator new(sizeof(E) + key.size() + value.size());
+  if ((reinterpret_cast<std::uintptr_t>(block) & ~kAddressBitsMask) != 0) {
+    ::operator delete(block);
+    throw std::runtime_error("cache: heap address above 2^48; slot tagging needs 48-bit addresses");
+  }
   EntryPtr<E> e(::new (block) E(static_cast<std::uint8_t>(key.size()),
                                 static_cast<std::uint32_t>(value.size())));
   std::memcpy(e->bytes(), key.data(), key.size());

@@ -21,6 +21,8 @@
 #include <memory>
 #include <string_view>
 
+#include "cache/entry.hh"
+
 namespace cache::detail {
 
 template <class E>
@@ -117,7 +119,7 @@ class SlotTable {
  private:
   // User-space addresses fit in 48 bits on x86-64 and arm64 (Linux hands out higher ones only to
   // an mmap that asks for them).
-  static constexpr std::uint64_t kPointerMask = (std::uint64_t{1} << 48) - 1;
+  static constexpr std::uint64_t kPointerMask = kAddressBitsMask;  // entry.hh checks every entry
   static constexpr std::uint64_t kReferencedBit = std::uint64_t{1} << 48;
   static constexpr std::uint64_t kTagMask = ~(kPointerMask | kReferencedBit);
 

@@ -69,7 +69,11 @@ std::uint64_t Histogram::percentile_ns(double p) const {
   if (count_ == 0) return 0;
   p = std::clamp(p, 0.0, 100.0);
   // Nearest rank: the smallest value with at least ceil(p/100 * N) values at or below it.
-  auto rank = static_cast<std::uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  // Computed in integers on p in millionths: in doubles, 99.9/100*1000 is 999.0000000000001
+  // and the rank of p99.9 over 1000 samples would be 1000 (the maximum) instead of 999.
+  // Split N so nothing overflows: N*pm/1e6 = (N/1e6)*pm + (N%1e6)*pm/1e6, rounding up.
+  const auto pm = static_cast<std::uint64_t>(std::llround(p * 10'000.0));
+  auto rank = (count_ / 1'000'000) * pm + ((count_ % 1'000'000) * pm + 999'999) / 1'000'000;
   rank = std::clamp<std::uint64_t>(rank, 1, count_);
   std::uint64_t seen = 0;
   for (std::size_t i = 0; i < kBucketCount; ++i) {

@@ -29,12 +29,19 @@ class ResultError(Exception):
 
 @dataclass
 class Point:
-    """One client thread count, reduced over repetitions (median; min/max for spread)."""
+    """One client thread count, reduced over repetitions (each column's median; min/max for
+    spread). `notes` flags samples a reader must know about: an aborted point (the server died
+    or stopped answering) or an open-loop point whose rate was not sustained."""
     threads: int
     repetitions: int
     median: dict[str, float | None]
     low: dict[str, float | None]
     high: dict[str, float | None]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def aborted(self) -> bool:
+        return "aborted" in self.notes
 
     def get(self, name: str) -> float | None:
         return self.median.get(name)
@@ -49,10 +56,11 @@ class Series:
 
     def saturation(self) -> Point:
         """The saturation point by SATURATION_RULE."""
-        base = self.points[0].get("p95_us") or 0.0
-        within = [p for p in self.points
+        complete = [p for p in self.points if not p.aborted] or self.points
+        base = complete[0].get("p95_us") or 0.0
+        within = [p for p in complete
                   if p.get("p95_us") is not None and p.get("p95_us") <= SATURATION_P95_FACTOR * base]
-        candidates = within or self.points[:1]
+        candidates = within or complete[:1]
         return max(candidates, key=lambda p: p.get("throughput_rps") or 0.0)
 
 
@@ -75,7 +83,12 @@ def _reduce(samples: list[dict], where: str) -> Point:
         high[n] = max(values) if values else None
     for n in ("server_cpu_pct", "client_cpu_pct"):
         median.setdefault(n, None)
-    return Point(int(samples[0]["threads"]), len(samples), median, low, high)
+    notes = []
+    if any(s.get("aborted") is True for s in samples):
+        notes.append("aborted")
+    if any(s.get("rate_sustained") is False for s in samples):
+        notes.append("rate not sustained")
+    return Point(int(samples[0]["threads"]), len(samples), median, low, high, notes)
 
 
 def load_series(path: Path) -> Series:

@@ -7,7 +7,7 @@
 # connection count it prints both req/s figures and the ratio cache_server / nginx.
 #
 # Usage: scripts/compare_nginx.sh            env: DURATION (s, default 5), CONNS ("1 2 4 8 16 32"),
-#   CACHE_SERVER (binary; default build/srv-release/server/cache_server), NGINX_PORT (18181),
+#   CACHE_SERVER (binary; default build/release/server/cache_server), NGINX_PORT (18181),
 #   SERVER_CPU (0), CLIENT_CPU (1), WARMUP (s, default 1)
 # Everything listens on 127.0.0.1 only; every process started is stopped by PID on exit.
 set -euo pipefail
@@ -15,35 +15,24 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DURATION="${DURATION:-5}"
 CONNS="${CONNS:-1 2 4 8 16 32}"
-CACHE_SERVER="${CACHE_SERVER:-$ROOT/build/srv-release/server/cache_server}"
+CACHE_SERVER="${CACHE_SERVER:-$ROOT/build/release/server/cache_server}"
 NGINX_PORT="${NGINX_PORT:-18181}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 WARMUP="${WARMUP:-1}"
-VALUE="$(printf 'v%.0s' $(seq 1 100))"  # 100 bytes
 
 for tool in wrk nginx taskset curl ss; do
   command -v "$tool" > /dev/null || { echo "compare_nginx: $tool not found" >&2; exit 1; }
 done
 [ -x "$CACHE_SERVER" ] || { echo "compare_nginx: no cache_server at $CACHE_SERVER (build it first)" >&2; exit 1; }
 
+source "$ROOT/scripts/lib/nginx.sh"
 WORK="$(mktemp -d /tmp/compare_nginx.XXXXXX)"
-chmod 755 "$WORK"
 PIDS=()
-stop_pid() {  # stop_pid PID SIGNAL: signal one process we started, wait up to 5 s, then KILL
-  local pid="$1" sig="$2" i
-  kill -0 "$pid" 2> /dev/null || return 0
-  kill -"$sig" "$pid" 2> /dev/null || true
-  for i in $(seq 1 50); do
-    kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2> /dev/null || true
-  wait "$pid" 2> /dev/null || true
-}
 cleanup() {
   local p
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && stop_pid "$p" TERM; done
+  nginx_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -62,47 +51,12 @@ for _ in $(seq 1 100); do
 done
 [ -n "$CS_PORT" ] || { echo "compare_nginx: cache_server did not start" >&2; exit 1; }
 CS_URL="http://127.0.0.1:$CS_PORT/key/bench"
-[ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "$VALUE" "$CS_URL")" = 201 ]
-[ "$(curl -s "$CS_URL")" = "$VALUE" ] || { echo "compare_nginx: cache_server GET mismatch" >&2; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "$BODY100" "$CS_URL")" = 201 ]
+[ "$(curl -s "$CS_URL")" = "$BODY100" ] || { echo "compare_nginx: cache_server GET mismatch" >&2; exit 1; }
 
 # --- nginx ---------------------------------------------------------------------------------------
-if ss -Hltn "sport = :$NGINX_PORT" | grep -q .; then
-  echo "compare_nginx: port $NGINX_PORT busy (set NGINX_PORT)" >&2; exit 1
-fi
-mkdir -p "$WORK/nginx/tmp"
-cat > "$WORK/nginx/nginx.conf" << CONF
-worker_processes 1;
-daemon off;
-master_process on;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_requests 10000000;
-  keepalive_timeout 300s;
-  tcp_nodelay on;
-  client_body_temp_path $WORK/nginx/tmp/body;
-  proxy_temp_path $WORK/nginx/tmp/proxy;
-  fastcgi_temp_path $WORK/nginx/tmp/fastcgi;
-  uwsgi_temp_path $WORK/nginx/tmp/uwsgi;
-  scgi_temp_path $WORK/nginx/tmp/scgi;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location = /bench { default_type application/octet-stream; return 200 "$VALUE"; }
-  }
-}
-CONF
-nginx -t -q -e "$WORK/nginx/error.log" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf"
-taskset -c "$SERVER_CPU" nginx -e "$WORK/nginx/error.log" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
-NGINX_PID=$!
-PIDS+=("$NGINX_PID")
-NG_URL="http://127.0.0.1:$NGINX_PORT/bench"
-for _ in $(seq 1 100); do
-  [ "$(curl -s "$NG_URL" 2> /dev/null)" = "$VALUE" ] && break
-  sleep 0.1
-done
-[ "$(curl -s "$NG_URL")" = "$VALUE" ] || { echo "compare_nginx: nginx did not start" >&2; exit 1; }
+nginx_start "$WORK" "$NGINX_PORT" "$SERVER_CPU" || exit 1
+NG_URL="$NGINX_URL"
 
 # --- measure -------------------------------------------------------------------------------------
 run_wrk() {  # run_wrk URL CONNS -> req/s (prints "ERR" if wrk saw errors or non-2xx)

@@ -16,7 +16,7 @@ SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 BENCH="${BENCH:-}"
 if [ -z "$BENCH" ]; then
-  for candidate in "$ROOT/build/cli-release/client/bench_client" "$ROOT/build/release/client/bench_client" "$ROOT/bench_client"; do
+  for candidate in "$ROOT/build/release/client/bench_client" "$ROOT/bench_client"; do
     [ -x "$candidate" ] && { BENCH="$candidate"; break; }
   done
 fi
@@ -27,57 +27,13 @@ command -v wrk >/dev/null || die "wrk not installed"
 command -v taskset >/dev/null || die "taskset not installed"
 command -v python3 >/dev/null || die "python3 not installed"
 
+source "$ROOT/scripts/lib/nginx.sh"
 WORK="$(mktemp -d /tmp/compare_wrk.XXXXXX)"
-NGINX_PID=""
-cleanup() {
-  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-    kill -QUIT "$NGINX_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$NGINX_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
+cleanup() { nginx_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
-
-BODY="$(head -c 100 /dev/zero | tr '\0' 'b')"
-[ "${#BODY}" = 100 ] || die "body is not 100 bytes"
-mkdir -p "$WORK/tmp"
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-master_process on;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 300s;
-  tcp_nodelay on;
-  client_body_temp_path $WORK/tmp/body;
-  proxy_temp_path $WORK/tmp/proxy;
-  fastcgi_temp_path $WORK/tmp/fastcgi;
-  uwsgi_temp_path $WORK/tmp/uwsgi;
-  scgi_temp_path $WORK/tmp/scgi;
-  server {
-    listen 127.0.0.1:$PORT;
-    location = /mem { default_type text/plain; return 200 "$BODY"; }
-  }
-}
-CONF
-nginx -t -q -p "$WORK" -c "$WORK/nginx.conf" || die "nginx rejected the configuration"
-taskset -c "$SERVER_CPU" nginx -p "$WORK" -c "$WORK/nginx.conf" &
-NGINX_PID=$!
-URL="http://127.0.0.1:$PORT/mem"
-for _ in $(seq 100); do
-  python3 - "$PORT" <<'PY' && break
-import socket, sys
-s = socket.socket(); s.settimeout(0.2)
-sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0 else 1)
-PY
-  sleep 0.1
-done
-kill -0 "$NGINX_PID" 2>/dev/null || die "nginx did not start (see $WORK/error.log)"
+trap 'exit 130' INT TERM
+nginx_start "$WORK" "$PORT" "$SERVER_CPU" || die "nginx did not start"
+URL="$NGINX_URL"
 
 # wrk output -> "rps p50_us"
 parse_wrk() {
@@ -104,15 +60,14 @@ run_wrk() {
   parse_wrk "$WORK/wrk.txt"
 }
 run_bench() {
-  taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" --path /mem --threads 1 --connections-per-thread 1 \
+  taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" --path /bench --threads 1 --connections-per-thread 1 \
     -d "$DURATION" --warmup 1s --quiet --json "$WORK/bench.json" > "$WORK/bench.txt" || die "bench_client failed"
   parse_bench "$WORK/bench.json"
 }
 
-[ "$(python3 -c "import urllib.request; print(len(urllib.request.urlopen('$URL').read()))")" = 100 ] || die "nginx body is not 100 bytes"
 taskset -c "$CLIENT_CPU" wrk -t1 -c1 -d1s "$URL" > /dev/null  # warm-up
 
-echo "# nginx 1 worker on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU, 1 thread, 1 connection, ${DURATION}s, GET /mem (100 B)"
+echo "# nginx 1 worker on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU, 1 thread, 1 connection, ${DURATION}s, GET /bench (100 B)"
 printf '%-4s %-13s %12s %10s\n' run client req/s p50_us
 WRK_RPS=(); WRK_P50=(); B_RPS=(); B_P50=()
 for run in $(seq "$RUNS"); do

@@ -104,9 +104,13 @@ class Server:
     """A cache_server child pinned with taskset; stopped by SIGTERM (then SIGKILL) on exit."""
 
     def __init__(self, binary: str, flags: list[str], cpus: str):
+        # Its own session: a terminal's Ctrl-C reaches us, and we stop it (stop()).
         cmd = ["taskset", "-c", cpus, binary, "-p", "0", *flags]
+        self.port = None
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+
+    def wait_ready(self) -> None:
         self.port = self._wait_ready()
 
     def _wait_ready(self) -> int:
@@ -126,13 +130,15 @@ class Server:
         raise RuntimeError(f"cache_server printed no listening line within {SERVER_READY_TIMEOUT_S}s")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        """SIGTERM, then SIGKILL after SERVER_STOP_TIMEOUT_S; a second Ctrl-C kills at once."""
+        while self.proc.poll() is None:
             try:
+                self.proc.send_signal(signal.SIGTERM)
                 self.proc.wait(SERVER_STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait()
+            except KeyboardInterrupt:
+                self.proc.kill()
 
 
 def machine_info() -> dict:
@@ -251,6 +257,7 @@ def main(argv: list[str]) -> int:
         try:
             if flags is not None:
                 server = Server(args.server_bin, flags, args.server_cpus)
+                server.wait_ready()
                 host, port, pid = "127.0.0.1", server.port, server.proc.pid
             else:
                 pid = None

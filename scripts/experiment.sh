@@ -1,47 +1,30 @@
 #!/usr/bin/env bash
-# The README's main job: sets up everything, builds Release, runs the experiment and writes a
-# report under results/<timestamp>/ (results/latest points at the newest run).
-#
-# Today the experiment is the cache library's micro-benchmarks (optimizations/):
-#   memory per item at 1M items, hit ratio per evictor on Zipf(0.99) with and without a scan,
-#   get/set throughput per evictor x lock scheme x shards at 1 and 2 threads.
-# It ends by printing results/<timestamp>/MICROBENCH.md.
-#   REPS=N        repetitions of each throughput point (default 3; the report uses the median)
-#   MIN_TIME=S    minimum seconds per throughput point (default 0.2)
+# The README's main job: sets up everything (packages, Release build), then runs the benchmark
+# experiment and ends with figures and a report:
+#   1. scripts/experiment.py: each server configuration (cache_server -t 1,2,4, baseline and
+#      optimized when the server has variants) started pinned to CPU 0, the bench_client sweep
+#      pinned to CPU 1, one JSON per configuration, figures (graphs/plot.py), REPORT.md;
+#   2. scripts/microbench.sh: the cache library's micro-benchmarks into the same directory.
+# Results: results/<timestamp>/ (results/latest points at it). About 4 minutes on 2 cores.
+#   bash scripts/experiment.sh [experiment.py options] [-- bench_client options]
+#   e.g. --full (longer points, 3 repetitions), --target HOST:PORT, -- --workload zipf
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-REPS="${REPS:-3}"
-MIN_TIME="${MIN_TIME:-0.2}"
-case "$REPS" in ''|*[!0-9]*|0) echo "experiment.sh: REPS must be a positive integer" >&2; exit 2 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; python scripts/experiment.py --help; exit 0 ;; esac
 
-bash scripts/setup.sh --build release
-
-stamp="$(date +%Y%m%d-%H%M%S)"
-out="results/$stamp"
-mkdir -p "$out"
-bin="build/release/optimizations"
-log() { echo "[experiment $(date +%H:%M:%S)] $*" >&2; }
-
-{
-  echo "{"
-  echo "  \"date\": \"$(date -Is)\","
-  echo "  \"git_revision\": \"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\","
-  echo "  \"cpu\": \"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\","
-  echo "  \"cores\": $(nproc),"
-  echo "  \"kernel\": \"$(uname -r)\""
-  echo "}"
-} > "$out/meta.json"
-
-log "memory per item (1M items, fresh process per store)"
-"$bin/memory_per_item" --json > "$out/memory_per_item.jsonl"
-log "hit ratio per evictor (pinned to CPU 0)"
-taskset -c 0 "$bin/hit_ratio_bench" --benchmark_out="$out/hit_ratio.json" \
-  --benchmark_out_format=json > /dev/null
-log "throughput: evictor x lock x shards x {1,2} threads, $REPS repetition(s) of ${MIN_TIME}s"
-"$bin/cache_throughput_bench" --benchmark_repetitions="$REPS" --benchmark_min_time="$MIN_TIME" \
-  --benchmark_out="$out/cache_throughput.json" --benchmark_out_format=json > /dev/null
-
-python optimizations/report.py "$out"
-ln -sfn "$stamp" results/latest
-log "done: $out/MICROBENCH.md"
+bash scripts/setup.sh --peers --build release
+python scripts/experiment.py "$@" || status=$?
+status="${status:-0}"
+run_dir="$(readlink -f results/latest)"
+if [ "$status" != 130 ] && [ -d "$run_dir" ]; then
+  full=0
+  for a in "$@"; do [ "$a" = "--full" ] && full=1; [ "$a" = "--" ] && break; done
+  if [ "$full" = 1 ]; then REPS=3 MIN_TIME=0.5 bash scripts/microbench.sh "$run_dir"
+  else REPS=1 MIN_TIME=0.1 bash scripts/microbench.sh "$run_dir"; fi
+  python scripts/report.py "$run_dir" > /dev/null
+fi
+echo
+echo "Report:  $run_dir/REPORT.md"
+echo "Figures: $(ls "$run_dir"/*.png 2>/dev/null | tr '\n' ' ')"
+exit "$status"

@@ -39,11 +39,13 @@ def point_row(p) -> str:
     return (f"| {p.threads} | {fmt(p.get('throughput_rps'))} | {fmt(p.get('p50_us'))} | "
             f"{fmt(p.get('p95_us'))} | {fmt(p.get('p99_us'))} | {fmt(p.get('p999_us'))} | "
             f"{fmt(p.get('max_us'))} | {fmt(hit * 100 if hit is not None else None, 1)} | "
-            f"{fmt(p.get('errors'))} | {fmt(p.get('server_cpu_pct'))} | {fmt(p.get('client_cpu_pct'))} |")
+            f"{fmt(p.get('errors'))} | {fmt(p.get('server_cpu_pct'))} | {fmt(p.get('client_cpu_pct'))} | "
+            f"{', '.join(p.notes)} |")
 
 
 TABLE_HEAD = ("| client threads | req/s | p50 µs | p95 µs | p99 µs | p99.9 µs | max µs | hit % | "
-              "errors | server CPU % | client CPU % |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "errors | server CPU % | client CPU % | notes |\n"
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
 
 def cpu_count(spec: str | None) -> int | None:
@@ -116,8 +118,10 @@ def render(out_dir: Path, series: list[Series], run: dict) -> str:
         if (out_dir / f"{name}.png").exists():
             lines += [f"### {title}", "", f"![{title}]({name}.png)", ""]
     micro = out_dir / "MICROBENCH.md"
-    if micro.exists():
-        lines += ["## Cache micro-benchmarks", "", f"See [MICROBENCH.md](MICROBENCH.md).", ""]
+    if micro.exists():  # embedded one heading level down
+        body = micro.read_text().split("\n", 1)[1] if micro.read_text().startswith("# ") else micro.read_text()
+        lines += ["## Cache micro-benchmarks (optimizations/)", ""]
+        lines += [("#" + l if l.startswith("#") else l) for l in body.splitlines()] + [""]
     return "\n".join(lines)
 
 

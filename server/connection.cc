@@ -60,7 +60,11 @@ void Connection::process() {
   read();
 }
 
+// A response gets its own deadline (the idle timeout from now): the one left by the read
+// could be about to expire and would cut the response off mid-body.
 void Connection::write() {
+  deadline_ = clock::now() + ctx_.config.idle_timeout;
+  if (deadline_ < timer_.expiry()) arm_timer(deadline_);
   asio::async_write(
       socket_, asio::buffer(engine_.output()),
       [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });

@@ -12,7 +12,9 @@ namespace bench {
 namespace {
 
 std::uint64_t exact_percentile(const std::vector<std::uint64_t>& sorted, double p) {
-  auto rank = static_cast<std::uint64_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  // Integer nearest rank (see Histogram::percentile_ns for why not ceil in doubles).
+  const auto millionths = static_cast<std::uint64_t>(std::llround(p * 10'000.0));
+  auto rank = (millionths * sorted.size() + 999'999) / 1'000'000;
   rank = std::clamp<std::uint64_t>(rank, 1, sorted.size());
   return sorted[rank - 1];
 }
@@ -138,3 +140,17 @@ TEST(Histogram, EmptyIsZero) {
 
 }  // namespace
 }  // namespace bench
+
+// Exact nearest ranks where floating point gets them wrong: 99.9% of 1000 is 999, not 1000
+// (in doubles, 99.9/100*1000 = 999.0000000000001, whose ceiling is the maximum).
+TEST(Histogram, NearestRankIsExactAtDecimalPercentiles) {
+  bench::Histogram h;
+  for (std::uint64_t i = 1; i <= 1000; ++i) h.record(i);  // 999 and 1000 fall in different buckets
+  EXPECT_EQ(h.percentile_ns(99.9), 999u);
+  EXPECT_EQ(h.percentile_ns(100.0), 1000u);
+
+  bench::Histogram small;
+  for (std::uint64_t i = 1; i <= 1000; ++i) small.record(i % 100 == 0 ? 100 : 1);  // ten 100s
+  EXPECT_EQ(small.percentile_ns(99.0), 1u);    // rank 990: still a 1
+  EXPECT_EQ(small.percentile_ns(99.1), 100u);  // rank 991: the first 100
+}

@@ -99,3 +99,15 @@ def test_directory_without_results_is_a_clear_error(tmp_path):
     r = run(tmp_path)
     assert r.returncode == 1
     assert "no bench_client result JSON" in r.stderr
+
+
+def test_aborted_and_unsustained_points_are_flagged_and_not_saturation(tmp_path):
+    pts = [{"threads": t, "throughput_rps": rps, "p50_us": 1, "p95_us": 50, "p99_us": 1}
+           for t, rps in ((1, 100), (2, 190), (4, 900))]
+    pts[2]["aborted"] = True          # the server died during the 4-thread point
+    pts[1]["rate_sustained"] = False  # open loop fell behind at 2 threads
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps({"points": pts}))
+    s = results.load_series(f)
+    assert s.points[2].notes == ["aborted"] and s.points[1].notes == ["rate not sustained"]
+    assert s.saturation().threads == 2  # not the aborted point, whatever its req/s

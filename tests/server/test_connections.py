@@ -169,6 +169,27 @@ def test_idle_keep_alive_timeout(start_server):
         assert closed_after is not None and 0.7 < closed_after < 3
 
 
+def test_response_started_near_the_idle_deadline_is_not_cut_off(start_server):
+    """The write gets its own deadline: a large response that starts 1.5 s into a 2 s idle
+    timeout, to a reader that pauses past the old deadline, still arrives whole."""
+    srv = start_server("--idle-timeout", "2", "--max-value", "16M", "-m", "64M")
+    value = os.urandom(8 << 20)  # larger than the kernel's socket buffers
+    assert exchange(srv, "PUT", "/key/big", body=value).status == 201
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, before connect
+    s.settimeout(10)
+    s.connect(("127.0.0.1", srv.port))
+    with s:
+        s.sendall(request_bytes("HEAD", "/"))
+        Reader(s).read(head_request=True)  # idle from here: deadline in 2 s
+        time.sleep(1.5)
+        s.sendall(request_bytes("GET", "/key/big"))
+        time.sleep(1.0)  # the server's write stalls on the full window past the old deadline
+        resp = Reader(s).read()
+        assert resp.status == 200
+        assert len(resp.body) == len(value) and resp.body == value
+
+
 def test_header_timeout_closes_incomplete_request(start_server):
     srv = start_server("--header-timeout", "1")
     with srv.connect() as s:

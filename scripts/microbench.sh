@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The cache library's micro-benchmarks (optimizations/) into one results directory:
+#   memory per item at 1M items, hit ratio per evictor on Zipf(0.99) with and without a scan,
+#   get/set throughput per evictor x lock scheme x shards at 1 and 2 threads,
+# then MICROBENCH.md (optimizations/report.py) beside them.
+#   scripts/microbench.sh [RESULTS_DIR]   default: a new results/<timestamp>-micro/
+#   REPS=N        repetitions of each throughput point (default 3; the report uses the median)
+#   MIN_TIME=S    minimum seconds per throughput point (default 0.2)
+# Expects build/release (scripts/setup.sh).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+REPS="${REPS:-3}"
+MIN_TIME="${MIN_TIME:-0.2}"
+case "$REPS" in ''|*[!0-9]*|0) echo "microbench.sh: REPS must be a positive integer" >&2; exit 2 ;; esac
+out="${1:-results/$(date +%Y%m%d-%H%M%S)-micro}"
+mkdir -p "$out"
+bin="build/release/optimizations"
+[ -x "$bin/memory_per_item" ] || { echo "microbench.sh: $bin is not built (bash scripts/setup.sh)" >&2; exit 2; }
+log() { echo "[microbench $(date +%H:%M:%S)] $*" >&2; }
+
+log "memory per item (1M items, fresh process per store)"
+"$bin/memory_per_item" --json > "$out/memory_per_item.jsonl"
+log "hit ratio per evictor (pinned to CPU 0)"
+taskset -c 0 "$bin/hit_ratio_bench" --benchmark_out="$out/hit_ratio.json" \
+  --benchmark_out_format=json > /dev/null
+log "throughput: evictor x lock x shards x {1,2} threads, $REPS repetition(s) of ${MIN_TIME}s"
+"$bin/cache_throughput_bench" --benchmark_repetitions="$REPS" --benchmark_min_time="$MIN_TIME" \
+  --benchmark_out="$out/cache_throughput.json" --benchmark_out_format=json > /dev/null
+
+python optimizations/report.py "$out" > /dev/null
+log "done: $out/MICROBENCH.md"
