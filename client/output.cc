@@ -60,6 +60,7 @@ boost::json::object point_json(const PointResult& p) {
     o["target_rps"] = num3(p.target_rps);
     o["rate_sustained"] = p.rate_sustained;
     o["send_lag_p99_us"] = num3(p.send_lag_p99_us);
+    o["unsent_planned"] = p.unsent;
     o["uncorrected"] = latency_json(p.uncorrected);
   }
   boost::json::array series;

@@ -116,6 +116,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     uncorrected->merge(s.latency_uncorrected);
     lag->merge(s.send_lag);
     result.requests += s.completed;
+    result.unsent += s.unsent;
     result.errors += s.errors();
     result.gets += s.gets;
     result.get_hits += s.get_hits;

@@ -43,6 +43,7 @@ struct PointResult {
   LatencySummary uncorrected;  // open loop: from the actual send time
   double send_lag_p99_us = 0;  // open loop: actual - planned send time
   bool rate_sustained = true;  // open loop: false when the client fell behind its schedule
+  std::uint64_t unsent = 0;    // open loop: planned sends left when the window ended (in latency)
 
   std::vector<SeriesPoint> series;
   bool aborted = false;

@@ -157,7 +157,10 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     const bool any_busy =
         std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; });
     if (!any_busy) {
-      if (!issuing) return true;
+      if (!issuing) {
+        if (open && measured) record_unsent(next_planned, interval, deadline, limit, issued);
+        return true;
+      }
       if (open) sleep_until(std::min(next_planned, deadline));
       continue;
     }
@@ -244,8 +247,25 @@ bool Worker::issue(Slot& slot, Clock::time_point planned, bool open, bool measur
   return true;
 }
 
+// The planned sends between `next` and the end of the window that were never issued, each
+// recorded at (end - planned): a lower bound of the latency it would have seen.
+void Worker::record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
+                           Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued) {
+  if (interval.count() <= 0) return;
+  for (; next < deadline && (limit == 0 || issued < limit); next += interval, ++issued) {
+    stats_.latency.record(static_cast<std::uint64_t>((deadline - next).count()));
+    ++stats_.unsent;
+  }
+}
+
 bool Worker::fail(Slot& slot, IoResult what, bool measured) {
   if (measured) ++stats_.io_errors[static_cast<std::size_t>(what)];
+  // A request that timed out took at least this long; leaving it out would flatter the tail.
+  if (measured && what == IoResult::kTimeout && slot.busy) {
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - slot.planned);
+    stats_.latency.record(static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0)));
+  }
   slot.busy = false;
   if (++consecutive_failures_ > kMaxConsecutiveFailures) {
     stats_.fatal = true;

@@ -77,6 +77,9 @@ struct WorkerStats {
   Histogram latency_uncorrected;  // open loop only: from the actual send
   Histogram send_lag;             // open loop only: actual send - planned send
   std::uint64_t completed = 0;    // responses received in the measured window
+  // Open loop: planned sends the window ended before (every connection was busy). Each is in
+  // `latency` at its lower bound, window end - planned time, so an end-of-run stall is not hidden.
+  std::uint64_t unsent = 0;
   std::uint64_t gets = 0, get_hits = 0, get_misses = 0, sets = 0, deletes = 0;
   std::uint64_t mismatches = 0;  // GET hits whose bytes differ from the derived value
   std::array<std::uint64_t, kStatusSlots> unexpected_status{};
@@ -114,6 +117,8 @@ class Worker {
   // Returns false on a fatal error. blocking: wait for the whole response.
   bool complete(Slot& slot, bool blocking, bool measured);
   bool fail(Slot& slot, IoResult what, bool measured);
+  void record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
+                     Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued);
   void record(const Slot& slot, Clock::time_point done);
   void flush_second();
 

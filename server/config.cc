@@ -25,7 +25,7 @@ bool parse_size(std::string_view text, std::size_t& out) {
   auto [ptr, ec] = std::from_chars(first, last, number);
   if (ec != std::errc{} || ptr == first) return false;
   std::string_view suffix(ptr, static_cast<std::size_t>(last - ptr));
-  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b') && suffix.size() == 2) {
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b') && suffix.size() <= 2) {
     suffix.remove_suffix(1);
   }
   unsigned shift = 0;

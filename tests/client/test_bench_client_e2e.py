@@ -265,6 +265,31 @@ def test_open_loop_correction_shows_a_server_stall(tmp_path, kind):
         srv.stop()
 
 
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_open_loop_records_sends_a_stall_left_unsent(tmp_path, kind):
+    """SIGSTOP the server 2 s into a 3 s run at 200 req/s and keep it stopped past the end: the
+    ~200 planned sends that never went out are counted and recorded at their lower bound
+    (window end - planned time), so the corrected tail shows the stall instead of losing it."""
+    srv = real_server() if kind == "real" else fake_server()
+    out = tmp_path / "r.json"
+    try:
+        proc = subprocess.Popen([BENCH, "-p", str(srv.port), "--threads", "1", "--rate", "200", "-d", "3",
+                                 "--warmup", "0", "--keys", "200", "--json", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)
+        os.kill(srv.pid, signal.SIGSTOP)
+        time.sleep(2.5)
+        os.kill(srv.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        point = json.loads(out.read_text())["points"][0]
+        assert point["unsent_planned"] >= 50, point
+        assert point["p99_us"] >= 200_000, point                # the stall is in the tail
+        assert point["uncorrected"]["p99_us"] < 100_000, point  # and invisible without correction
+    finally:
+        srv.stop()
+
+
 @pytest.mark.parametrize("rate", [None, "400"])
 def test_several_connections_per_thread(server, tmp_path, rate):
     out = tmp_path / "r.json"

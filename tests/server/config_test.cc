@@ -35,12 +35,14 @@ TEST(ParseSize, Suffixes) {
   EXPECT_EQ(v, 2ull << 30);
   EXPECT_TRUE(parse_size("1MB", v));
   EXPECT_EQ(v, 1u << 20);
+  EXPECT_TRUE(parse_size("100B", v));  // docs/api.md: an optional trailing B
+  EXPECT_EQ(v, 100u);
 }
 
 TEST(ParseSize, Garbage) {
   std::size_t v = 0;
   for (const char* s :
-       {"", "K", "-1", "12X", "1.5M", "1KK", " 1", "99999999999999999999", "17179869184G"}) {
+       {"", "K", "B", "-1", "12X", "1.5M", "1KK", "1BB", " 1", "99999999999999999999", "17179869184G"}) {
     EXPECT_FALSE(parse_size(s, v)) << s;
   }
 }
