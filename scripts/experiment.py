@@ -62,7 +62,7 @@ def parse_args(argv: list[str]):
                    help="comma list of server variants, or 'auto': baseline and optimized when "
                         "cache_server supports --variant, else the server's default (default auto)")
     p.add_argument("--client-threads", default="1,2,4,8,16", help="bench_client sweep (default 1,2,4,8,16)")
-    p.add_argument("--duration", type=float, default=None, help="seconds per point (default 4, --full 10)")
+    p.add_argument("--duration", type=float, default=None, help="seconds per point (default 6, --full 10)")
     p.add_argument("--warmup", default=None, help="warm-up per point, bench_client syntax (default 1s)")
     p.add_argument("--repetitions", type=int, default=None, help="sweeps per configuration (default 1, --full 3)")
     p.add_argument("--full", action="store_true", help="longer points and 3 repetitions")
@@ -75,7 +75,7 @@ def parse_args(argv: list[str]):
     p.add_argument("--no-plots", action="store_true", help="skip figures (REPORT.md still written)")
     a = p.parse_args(argv)
     a.client_args = client_args
-    a.duration = a.duration if a.duration is not None else (10.0 if a.full else 4.0)
+    a.duration = a.duration if a.duration is not None else (10.0 if a.full else 6.0)
     a.warmup = a.warmup or ("2s" if a.full else "1s")
     a.repetitions = a.repetitions if a.repetitions is not None else (3 if a.full else 1)
     if a.duration <= 0 or a.repetitions < 1:

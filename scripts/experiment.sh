@@ -5,7 +5,7 @@
 #      optimized when the server has variants) started pinned to CPU 0, the bench_client sweep
 #      pinned to CPU 1, one JSON per configuration, figures (graphs/plot.py), REPORT.md;
 #   2. scripts/microbench.sh: the cache library's micro-benchmarks into the same directory.
-# Results: results/<timestamp>/ (results/latest points at it). About 4 minutes on 2 cores.
+# Results: results/<timestamp>/ (results/latest points at it). About 3 minutes on 2 cores.
 #   bash scripts/experiment.sh [experiment.py options] [-- bench_client options]
 #   e.g. --full (longer points, 3 repetitions), --target HOST:PORT, -- --workload zipf
 set -euo pipefail

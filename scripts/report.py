@@ -64,16 +64,18 @@ def bottleneck(s: Series, run: dict) -> str:
     server_cores = cpu_count(s.meta.get("server_cpus") or run.get("server_cpus"))
     client_cores = cpu_count(s.meta.get("client_cpus") or run.get("client_cpus"))
     srv, cli = sat.get("server_cpu_pct"), sat.get("client_cpu_pct")
-    findings = []
-    if srv is not None and server_cores and srv >= SATURATED_SHARE * 100 * server_cores:
-        findings.append(f"server CPU {srv:.0f}% of {server_cores * 100}% available: **CPU-bound server**")
-    if cli is not None and client_cores and cli >= SATURATED_SHARE * 100 * client_cores:
-        findings.append(f"client CPU {cli:.0f}% of {client_cores * 100}% available: "
-                        "**the client, not the server, is the limit**")
-    if not findings:
-        findings.append(f"neither side's CPU is saturated (server {fmt(srv)}%, client {fmt(cli)}%): "
-                        "the limit is latency (round trips, wake-ups), not CPU")
-    return "; ".join(findings)
+    server_full = srv is not None and server_cores and srv >= SATURATED_SHARE * 100 * server_cores
+    client_full = cli is not None and client_cores and cli >= SATURATED_SHARE * 100 * client_cores
+    usage = f"server CPU {fmt(srv)}% of {(server_cores or 0) * 100}%, client CPU {fmt(cli)}% of {(client_cores or 0) * 100}%"
+    if server_full and client_full:
+        return (f"**both sides saturated** ({usage}): the machine is the limit; the server's own "
+                "ceiling is at least this high and needs a faster client or more cores to find")
+    if server_full:
+        return f"**CPU-bound server** ({usage})"
+    if client_full:
+        return f"**the client, not the server, is the limit** ({usage})"
+    return (f"neither side's CPU is saturated ({usage}): the limit is latency "
+            "(round trips, wake-ups), not CPU")
 
 
 def render(out_dir: Path, series: list[Series], run: dict) -> str:

@@ -123,6 +123,7 @@ def test_report_names_the_bottleneck(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(doc(97, 40)))
     (tmp_path / "b.json").write_text(json.dumps(doc(40, 99)))
     (tmp_path / "c.json").write_text(json.dumps(doc(40, 40)))
+    (tmp_path / "d.json").write_text(json.dumps(doc(95, 96)))
     r = subprocess.run([sys.executable, str(REPORT), str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "REPORT.md").read_text()
@@ -130,3 +131,5 @@ def test_report_names_the_bottleneck(tmp_path):
     assert "CPU-bound server" in line["s97c40"]
     assert "the client, not the server, is the limit" in line["s40c99"]
     assert "neither side's CPU is saturated" in line["s40c40"]
+    assert "both sides saturated" in line["s95c96"] and "CPU-bound server" not in line["s95c96"]
+    assert "the client, not the server" not in line["s97c40"]
