@@ -34,10 +34,17 @@ def fmt(value, digits=0):
     return f"{value:,.{digits}f}"
 
 
+def with_spread(p, name: str) -> str:
+    """The median, plus the min–max range over repetitions when there were several."""
+    if p.repetitions < 2 or p.low.get(name) is None:
+        return fmt(p.get(name))
+    return f"{fmt(p.get(name))} ({fmt(p.low[name])}–{fmt(p.high[name])})"
+
+
 def point_row(p) -> str:
     hit = p.get("hit_rate")
-    return (f"| {p.threads} | {fmt(p.get('throughput_rps'))} | {fmt(p.get('p50_us'))} | "
-            f"{fmt(p.get('p95_us'))} | {fmt(p.get('p99_us'))} | {fmt(p.get('p999_us'))} | "
+    return (f"| {p.threads} | {with_spread(p, 'throughput_rps')} | {fmt(p.get('p50_us'))} | "
+            f"{with_spread(p, 'p95_us')} | {fmt(p.get('p99_us'))} | {fmt(p.get('p999_us'))} | "
             f"{fmt(p.get('max_us'))} | {fmt(hit * 100 if hit is not None else None, 1)} | "
             f"{fmt(p.get('errors'))} | {fmt(p.get('server_cpu_pct'))} | {fmt(p.get('client_cpu_pct'))} | "
             f"{', '.join(p.notes)} |")
@@ -92,7 +99,9 @@ def render(out_dir: Path, series: list[Series], run: dict) -> str:
     lines += [f"- bench_client workload: `{json.dumps(wl, sort_keys=True)}`" if wl else "- (not recorded)"]
     if run.get("client_args"):
         lines += [f"- bench_client arguments: `{' '.join(run['client_args'])}`"]
-    lines += [f"- Repetitions per point: {run.get('repetitions', 1)} (tables show the median)", ""]
+    reps = run.get("repetitions", 1)
+    lines += [f"- Repetitions per point: {reps}" + (" (tables show each column's median; req/s and p95 also "
+              "the min–max range over repetitions)" if reps and reps > 1 else ""), ""]
 
     lines += ["## Saturation and bottleneck", "",
               f"Saturation point = {SATURATION_RULE}.", "",

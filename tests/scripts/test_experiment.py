@@ -133,3 +133,29 @@ def test_report_names_the_bottleneck(tmp_path):
     assert "neither side's CPU is saturated" in line["s40c40"]
     assert "both sides saturated" in line["s95c96"] and "CPU-bound server" not in line["s95c96"]
     assert "the client, not the server" not in line["s97c40"]
+
+
+def test_report_shows_median_and_spread_of_repetitions(tmp_path):
+    pts = [{"threads": 1, "throughput_rps": rps, "p50_us": 10, "p95_us": p95, "p99_us": 30}
+           for rps, p95 in ((900, 21), (1000, 20), (1200, 25))]
+    (tmp_path / "a.json").write_text(json.dumps({"meta": {"label": "rep"}, "points": pts}))
+    (tmp_path / "run.json").write_text(json.dumps({"repetitions": 3}))
+    r = subprocess.run([sys.executable, str(REPORT), str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "REPORT.md").read_text()
+    row = report_rows(md, "rep")[0]
+    assert "| 1,000 (900–1,200) |" in row and "| 21 (20–25) |" in row
+    assert "min–max range over repetitions" in md
+
+
+def test_repetitions_are_merged_into_one_file_per_configuration(tmp_path, binaries):
+    server, client = binaries
+    r = experiment(tmp_path, server, client, "--server-threads", "1", "--client-threads", "1",
+                   "--repetitions", "2", "--variants", "auto", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    run_dir = (tmp_path / "latest").resolve()
+    assert not list(run_dir.glob("*.rep*")), "repetition parts left behind"
+    (name,) = json.loads((run_dir / "run.json").read_text())["order"][:1]
+    doc = json.loads((run_dir / name).read_text())
+    assert [p["threads"] for p in doc["points"]] == [1, 1]
+    assert "min–max range over repetitions" in (run_dir / "REPORT.md").read_text()
