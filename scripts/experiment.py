@@ -9,6 +9,7 @@ followed by the figures (graphs/plot.py) and REPORT.md (scripts/report.py).
 
   python scripts/experiment.py                     default: -t 1,2,4 (x baseline/optimized
                                                    when the server has variants), ~3 minutes
+                                                   (point length chosen to fit)
   python scripts/experiment.py --full              longer points, 3 repetitions each
   python scripts/experiment.py --target H:P        measure an already-running server instead
   python scripts/experiment.py -- --workload zipf --theta 1.1    options after -- go to bench_client
@@ -37,6 +38,7 @@ LISTENING = re.compile(rb"listening on ([0-9.]+):(\d+)")
 SERVER_READY_TIMEOUT_S = 15
 SERVER_STOP_TIMEOUT_S = 5
 POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
+DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
 
 
 def log(msg: str) -> None:
@@ -62,7 +64,9 @@ def parse_args(argv: list[str]):
                    help="comma list of server variants, or 'auto': baseline and optimized when "
                         "cache_server supports --variant, else the server's default (default auto)")
     p.add_argument("--client-threads", default="1,2,4,8,16", help="bench_client sweep (default 1,2,4,8,16)")
-    p.add_argument("--duration", type=float, default=None, help="seconds per point (default 6, --full 10)")
+    p.add_argument("--duration", type=float, default=None,
+                   help=f"seconds per point (default: what fits the whole sweep in ~{DEFAULT_BUDGET_S}s, "
+                        "3..8 s; --full 10)")
     p.add_argument("--warmup", default=None, help="warm-up per point, bench_client syntax (default 1s)")
     p.add_argument("--repetitions", type=int, default=None, help="sweeps per configuration (default 1, --full 3)")
     p.add_argument("--full", action="store_true", help="longer points and 3 repetitions")
@@ -75,10 +79,9 @@ def parse_args(argv: list[str]):
     p.add_argument("--no-plots", action="store_true", help="skip figures (REPORT.md still written)")
     a = p.parse_args(argv)
     a.client_args = client_args
-    a.duration = a.duration if a.duration is not None else (10.0 if a.full else 6.0)
     a.warmup = a.warmup or ("2s" if a.full else "1s")
     a.repetitions = a.repetitions if a.repetitions is not None else (3 if a.full else 1)
-    if a.duration <= 0 or a.repetitions < 1:
+    if (a.duration is not None and a.duration <= 0) or a.repetitions < 1:
         fail("--duration must be > 0 and --repetitions >= 1")
     try:
         a.client_thread_list = [int(x) for x in a.client_threads.split(",")]
@@ -237,12 +240,19 @@ def main(argv: list[str]) -> int:
                 flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
                 configs.append((f"{variant + ' ' if variant else ''}-t {t}".strip(), flags))
 
-    point_s = args.duration + (float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0) + POINT_OVERHEAD_S
-    progress = Progress(len(configs) * len(args.client_thread_list) * args.repetitions, point_s)
+    warmup_s = float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0
+    n_points = len(configs) * len(args.client_thread_list) * args.repetitions
+    if args.duration is None:
+        args.duration = 10.0 if args.full else \
+            max(3.0, min(8.0, round(DEFAULT_BUDGET_S / n_points - warmup_s - POINT_OVERHEAD_S)))
+    point_s = args.duration + warmup_s + POINT_OVERHEAD_S
+    progress = Progress(n_points, point_s)
     run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join(["python scripts/experiment.py", *map(shlex.quote, argv)]),
            "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
-           "repetitions": args.repetitions, "client_args": args.client_args, "order": []}
+           "repetitions": args.repetitions, "client_args": args.client_args,
+           "point_duration_s": args.duration, "warmup": args.warmup,
+           "client_threads": args.client_thread_list, "order": []}
     log(f"{len(configs)} configuration(s) x {len(args.client_thread_list)} points x "
         f"{args.repetitions} repetition(s), ~{progress.total * point_s:.0f}s; results in {out}")
 

@@ -97,6 +97,9 @@ def render(out_dir: Path, series: list[Series], run: dict) -> str:
     wl = series[0].meta.get("workload") if series else None
     lines += ["## Workload", ""]
     lines += [f"- bench_client workload: `{json.dumps(wl, sort_keys=True)}`" if wl else "- (not recorded)"]
+    if run.get("point_duration_s"):
+        lines += [f"- Each point: warm-up {run.get('warmup', '?')}, then {run['point_duration_s']:g} s measured; "
+                  f"client threads {', '.join(map(str, run.get('client_threads', [])))}"]
     if run.get("client_args"):
         lines += [f"- bench_client arguments: `{' '.join(run['client_args'])}`"]
     reps = run.get("repetitions", 1)
