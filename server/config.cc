@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 namespace server {
 
@@ -16,6 +17,35 @@ const char* to_string(IoModel m) {
       return "shared";
   }
   return "?";
+}
+
+const char* to_string(ValuePathKind v) {
+  switch (v) {
+    case ValuePathKind::cstring:
+      return "cstring";
+    case ValuePathKind::string:
+      return "string";
+  }
+  return "?";
+}
+
+const char* to_string(DispatchKind d) {
+  switch (d) {
+    case DispatchKind::ordered:
+      return "ordered";
+    case DispatchKind::naive:
+      return "naive";
+  }
+  return "?";
+}
+
+const char* variant_name(const Config& c) {
+  const bool lock = c.lock == cache::LockScheme::shared_reads;
+  const bool value = c.value_path == ValuePathKind::cstring;
+  const bool dispatch = c.dispatch == DispatchKind::ordered;
+  if (lock && value && dispatch) return "optimized";
+  if (!lock && !value && !dispatch) return "baseline";
+  return "custom";
 }
 
 bool parse_size(std::string_view text, std::size_t& out) {
@@ -75,13 +105,14 @@ bool parse_int(std::string_view text, Int& out) {
   return ec == std::errc{} && ptr == last && !text.empty();
 }
 
-// One flag: its names, and how its value lands in Config (empty apply: takes no value).
+// One flag: its names, and how its value lands in Config.
 struct FlagSpec {
   std::string_view short_name;  // "-m" or empty
   std::string_view long_name;   // "--maxmem"
   std::string_view value_name;  // "BYTES"
   std::string_view help;
   bool (*apply)(Config&, std::string_view value, std::string& error);
+  bool overrides_variant = false;  // applied after every --variant, wherever it appears
 };
 
 bool apply_maxmem(Config& c, std::string_view v, std::string& e) {
@@ -135,6 +166,51 @@ bool apply_io_model(Config& c, std::string_view v, std::string& e) {
   return e.empty();
 }
 
+bool apply_variant(Config& c, std::string_view v, std::string& e) {
+  if (v == "optimized") {
+    c.lock = cache::LockScheme::shared_reads;
+    c.value_path = ValuePathKind::cstring;
+    c.dispatch = DispatchKind::ordered;
+  } else if (v == "baseline") {
+    c.lock = cache::LockScheme::exclusive_all;
+    c.value_path = ValuePathKind::string;
+    c.dispatch = DispatchKind::naive;
+  } else {
+    e = "unknown --variant '" + std::string(v) + "' (want baseline or optimized)";
+  }
+  return e.empty();
+}
+bool apply_lock(Config& c, std::string_view v, std::string& e) {
+  if (v == "shared") {
+    c.lock = cache::LockScheme::shared_reads;
+  } else if (v == "exclusive") {
+    c.lock = cache::LockScheme::exclusive_all;
+  } else {
+    e = "unknown --lock '" + std::string(v) + "' (want exclusive or shared)";
+  }
+  return e.empty();
+}
+bool apply_value_path(Config& c, std::string_view v, std::string& e) {
+  if (v == "cstring") {
+    c.value_path = ValuePathKind::cstring;
+  } else if (v == "string") {
+    c.value_path = ValuePathKind::string;
+  } else {
+    e = "unknown --value-path '" + std::string(v) + "' (want string or cstring)";
+  }
+  return e.empty();
+}
+bool apply_dispatch(Config& c, std::string_view v, std::string& e) {
+  if (v == "ordered") {
+    c.dispatch = DispatchKind::ordered;
+  } else if (v == "naive") {
+    c.dispatch = DispatchKind::naive;
+  } else {
+    e = "unknown --dispatch '" + std::string(v) + "' (want naive or ordered)";
+  }
+  return e.empty();
+}
+
 constexpr FlagSpec kFlags[] = {
     {"-m", "--maxmem", "BYTES", "cache capacity, K/M/G suffixes (default 64M)", apply_maxmem},
     {"-s", "--host", "ADDR", "listen address (default 127.0.0.1)", apply_host},
@@ -150,6 +226,12 @@ constexpr FlagSpec kFlags[] = {
      apply_idle_timeout},
     {"", "--io-model", "NAME", "per-thread (default) or shared; see docs/server.md",
      apply_io_model},
+    {"", "--variant", "NAME", "optimized (default) or baseline: sets the three below",
+     apply_variant},
+    {"", "--lock", "NAME", "cache locking: shared (default) or exclusive", apply_lock, true},
+    {"", "--value-path", "NAME", "GET value copy: cstring (default) or string", apply_value_path,
+     true},
+    {"", "--dispatch", "NAME", "method dispatch: ordered (default) or naive", apply_dispatch, true},
 };
 
 }  // namespace
@@ -169,6 +251,9 @@ std::string usage_text() {
 
 ParseResult parse_flags(const std::vector<std::string_view>& args) {
   Config config;
+  // --lock, --value-path and --dispatch win over --variant in any order: they are checked in
+  // place (so errors come in command-line order) and applied again once every flag is in.
+  std::vector<std::pair<const FlagSpec*, std::string_view>> overrides;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg == "-h" || arg == "--help") return HelpRequested{};
@@ -196,6 +281,11 @@ ParseResult parse_flags(const std::vector<std::string_view>& args) {
     }
     std::string error;
     if (!spec->apply(config, value, error)) return FlagError{error};
+    if (spec->overrides_variant) overrides.emplace_back(spec, value);
+  }
+  for (const auto& [spec, value] : overrides) {
+    std::string error;
+    spec->apply(config, value, error);  // succeeded above
   }
   return config;
 }
@@ -224,7 +314,9 @@ std::string describe(const Config& c) {
       << " threads=" << c.threads << " evictor=" << cache::to_string(c.evictor)
       << " max_value=" << c.max_value << " header_timeout_ms=" << c.header_timeout.count()
       << " idle_timeout_ms=" << c.idle_timeout.count() << " io_model=" << to_string(c.io_model)
-      << " shards=" << shard_count(c);
+      << " shards=" << shard_count(c) << " variant=" << variant_name(c)
+      << " lock=" << cache::to_string(c.lock) << " value_path=" << to_string(c.value_path)
+      << " dispatch=" << to_string(c.dispatch);
   return out.str();
 }
 

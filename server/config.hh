@@ -33,6 +33,20 @@ enum class IoModel : std::uint8_t {
 };
 const char* to_string(IoModel m);
 
+// The request-path variants (docs/server.md, "Variants"): each optimization and its baseline.
+// The lock scheme is cache::LockScheme; the other two are compile-time policies (variant.hh)
+// whose instantiation is picked once at start-up from these values.
+enum class ValuePathKind : std::uint8_t {
+  cstring,  // copy the stored bytes straight into the response inside the cache's sink
+  string,   // baseline: copy the value into a std::string per request, then respond from it
+};
+enum class DispatchKind : std::uint8_t {
+  ordered,  // method checks in order of request frequency: GET, PUT, DELETE, HEAD, POST
+  naive,    // baseline: the same routes checked POST, HEAD, DELETE, PUT, GET (key route last)
+};
+const char* to_string(ValuePathKind v);
+const char* to_string(DispatchKind d);
+
 struct Config {
   std::size_t maxmem = kDefaultMaxmemBytes;
   std::string host = kDefaultHost;
@@ -43,7 +57,13 @@ struct Config {
   std::chrono::milliseconds header_timeout = kHeaderTimeout;
   std::chrono::milliseconds idle_timeout = kIdleTimeout;
   IoModel io_model = IoModel::per_thread;
+  cache::LockScheme lock = cache::LockScheme::shared_reads;  // --lock / --variant
+  ValuePathKind value_path = ValuePathKind::cstring;         // --value-path / --variant
+  DispatchKind dispatch = DispatchKind::ordered;             // --dispatch / --variant
 };
+
+// "optimized" (all three optimizations), "baseline" (none of them) or "custom" (a mix).
+const char* variant_name(const Config& config);
 
 // What parse_flags found: a config to run, a request for help, or a one-line error.
 struct HelpRequested {};

@@ -7,7 +7,8 @@ namespace server {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-Connection::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats)
+template <class V>
+Connection<V>::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats)
     : socket_(std::move(socket)),
       timer_(socket_.get_executor()),
       input_(kInputLimitBytes),
@@ -17,12 +18,14 @@ Connection::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerS
   WorkerStats::bump(stats_.connections_opened);
 }
 
-Connection::~Connection() {
+template <class V>
+Connection<V>::~Connection() {
   set_busy(false);
   WorkerStats::bump(stats_.connections_closed);
 }
 
-void Connection::start() {
+template <class V>
+void Connection<V>::start() {
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   update_deadline();
@@ -30,25 +33,29 @@ void Connection::start() {
   read();
 }
 
-void Connection::read() {
+template <class V>
+void Connection<V>::read() {
   if (ctx_.stopping.load(std::memory_order_relaxed) && !busy_) return close();
   const std::size_t room = input_.max_size() - input_.size();
   if (room == 0) {  // the parser needs more bytes than the buffer can hold
     engine_.input_overflow();
     return write();
   }
-  socket_.async_read_some(
-      input_.prepare(std::min(room, kReadChunkBytes)),
-      [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_read(ec, n); });
+  socket_.async_read_some(input_.prepare(std::min(room, kReadChunkBytes)),
+                          [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
+                            self->on_read(ec, n);
+                          });
 }
 
-void Connection::on_read(const error_code& ec, std::size_t n) {
+template <class V>
+void Connection<V>::on_read(const error_code& ec, std::size_t n) {
   if (ec) return close();  // EOF, reset, or cancelled by a timeout
   input_.commit(n);
   process();
 }
 
-void Connection::process() {
+template <class V>
+void Connection<V>::process() {
   const auto data = input_.data();
   const std::size_t used =
       engine_.consume(std::string_view(static_cast<const char*>(data.data()), data.size()));
@@ -62,15 +69,17 @@ void Connection::process() {
 
 // A response gets its own deadline (the idle timeout from now): the one left by the read
 // could be about to expire and would cut the response off mid-body.
-void Connection::write() {
+template <class V>
+void Connection<V>::write() {
   deadline_ = clock::now() + ctx_.config.idle_timeout;
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
   asio::async_write(
       socket_, asio::buffer(engine_.output()),
-      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
+      [self = this->shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
 }
 
-void Connection::on_write(const error_code& ec) {
+template <class V>
+void Connection<V>::on_write(const error_code& ec) {
   if (ec) return close();
   engine_.output_written();
   if (engine_.must_close()) return linger();
@@ -83,7 +92,8 @@ void Connection::on_write(const error_code& ec) {
 // Half-close so the peer sees our last response and EOF, then discard what it still sends
 // (bounded in bytes and time) before closing: closing with unread input would send a reset
 // that can destroy the response in flight.
-void Connection::linger() {
+template <class V>
+void Connection<V>::linger() {
   if (!lingering_) {
     lingering_ = true;
     set_busy(false);
@@ -94,14 +104,15 @@ void Connection::linger() {
   }
   input_.clear();
   socket_.async_read_some(input_.prepare(kReadChunkBytes),
-                          [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                          [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
                             self->lingered_bytes_ += n;
                             if (ec || self->lingered_bytes_ > kLingerMaxBytes) return self->close();
                             self->linger();
                           });
 }
 
-void Connection::close() {
+template <class V>
+void Connection<V>::close() {
   if (closed_) return;
   closed_ = true;
   set_busy(false);
@@ -110,7 +121,8 @@ void Connection::close() {
   socket_.close(ignored);
 }
 
-void Connection::set_busy(bool busy) {
+template <class V>
+void Connection<V>::set_busy(bool busy) {
   if (busy == busy_) return;
   busy_ = busy;
   WorkerStats::bump(busy ? stats_.busy_started : stats_.busy_finished);
@@ -119,7 +131,8 @@ void Connection::set_busy(bool busy) {
 // Idle between requests: the idle timeout from now. A request header in progress: the header
 // timeout from when that request's first bytes arrived (dribbling does not extend it). A body in
 // progress: the header timeout from the last progress.
-void Connection::update_deadline() {
+template <class V>
+void Connection<V>::update_deadline() {
   const auto now = clock::now();
   const bool in_header = (engine_.mid_request() && !engine_.header_complete()) || input_.size() > 0;
   if (in_header) {
@@ -137,15 +150,28 @@ void Connection::update_deadline() {
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
 }
 
-void Connection::arm_timer(clock::time_point at) {
+template <class V>
+void Connection<V>::arm_timer(clock::time_point at) {
   timer_.expires_at(at);
-  timer_.async_wait([self = shared_from_this()](const error_code& ec) { self->on_timer(ec); });
+  timer_.async_wait(
+      [self = this->shared_from_this()](const error_code& ec) { self->on_timer(ec); });
 }
 
-void Connection::on_timer(const error_code& ec) {
+template <class V>
+void Connection<V>::on_timer(const error_code& ec) {
   if (ec == asio::error::operation_aborted || closed_) return;
   if (clock::now() >= deadline_) return close();
   arm_timer(deadline_);
+}
+
+SERVER_INSTANTIATE_VARIANTS(Connection);
+
+ConnectionStarter connection_starter(const Config& config) {
+  return with_variant(config, []<class V>(V) -> ConnectionStarter {
+    return [](asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats) {
+      std::make_shared<Connection<V>>(std::move(socket), ctx, stats)->start();
+    };
+  });
 }
 
 }  // namespace server

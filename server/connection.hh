@@ -5,6 +5,9 @@
 // a time, plus one timer wait. The timer is lazy: each read only stores the new deadline; the
 // timer re-arms itself when it fires early, and is re-armed at once only when the deadline
 // moves earlier (idle → header in progress), so a keep-alive GET costs no timer operation.
+//
+// A template over the request-path Variant (variant.hh), like the engine it holds: the listener
+// starts connections through the ConnectionStarter picked once at start-up.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -28,7 +31,8 @@ inline constexpr std::size_t kInputLimitBytes = 2 * kHeaderLimitBytes + kReadChu
 inline constexpr std::chrono::milliseconds kLingerTime{1000};
 inline constexpr std::size_t kLingerMaxBytes = 4 << 20;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+template <class V>
+class Connection : public std::enable_shared_from_this<Connection<V>> {
  public:
   Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats);
   ~Connection();
@@ -56,7 +60,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer input_;
-  HttpEngine engine_;
+  BasicHttpEngine<V> engine_;
   ServerContext& ctx_;
   WorkerStats& stats_;
   clock::time_point deadline_;
@@ -68,5 +72,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   std::size_t lingered_bytes_ = 0;
 };
+
+// Creates and starts a Connection of one variant; connection_starter(config) picks which.
+using ConnectionStarter = void (*)(boost::asio::ip::tcp::socket, ServerContext&, WorkerStats&);
+ConnectionStarter connection_starter(const Config& config);
 
 }  // namespace server

@@ -58,11 +58,12 @@ bool accepts_json(std::string_view accept) {
   return false;
 }
 
+template <class ValuePath>
 HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
                                  ResponseWriter& out) {
   switch (route.endpoint) {
     case Endpoint::key_get:
-      return get_key(route.key, accepts_json(request.accept), out);
+      return get_key<ValuePath>(route.key, accepts_json(request.accept), out);
     case Endpoint::key_put_body:
       return put_key(route.key, request.body, out);
     case Endpoint::key_put_path:
@@ -70,7 +71,7 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
     case Endpoint::key_delete:
       return delete_key(route.key, out);
     case Endpoint::key_head:
-      return head_key(route.key, out);
+      return head_key<ValuePath>(route.key, out);
     case Endpoint::root_head:
       return head_root(out);
     case Endpoint::reset:
@@ -87,21 +88,22 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
   return fail(status::internal_server_error, "unrouted endpoint");
 }
 
-// The hot path: decode the key, then render header + value inside the cache's sink, under the
-// shard lock, straight into the output buffer.
+// The hot path: decode the key, then render header + value as the value path hands it over
+// (CStringValue: inside the cache's sink, under the shard lock, straight into the output buffer).
+template <class ValuePath>
 HandlerResult Handlers::get_key(std::string_view raw_key, bool json, ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
   bool hit;
   if (!json) {
-    hit = ctx.cache.get(k.key, [&out](std::string_view value) {
+    hit = ValuePath::read(ctx.cache, k.key, [&out](std::string_view value) {
       out.start(status::ok, kOctetStream, value.size());
       out.end_headers();
       out.body(value);
     });
   } else {
-    hit = ctx.cache.get(k.key, [&out, &k](std::string_view value) {
+    hit = ValuePath::read(ctx.cache, k.key, [&out, &k](std::string_view value) {
       constexpr std::string_view open = "{\"key\": \"", middle = "\", \"value\": \"", close = "\"}";
       out.start(status::ok, kJson,
                 open.size() + json_escaped_size(k.key) + middle.size() + json_escaped_size(value) +
@@ -171,11 +173,12 @@ HandlerResult Handlers::delete_key(std::string_view raw_key, ResponseWriter& out
   return {};
 }
 
+template <class ValuePath>
 HandlerResult Handlers::head_key(std::string_view raw_key, ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  const bool hit = ctx.cache.get(k.key, [&out](std::string_view value) {
+  const bool hit = ValuePath::read(ctx.cache, k.key, [&out](std::string_view value) {
     out.start(status::ok, kOctetStream, value.size());
     out.end_headers();
   });
@@ -206,7 +209,8 @@ HandlerResult Handlers::stats_json(ResponseWriter& out) {
       "\"misses\": %llu, \"sets\": %llu, \"deletes\": %llu, \"evictions\": %llu, "
       "\"requests\": %llu, \"connections\": %llu, \"total_connections\": %llu, "
       "\"threads\": %u, \"evictor\": \"%s\", \"uptime_s\": %.3f, \"io_model\": \"%s\", "
-      "\"shards\": %u, \"max_value\": %zu}",
+      "\"shards\": %u, \"max_value\": %zu, \"variant\": \"%s\", \"lock\": \"%s\", "
+      "\"value_path\": \"%s\", \"dispatch\": \"%s\"}",
       c.items, c.space_used, c.maxmem, static_cast<unsigned long long>(t.hits),
       static_cast<unsigned long long>(t.misses), static_cast<unsigned long long>(t.sets),
       static_cast<unsigned long long>(t.deletes), static_cast<unsigned long long>(c.evictions),
@@ -214,7 +218,9 @@ HandlerResult Handlers::stats_json(ResponseWriter& out) {
       static_cast<unsigned long long>(t.open_connections()),
       static_cast<unsigned long long>(t.connections_opened), ctx.config.threads,
       cache::to_string(ctx.cache.evictor()), uptime, to_string(ctx.config.io_model),
-      ctx.cache.shards(), ctx.config.max_value);
+      ctx.cache.shards(), ctx.config.max_value, variant_name(ctx.config),
+      cache::to_string(ctx.cache.lock_scheme()), to_string(ctx.config.value_path),
+      to_string(ctx.config.dispatch));
   if (n < 0 || static_cast<std::size_t>(n) >= sizeof body) {
     return fail(status::internal_server_error, "stats rendering failed");
   }
@@ -223,5 +229,15 @@ HandlerResult Handlers::stats_json(ResponseWriter& out) {
   out.body(std::string_view(body, static_cast<std::size_t>(n)));
   return {};
 }
+
+// The two value paths (variant.hh); everything else above is shared.
+#define SERVER_INSTANTIATE_VALUE_PATH(VP)                                                \
+  template HandlerResult Handlers::dispatch<VP>(const Route&, const RequestView&,        \
+                                                ResponseWriter&);                        \
+  template HandlerResult Handlers::get_key<VP>(std::string_view, bool, ResponseWriter&); \
+  template HandlerResult Handlers::head_key<VP>(std::string_view, ResponseWriter&)
+SERVER_INSTANTIATE_VALUE_PATH(CStringValue);
+SERVER_INSTANTIATE_VALUE_PATH(StringValue);
+#undef SERVER_INSTANTIATE_VALUE_PATH
 
 }  // namespace server

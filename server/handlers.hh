@@ -2,6 +2,8 @@
 // success response through the ResponseWriter and return a HandlerResult; an error result is
 // rendered by the caller in one place (ResponseWriter::error). The value path is get_key: the
 // cache hands the stored bytes to a sink that copies them straight into the output buffer.
+// dispatch, get_key and head_key take the value-path policy (variant.hh) as a template
+// argument: CStringValue is that zero-copy path, StringValue its baseline; the rest is shared.
 #pragma once
 
 #include <ostream>  // boost/core/detail/string_view.hpp needs it before status.hpp
@@ -13,6 +15,7 @@
 #include "server/router.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
+#include "server/variant.hh"
 
 namespace server {
 
@@ -36,13 +39,16 @@ struct Handlers {
   ServerContext& ctx;
   WorkerStats& stats;
 
+  template <class ValuePath>
   HandlerResult dispatch(const Route& route, const RequestView& request, ResponseWriter& out);
 
+  template <class ValuePath>
   HandlerResult get_key(std::string_view raw_key, bool json, ResponseWriter& out);
   HandlerResult put_key(std::string_view raw_key, std::string_view value, ResponseWriter& out);
   HandlerResult put_key_path(std::string_view raw_key, std::string_view raw_value,
                              ResponseWriter& out);
   HandlerResult delete_key(std::string_view raw_key, ResponseWriter& out);
+  template <class ValuePath>
   HandlerResult head_key(std::string_view raw_key, ResponseWriter& out);
   HandlerResult head_root(ResponseWriter& out);
   HandlerResult reset(ResponseWriter& out);

@@ -1,5 +1,6 @@
 // http_engine.cc — see http_engine.hh. The request path reads top to bottom:
-// consume → parser.put → answer → route → Handlers::dispatch → ResponseWriter.
+// consume → parser.put → answer → V::Dispatch::route → Handlers::dispatch<V::ValuePath>
+// → ResponseWriter.
 // GCC 12 with -O2 + sanitizers reports a false -Wmaybe-uninitialized inside Beast's
 // basic_parser::content_length_unchecked (boost::optional returned as none); it is not in our
 // code and cannot be worked around from here.
@@ -20,10 +21,12 @@ namespace server {
 namespace http = boost::beast::http;
 using status = http::status;
 
-HttpEngine::HttpEngine(ServerContext& ctx, WorkerStats& stats)
+template <class V>
+BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
     : ctx_(ctx), stats_(stats), handlers_{ctx, stats}, writer_(out_) {}
 
-void HttpEngine::start_parser() {
+template <class V>
+void BasicHttpEngine<V>::start_parser() {
   body_.clear();
   header_bytes_ = 0;
   header_checked_ = false;
@@ -33,7 +36,8 @@ void HttpEngine::start_parser() {
   parser_->eager(true);
 }
 
-std::size_t HttpEngine::consume(std::string_view input) {
+template <class V>
+std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
   std::size_t used = 0;
   while (!close_ && out_.size() < kOutputHighWater) {
     if (!parser_) start_parser();
@@ -77,7 +81,8 @@ std::size_t HttpEngine::consume(std::string_view input) {
 // Beast accepts any Transfer-Encoding list; RFC 9112 says a request whose final coding is not
 // chunked has no reliable length (400), a coding we do not implement is 501, and an HTTP/1.0
 // request with Transfer-Encoding has faulty framing. All three close the connection.
-bool HttpEngine::header_done() {
+template <class V>
+bool BasicHttpEngine<V>::header_done() {
   const auto& req = parser_->get();
   if (req.count(http::field::transfer_encoding) > 0) {
     if (!parser_->chunked() || req.count(http::field::transfer_encoding) != 1 ||
@@ -97,7 +102,8 @@ bool HttpEngine::header_done() {
   return true;
 }
 
-void HttpEngine::answer() {
+template <class V>
+void BasicHttpEngine<V>::answer() {
   const auto& req = parser_->get();
   WorkerStats::bump(stats_.requests);
   const http::verb method = req.method();
@@ -109,11 +115,11 @@ void HttpEngine::answer() {
   if (version != 10 && version != 11) {
     writer_.error(status::bad_request, "unsupported HTTP version");
   } else {
-    const Route route = server::route(method, req.target());
+    const Route route = V::Dispatch::route(method, req.target());
     RequestView view;
     if (route.endpoint == Endpoint::key_get) view.accept = req[http::field::accept];
     view.body = body_;
-    const HandlerResult result = handlers_.dispatch(route, view, writer_);
+    const HandlerResult result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);
     if (!result.ok()) writer_.error(result.status, result.error, result.allow);
   }
   if (!keep_alive) close_ = true;
@@ -122,7 +128,8 @@ void HttpEngine::answer() {
   if (body_.capacity() > kRetainedBufferBytes) std::string().swap(body_);
 }
 
-void HttpEngine::answer_parse_error(const boost::beast::error_code& ec) {
+template <class V>
+void BasicHttpEngine<V>::answer_parse_error(const boost::beast::error_code& ec) {
   if (ec == http::error::header_limit) {
     reject(status::request_header_fields_too_large, "header larger than 8 KiB");
   } else if (ec == http::error::body_limit) {
@@ -144,7 +151,8 @@ void HttpEngine::answer_parse_error(const boost::beast::error_code& ec) {
   }
 }
 
-void HttpEngine::reject(status s, std::string_view reason) {
+template <class V>
+void BasicHttpEngine<V>::reject(status s, std::string_view reason) {
   WorkerStats::bump(stats_.requests);
   const bool head =
       parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
@@ -154,13 +162,17 @@ void HttpEngine::reject(status s, std::string_view reason) {
   parser_.reset();
 }
 
-void HttpEngine::input_overflow() {
+template <class V>
+void BasicHttpEngine<V>::input_overflow() {
   reject(status::bad_request, "request line or chunk header too long");
 }
 
-void HttpEngine::output_written() {
+template <class V>
+void BasicHttpEngine<V>::output_written() {
   out_.clear();
   if (out_.capacity() > kRetainedBufferBytes) std::string().swap(out_);
 }
+
+SERVER_INSTANTIATE_VARIANTS(BasicHttpEngine);
 
 }  // namespace server

@@ -6,6 +6,10 @@
 // its input, routes it, runs the handler and appends the response; pipelined requests are
 // answered in order. The Asio connection, the fuzzer and the allocation test all drive this same
 // object, so what they exercise is what the server runs.
+//
+// The engine is a template over the request-path Variant (variant.hh): V::Dispatch routes and
+// V::ValuePath reads values. All four variants are compiled in http_engine.cc; HttpEngine is the
+// optimized one, which the tests and the fuzzer use.
 #pragma once
 
 #include <boost/beast/http/parser.hpp>
@@ -20,6 +24,7 @@
 #include "server/server_context.hh"
 #include "server/stats.hh"
 #include "server/value_body.hh"
+#include "server/variant.hh"
 
 namespace server {
 
@@ -28,9 +33,10 @@ inline constexpr std::size_t kOutputHighWater = 256 * 1024;
 // Storage kept after a request; bigger bodies/outputs are released once answered.
 inline constexpr std::size_t kRetainedBufferBytes = 64 * 1024;
 
-class HttpEngine {
+template <class V>
+class BasicHttpEngine {
  public:
-  HttpEngine(ServerContext& ctx, WorkerStats& stats);
+  BasicHttpEngine(ServerContext& ctx, WorkerStats& stats);
 
   // Parses and answers the complete requests at the front of `input`; returns the bytes used.
   // Stops early when the output passes kOutputHighWater or the connection must close; call
@@ -76,5 +82,7 @@ class HttpEngine {
   bool header_checked_ = false;   // header_done() ran for the current request
   bool close_ = false;
 };
+
+using HttpEngine = BasicHttpEngine<OptimizedVariant>;
 
 }  // namespace server

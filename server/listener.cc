@@ -41,13 +41,14 @@ tcp::acceptor open_acceptor(const asio::any_io_executor& executor, const tcp::en
 }
 
 Listener::Listener(asio::io_context& ioc, tcp::acceptor acceptor, ServerContext& ctx,
-                   std::size_t worker, bool strands)
+                   std::size_t worker, bool strands, ConnectionStarter start_connection)
     : ioc_(ioc),
       acceptor_(std::move(acceptor)),
       backoff_(acceptor_.get_executor()),
       ctx_(ctx),
       next_worker_(worker),
-      strands_(strands) {}
+      strands_(strands),
+      start_connection_(start_connection) {}
 
 void Listener::start() {
   accept();
@@ -87,7 +88,7 @@ void Listener::on_accept(const error_code& ec, tcp::socket socket) {
   }
   WorkerStats& stats = ctx_.stats.worker(next_worker_);
   if (strands_) ++next_worker_;
-  std::make_shared<Connection>(std::move(socket), ctx_, stats)->start();
+  start_connection_(std::move(socket), ctx_, stats);
   accept();
 }
 

@@ -4,7 +4,8 @@
 // SO_REUSEPORT acceptor; the kernel spreads connections over them and every connection stays
 // on the thread that accepted it. Shared model: one Listener; each accepted socket gets its own
 // strand and the worker stats are assigned round-robin. Accept errors such as EMFILE back off
-// briefly instead of spinning.
+// briefly instead of spinning. Accepted sockets go to start_connection, the request-path
+// variant picked once at start-up (connection_starter in connection.hh).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "server/connection.hh"
 #include "server/server_context.hh"
 
 namespace server {
@@ -30,7 +32,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
  public:
   // worker: the stats block for accepted connections; strands: give each socket a strand.
   Listener(boost::asio::io_context& ioc, boost::asio::ip::tcp::acceptor acceptor,
-           ServerContext& ctx, std::size_t worker, bool strands);
+           ServerContext& ctx, std::size_t worker, bool strands,
+           ConnectionStarter start_connection);
 
   void start();
   void stop();  // closes the acceptor; safe from any thread (runs on the acceptor's executor)
@@ -46,6 +49,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   ServerContext& ctx_;
   std::size_t next_worker_;
   bool strands_;
+  ConnectionStarter start_connection_;
 };
 
 }  // namespace server

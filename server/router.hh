@@ -1,10 +1,14 @@
 // router.hh — maps (method, target) to an endpoint, with no allocation and no decoding.
 //
-// Ordered method dispatch: the method is tested in order of request frequency (GET, PUT,
+// Ordered method dispatch (route): the method is tested in order of request frequency (GET, PUT,
 // DELETE, HEAD, POST), and within GET the key route comes first, so a GET hit takes the fewest
 // comparisons. Path errors are values: unknown path → 404, known path with the wrong method →
 // 405 plus the Allow list, a method HTTP does not define → 501. The key and value segments come
 // back still percent-encoded; the handlers decode them (percent_decode.hh).
+//
+// route_naive is its baseline (--dispatch naive): the same routes and the same result for every
+// input, with the methods tested in an unfavourable order (POST, HEAD, DELETE, PUT, GET, and
+// the GET key route after /stats), so a GET hit takes the most comparisons.
 #pragma once
 
 #include <ostream>  // boost/core/detail/string_view.hpp needs it before verb.hpp
@@ -46,5 +50,6 @@ inline constexpr std::string_view kAllowStats = "GET";
 // `target` is the request-target as sent (origin-form, or absolute-form "http://host/path");
 // a query ("?...") is ignored.
 Route route(boost::beast::http::verb method, std::string_view target);
+Route route_naive(boost::beast::http::verb method, std::string_view target);
 
 }  // namespace server

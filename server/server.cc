@@ -28,6 +28,7 @@ std::string Server::listen() {
   for (std::size_t i = 0; i < n_contexts; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(hint));
   }
+  const ConnectionStarter start_connection = connection_starter(config_);  // the variant
   std::string error;
   tcp::endpoint endpoint(address, config_.port);
   if (per_thread && config_.port != 0) {
@@ -48,8 +49,8 @@ std::string Server::listen() {
       if (ec) return "cannot read the bound address: " + ec.message();
       endpoint_ = endpoint;
     }
-    listeners_.push_back(
-        std::make_shared<Listener>(*contexts_[i], std::move(acceptor), ctx_, i, !per_thread));
+    listeners_.push_back(std::make_shared<Listener>(*contexts_[i], std::move(acceptor), ctx_, i,
+                                                    !per_thread, start_connection));
   }
   return {};
 }

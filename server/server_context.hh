@@ -31,6 +31,7 @@ inline cache::Options cache_options(const Config& config) {
   options.maxmem = config.maxmem;
   options.evictor = config.evictor;
   options.shards = shard_count(config);
+  options.lock = config.lock;
   return options;
 }
 

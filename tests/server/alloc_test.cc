@@ -2,6 +2,8 @@
 // with counting versions and asserts that, after warm-up, keep-alive GET hits perform zero heap
 // allocations — first through the HttpEngine alone, then through the whole in-process server
 // (Asio listener, connection, timer, engine, cache) driven over a real loopback socket.
+// The baseline value path (StringValue) is checked the other way: it must allocate per GET hit,
+// which proves the counter would catch the allocation the optimized path avoids.
 // The client side uses only POSIX calls and stack buffers so it does not allocate either.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -100,9 +102,12 @@ TEST(SteadyStateAllocations, CounterSeesAllocations) {
   EXPECT_GT(g_allocations.load(), before);
 }
 
-TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
-  testing::EngineHarness h;
-  ASSERT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
+// Runs kWarmup then kMeasured GET hits through an engine of variant V; returns the allocations
+// counted during the measured ones.
+template <class V>
+std::uint64_t engine_get_hit_allocations(Config config = {}) {
+  testing::BasicEngineHarness<V> h(std::move(config));
+  EXPECT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
   std::string responses;
   responses.reserve(1 << 20);
   h.pending.reserve(4096);
@@ -112,12 +117,30 @@ TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
     h.drain(responses);
   };
   for (int i = 0; i < kWarmup; ++i) one_get();
-  ASSERT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
+  EXPECT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
   const std::uint64_t before = g_allocations.load();
   for (int i = 0; i < kMeasured; ++i) one_get();
   const std::uint64_t after = g_allocations.load();
-  EXPECT_EQ(after - before, 0u) << "allocations over " << kMeasured << " GET hits";
+  EXPECT_TRUE(responses.ends_with(std::string(100, 'v'))) << responses;
   EXPECT_EQ(h.stats.sum().hits, static_cast<std::uint64_t>(kWarmup + kMeasured));
+  return after - before;
+}
+
+TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
+  EXPECT_EQ(engine_get_hit_allocations<OptimizedVariant>(), 0u)
+      << "allocations over " << kMeasured << " GET hits";
+}
+
+// The baseline copies each value into a std::string (100 bytes: past the small-string buffer).
+TEST(SteadyStateAllocations, BaselineValuePathAllocatesPerGetHit) {
+  Config baseline;
+  baseline.lock = cache::LockScheme::exclusive_all;
+  EXPECT_GE(engine_get_hit_allocations<BaselineVariant>(baseline),
+            static_cast<std::uint64_t>(kMeasured));
+  EXPECT_GE((engine_get_hit_allocations<Variant<StringValue, OrderedDispatch>>()),
+            static_cast<std::uint64_t>(kMeasured));
+  // The dispatch and lock baselines alone do not allocate: the difference is the value path.
+  EXPECT_EQ((engine_get_hit_allocations<Variant<CStringValue, NaiveDispatch>>(baseline)), 0u);
 }
 
 class Client {

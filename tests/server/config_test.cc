@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/server_context.hh"
+
 namespace server {
 namespace {
 
@@ -41,8 +43,8 @@ TEST(ParseSize, Suffixes) {
 
 TEST(ParseSize, Garbage) {
   std::size_t v = 0;
-  for (const char* s :
-       {"", "K", "B", "-1", "12X", "1.5M", "1KK", "1BB", " 1", "99999999999999999999", "17179869184G"}) {
+  for (const char* s : {"", "K", "B", "-1", "12X", "1.5M", "1KK", "1BB", " 1",
+                        "99999999999999999999", "17179869184G"}) {
     EXPECT_FALSE(parse_size(s, v)) << s;
   }
 }
@@ -69,7 +71,41 @@ TEST(ParseFlags, Defaults) {
   EXPECT_EQ(c.max_value, 1u << 20);
   EXPECT_EQ(c.header_timeout, kHeaderTimeout);
   EXPECT_EQ(c.idle_timeout, kIdleTimeout);
+  EXPECT_EQ(c.lock, cache::LockScheme::shared_reads);
+  EXPECT_EQ(c.value_path, ValuePathKind::cstring);
+  EXPECT_EQ(c.dispatch, DispatchKind::ordered);
+  EXPECT_STREQ(variant_name(c), "optimized");
   EXPECT_EQ(validate(c), "");
+}
+
+TEST(ParseFlags, VariantSetsAllThree) {
+  const Config b = parse_ok({"--variant", "baseline"});
+  EXPECT_EQ(b.lock, cache::LockScheme::exclusive_all);
+  EXPECT_EQ(b.value_path, ValuePathKind::string);
+  EXPECT_EQ(b.dispatch, DispatchKind::naive);
+  EXPECT_STREQ(variant_name(b), "baseline");
+  EXPECT_EQ(cache_options(b).lock, cache::LockScheme::exclusive_all);
+  const Config o = parse_ok({"--variant=baseline", "--variant=optimized"});
+  EXPECT_STREQ(variant_name(o), "optimized");
+}
+
+TEST(ParseFlags, IndividualSwitchesWinOverVariantInAnyOrder) {
+  for (const Config& c : {parse_ok({"--lock", "shared", "--variant", "baseline"}),
+                          parse_ok({"--variant", "baseline", "--lock", "shared"})}) {
+    EXPECT_EQ(c.lock, cache::LockScheme::shared_reads);
+    EXPECT_EQ(c.value_path, ValuePathKind::string);
+    EXPECT_EQ(c.dispatch, DispatchKind::naive);
+    EXPECT_STREQ(variant_name(c), "custom");
+  }
+  const Config c = parse_ok(
+      {"--value-path=string", "--dispatch", "naive", "--lock=exclusive", "--variant", "optimized"});
+  EXPECT_STREQ(variant_name(c), "baseline");
+  const Config d = parse_ok({"--dispatch", "naive"});
+  EXPECT_EQ(d.dispatch, DispatchKind::naive);
+  EXPECT_STREQ(variant_name(d), "custom");
+  EXPECT_NE(describe(c).find("variant=baseline lock=exclusive value_path=string dispatch=naive"),
+            std::string::npos)
+      << describe(c);
 }
 
 TEST(ParseFlags, ShortAndLongForms) {
@@ -96,9 +132,9 @@ TEST(ParseFlags, Help) {
   EXPECT_TRUE(std::holds_alternative<HelpRequested>(parse({"--help"})));
   EXPECT_TRUE(std::holds_alternative<HelpRequested>(parse({"-p", "1", "-h"})));
   const std::string usage = usage_text();
-  for (const char* flag :
-       {"--maxmem", "--host", "--port", "--threads", "--evictor", "--max-value", "--header-timeout",
-        "--idle-timeout", "-m,", "-s,", "-p,", "-t,", "-e,"}) {
+  for (const char* flag : {"--maxmem", "--host", "--port", "--threads", "--evictor", "--max-value",
+                           "--header-timeout", "--idle-timeout", "--variant", "--lock",
+                           "--value-path", "--dispatch", "-m,", "-s,", "-p,", "-t,", "-e,"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
@@ -112,6 +148,12 @@ TEST(ParseFlags, Errors) {
   EXPECT_NE(parse_error({"-e", "random"}).find("--evictor"), std::string::npos);
   EXPECT_NE(parse_error({"-t", "x"}).find("--threads"), std::string::npos);
   EXPECT_NE(parse_error({"--io-model", "x"}).find("--io-model"), std::string::npos);
+  EXPECT_NE(parse_error({"--variant", "fast"}).find("--variant"), std::string::npos);
+  EXPECT_NE(parse_error({"--lock", "none"}).find("--lock"), std::string::npos);
+  EXPECT_NE(parse_error({"--value-path", "x"}).find("--value-path"), std::string::npos);
+  EXPECT_NE(parse_error({"--dispatch", ""}).find("--dispatch"), std::string::npos);
+  EXPECT_NE(parse_error({"--variant", "baseline", "--dispatch"}).find("needs a value"),
+            std::string::npos);
 }
 
 TEST(Validate, Ranges) {

@@ -1,6 +1,6 @@
 // engine_harness.hh — drives an HttpEngine against a real Cache the way Connection does
 // (keep unconsumed input, collect output, call again after "writing"), without sockets.
-// Shared by the engine unit tests and the allocation test.
+// Shared by the engine unit tests and the allocation test. V: the request-path variant.
 #pragma once
 
 #include <algorithm>
@@ -15,8 +15,9 @@
 
 namespace server::testing {
 
-struct EngineHarness {
-  explicit EngineHarness(Config c = {})
+template <class V>
+struct BasicEngineHarness {
+  explicit BasicEngineHarness(Config c = {})
       : config(std::move(c)),
         cache(cache_options(config)),
         stats(1),
@@ -51,8 +52,10 @@ struct EngineHarness {
   cache::Cache cache;
   StatsRegistry stats;
   ServerContext ctx;
-  HttpEngine engine;
+  BasicHttpEngine<V> engine;
   std::string pending;
 };
+
+using EngineHarness = BasicEngineHarness<OptimizedVariant>;
 
 }  // namespace server::testing

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/variant.hh"
+
 namespace server {
 namespace {
 using boost::beast::http::verb;
@@ -75,6 +77,54 @@ TEST(Router, WrongMethodIs405WithAllow) {
 TEST(Router, UnknownMethodIs501) {
   EXPECT_EQ(route(verb::unknown, "/key/a").endpoint, Endpoint::not_implemented);
   EXPECT_EQ(route(verb::unknown, "/nowhere").endpoint, Endpoint::not_implemented);
+}
+
+// The naive dispatch (the baseline) only reorders the checks: every input routes the same.
+TEST(Router, NaiveAndOrderedDispatchAgree) {
+  const verb methods[] = {verb::get,   verb::put,     verb::delete_, verb::head,    verb::post,
+                          verb::patch, verb::options, verb::unknown, verb::connect, verb::trace};
+  const char* targets[] = {"/key/abc",
+                           "/key/",
+                           "/key/k%2F1/v%20x",
+                           "/key/k/",
+                           "/key/a/b/c",
+                           "/key",
+                           "/keys/a",
+                           "/",
+                           "",
+                           "*",
+                           "/reset",
+                           "/resetx",
+                           "/stats",
+                           "/stats?pretty",
+                           "/stat",
+                           "/key/abc?x=1",
+                           "http://example.com:8080/key/abc",
+                           "http://example.com",
+                           "https://h/stats?x",
+                           "https://h/reset",
+                           "/nothing"};
+  std::size_t errors = 0;
+  for (const verb m : methods) {
+    for (const char* t : targets) {
+      const Route a = OrderedDispatch::route(m, t);
+      const Route b = NaiveDispatch::route(m, t);
+      const std::string where = std::string(boost::beast::http::to_string(m)) + " " + t;
+      EXPECT_EQ(a.endpoint, b.endpoint) << where;
+      EXPECT_EQ(a.key, b.key) << where;
+      EXPECT_EQ(a.value, b.value) << where;
+      EXPECT_EQ(a.allow, b.allow) << where;
+      if (a.endpoint == Endpoint::not_found || a.endpoint == Endpoint::method_not_allowed ||
+          a.endpoint == Endpoint::not_implemented) {
+        ++errors;
+      }
+    }
+  }
+  // The table covers every error kind, not only successful routes.
+  EXPECT_EQ(OrderedDispatch::route(verb::get, "/nothing").endpoint, Endpoint::not_found);
+  EXPECT_EQ(NaiveDispatch::route(verb::post, "/key/a").endpoint, Endpoint::method_not_allowed);
+  EXPECT_EQ(NaiveDispatch::route(verb::unknown, "/key/a").endpoint, Endpoint::not_implemented);
+  EXPECT_GT(errors, 100u);
 }
 
 }  // namespace

@@ -294,13 +294,16 @@ def test_help_lists_flags(server_bin):
     r = run_bin(server_bin, "--help")
     assert r.returncode == 0
     for flag in ("-m, --maxmem", "-s, --host", "-p, --port", "-t, --threads", "-e, --evictor",
-                 "--max-value", "--header-timeout", "--idle-timeout"):
+                 "--max-value", "--header-timeout", "--idle-timeout", "--variant", "--lock",
+                 "--value-path", "--dispatch"):
         assert flag in r.stdout
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["-m", "ten"], ["-p", "70000"], ["-t", "0"],
                                   ["-e", "random"], ["-p"], ["--max-value", "0"],
-                                  ["-s", "not-an-address", "-p", "0"], ["-s", "192.0.2.1", "-p", "0"]])
+                                  ["-s", "not-an-address", "-p", "0"], ["-s", "192.0.2.1", "-p", "0"],
+                                  ["--variant", "fast"], ["--variant"], ["--lock", "none"],
+                                  ["--value-path", "char"], ["--dispatch", "random"]])
 def test_bad_flags_give_one_line_error(server_bin, args):
     r = run_bin(server_bin, *args)
     assert r.returncode != 0
