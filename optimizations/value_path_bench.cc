@@ -21,71 +21,7 @@
 #include "server/server_context.hh"
 #include "server/stats.hh"
 #include "server/variant.hh"
-
-namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-
-void* counted_alloc(std::size_t n, std::size_t align = 0) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t)
-                ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                : std::malloc(n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  return counted_alloc(n);
-}
-void* operator new[](std::size_t n) {
-  return counted_alloc(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "tests/support/counting_new.hh"
 
 namespace {
 
@@ -112,7 +48,7 @@ void BM_ValuePath(benchmark::State& state) {
   server::ResponseWriter writer(out);
   std::size_t i = 0;
   bool ok = true;
-  const std::uint64_t before = g_allocations.load(std::memory_order_relaxed);
+  const std::uint64_t before = counting_new::allocations();
   for (auto _ : state) {
     out.clear();
     writer.begin_request(true, false, false, 0);
@@ -122,7 +58,7 @@ void BM_ValuePath(benchmark::State& state) {
     benchmark::ClobberMemory();
     if (++i == keys.size()) i = 0;
   }
-  const std::uint64_t allocations = g_allocations.load(std::memory_order_relaxed) - before;
+  const std::uint64_t allocations = counting_new::allocations() - before;
   if (!ok || out.size() < value_bytes) state.SkipWithError("GET did not hit");
   state.counters["allocs_per_op"] =
       benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kAvgIterations);

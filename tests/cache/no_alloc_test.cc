@@ -1,31 +1,15 @@
-// The cstring value path: a GET hit allocates nothing. This binary replaces the global
-// operator new/delete with counting versions; the first test proves the counter sees the
+// The cstring value path: a GET hit allocates nothing. This binary links the counting
+// operator new/delete of tests/support; the first test proves the counter sees the
 // allocations a set makes, so the zero below cannot be a counter that never counts.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "cache/cache.hh"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
+#include "tests/support/counting_new.hh"
 
 namespace {
 
@@ -45,16 +29,16 @@ class NoAlloc : public ::testing::TestWithParam<cache::Evictor> {
 };
 
 TEST_P(NoAlloc, CounterSeesTheAllocationsOfASet) {
-  const long before = g_allocations.load();
+  const std::uint64_t before = counting_new::allocations();
   cache_->set("another", "value");
-  EXPECT_GE(g_allocations.load() - before, 1);
+  EXPECT_GE(counting_new::allocations() - before, 1u);
 }
 
 TEST_P(NoAlloc, GetHitAllocatesNothing) {
   char buffer[256];
   std::size_t copied = 0;
   const std::string keys[] = {"key1", "key42", "key99"};  // built before counting
-  const long before = g_allocations.load();
+  const std::uint64_t before = counting_new::allocations();
   long hits = 0;
   for (int round = 0; round < 1000; ++round) {
     for (const auto& k : keys) {
@@ -64,7 +48,7 @@ TEST_P(NoAlloc, GetHitAllocatesNothing) {
       });
     }
   }
-  EXPECT_EQ(g_allocations.load() - before, 0);
+  EXPECT_EQ(counting_new::allocations() - before, 0u);
   EXPECT_EQ(hits, 3000);
   EXPECT_EQ(copied, 100u);
   EXPECT_EQ(buffer[0], 'a' + 99 % 26);
@@ -72,9 +56,9 @@ TEST_P(NoAlloc, GetHitAllocatesNothing) {
 
 TEST_P(NoAlloc, GetMissAllocatesNothing) {
   const std::string key = "absent-key";
-  const long before = g_allocations.load();
+  const std::uint64_t before = counting_new::allocations();
   for (int i = 0; i < 1000; ++i) EXPECT_FALSE(cache_->get(key, [](std::string_view) {}));
-  EXPECT_EQ(g_allocations.load() - before, 0);
+  EXPECT_EQ(counting_new::allocations() - before, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Evictors, NoAlloc,

@@ -22,71 +22,7 @@
 
 #include "engine_harness.hh"
 #include "server/server.hh"
-
-namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-
-void* counted_alloc(std::size_t n, std::size_t align = 0) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t)
-                ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                : std::malloc(n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  return counted_alloc(n);
-}
-void* operator new[](std::size_t n) {
-  return counted_alloc(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "tests/support/counting_new.hh"
 
 namespace server {
 namespace {
@@ -97,9 +33,9 @@ constexpr char kGet[] = "GET /key/hot HTTP/1.1\r\nHost: test\r\nUser-Agent: allo
 
 // Guards against a test that cannot fail: the counting operator new must really be in use.
 TEST(SteadyStateAllocations, CounterSeesAllocations) {
-  const std::uint64_t before = g_allocations.load();
+  const std::uint64_t before = counting_new::allocations();
   auto p = std::make_unique<std::string>(1000, 'x');
-  EXPECT_GT(g_allocations.load(), before);
+  EXPECT_GT(counting_new::allocations(), before);
 }
 
 // Runs kWarmup then kMeasured GET hits through an engine of variant V; returns the allocations
@@ -118,9 +54,9 @@ std::uint64_t engine_get_hit_allocations(Config config = {}) {
   };
   for (int i = 0; i < kWarmup; ++i) one_get();
   EXPECT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
-  const std::uint64_t before = g_allocations.load();
+  const std::uint64_t before = counting_new::allocations();
   for (int i = 0; i < kMeasured; ++i) one_get();
-  const std::uint64_t after = g_allocations.load();
+  const std::uint64_t after = counting_new::allocations();
   EXPECT_TRUE(responses.ends_with(std::string(100, 'v'))) << responses;
   EXPECT_EQ(h.stats.sum().hits, static_cast<std::uint64_t>(kWarmup + kMeasured));
   return after - before;
@@ -195,12 +131,12 @@ TEST(SteadyStateAllocations, ServerGetHitsOverSocketAllocateNothing) {
     ASSERT_TRUE(client.exchange(kGet, sizeof kGet - 1, buf, expected.size()));
   }
   ASSERT_EQ(std::string(buf, expected.size()), expected);
-  const std::uint64_t before = g_allocations.load();
+  const std::uint64_t before = counting_new::allocations();
   bool ok = true;
   for (int i = 0; i < kMeasured && ok; ++i) {
     ok = client.exchange(kGet, sizeof kGet - 1, buf, expected.size());
   }
-  const std::uint64_t after = g_allocations.load();
+  const std::uint64_t after = counting_new::allocations();
   ASSERT_TRUE(ok);
   EXPECT_EQ(std::string(buf, expected.size()), expected);
   EXPECT_EQ(after - before, 0u) << "allocations over " << kMeasured << " keep-alive GET hits";
