@@ -76,21 +76,18 @@ def plot_all(series: list[Series], out_dir: Path) -> list[Path]:
     plt = _pyplot()
     written: list[Path] = []
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for s in series:
-        _errorbar(ax, s, "throughput_rps", 1e-3)
-    _thread_axis(ax, series)
-    ax.set_ylabel("throughput (thousand requests/s)")
-    ax.set_ylim(bottom=0)
-    written += _finish(plt, fig, ax, "Throughput vs client threads", out_dir, "throughput_vs_threads")
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for s in series:
-        _errorbar(ax, s, "p95_us")
-    _thread_axis(ax, series)
-    ax.set_ylabel("p95 latency (µs)")
-    ax.set_ylim(bottom=0)
-    written += _finish(plt, fig, ax, "p95 latency vs client threads", out_dir, "p95_vs_threads")
+    # One line per configuration against client threads, with repetition error bars.
+    for field, scale, ylabel, title, name in (
+            ("throughput_rps", 1e-3, "throughput (thousand requests/s)", "Throughput vs client threads",
+             "throughput_vs_threads"),
+            ("p95_us", 1.0, "p95 latency (µs)", "p95 latency vs client threads", "p95_vs_threads")):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for s in series:
+            _errorbar(ax, s, field, scale)
+        _thread_axis(ax, series)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        written += _finish(plt, fig, ax, title, out_dir, name)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for s in series:

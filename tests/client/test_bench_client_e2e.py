@@ -239,30 +239,36 @@ def test_server_death_saves_partial_results(tmp_path):
         srv.stop()
 
 
-@pytest.mark.parametrize("kind", SERVER_KINDS)
-def test_open_loop_correction_shows_a_server_stall(tmp_path, kind):
-    """SIGSTOP the server for 0.5 s during a 3 s run at 200 req/s: ~100 planned sends fall into the
-    stall, so the corrected p99 must show it, while the uncorrected p99 (one request saw it) must not."""
+def run_open_loop_with_stall(tmp_path, kind, stop_after_s, stop_for_s):
+    """A 3 s open-loop run at 200 req/s (1 thread) during which the server is SIGSTOPped
+    `stop_after_s` after launch for `stop_for_s`. Returns (the point, bench_client's stdout)."""
     srv = real_server() if kind == "real" else fake_server()
     out = tmp_path / "r.json"
     try:
         proc = subprocess.Popen([BENCH, "-p", str(srv.port), "--threads", "1", "--rate", "200", "-d", "3",
                                  "--warmup", "0", "--keys", "200", "--json", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.2)
+        time.sleep(stop_after_s)
         os.kill(srv.pid, signal.SIGSTOP)
-        time.sleep(0.5)
+        time.sleep(stop_for_s)
         os.kill(srv.pid, signal.SIGCONT)
         stdout, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-        point = json.loads(out.read_text())["points"][0]
-        assert point["open_loop"] is True and point["errors"] == 0
-        assert point["p99_us"] >= 250_000, point             # corrected: the stall is visible
-        assert point["uncorrected"]["p99_us"] < 100_000, point  # uncorrected: hidden
-        assert point["uncorrected"]["max_us"] >= 400_000        # the one request that waited
-        assert "uncorr_p99_us" in stdout
+        return json.loads(out.read_text())["points"][0], stdout
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_open_loop_correction_shows_a_server_stall(tmp_path, kind):
+    """SIGSTOP the server for 0.5 s during a 3 s run at 200 req/s: ~100 planned sends fall into the
+    stall, so the corrected p99 must show it, while the uncorrected p99 (one request saw it) must not."""
+    point, stdout = run_open_loop_with_stall(tmp_path, kind, 1.2, 0.5)
+    assert point["open_loop"] is True and point["errors"] == 0
+    assert point["p99_us"] >= 250_000, point             # corrected: the stall is visible
+    assert point["uncorrected"]["p99_us"] < 100_000, point  # uncorrected: hidden
+    assert point["uncorrected"]["max_us"] >= 400_000        # the one request that waited
+    assert "uncorr_p99_us" in stdout
 
 
 @pytest.mark.parametrize("kind", SERVER_KINDS)
@@ -270,24 +276,10 @@ def test_open_loop_records_sends_a_stall_left_unsent(tmp_path, kind):
     """SIGSTOP the server 2 s into a 3 s run at 200 req/s and keep it stopped past the end: the
     ~200 planned sends that never went out are counted and recorded at their lower bound
     (window end - planned time), so the corrected tail shows the stall instead of losing it."""
-    srv = real_server() if kind == "real" else fake_server()
-    out = tmp_path / "r.json"
-    try:
-        proc = subprocess.Popen([BENCH, "-p", str(srv.port), "--threads", "1", "--rate", "200", "-d", "3",
-                                 "--warmup", "0", "--keys", "200", "--json", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(2.0)
-        os.kill(srv.pid, signal.SIGSTOP)
-        time.sleep(2.5)
-        os.kill(srv.pid, signal.SIGCONT)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
-        point = json.loads(out.read_text())["points"][0]
-        assert point["unsent_planned"] >= 50, point
-        assert point["p99_us"] >= 200_000, point                # the stall is in the tail
-        assert point["uncorrected"]["p99_us"] < 100_000, point  # and invisible without correction
-    finally:
-        srv.stop()
+    point, _ = run_open_loop_with_stall(tmp_path, kind, 2.0, 2.5)
+    assert point["unsent_planned"] >= 50, point
+    assert point["p99_us"] >= 200_000, point                # the stall is in the tail
+    assert point["uncorrected"]["p99_us"] < 100_000, point  # and invisible without correction
 
 
 @pytest.mark.parametrize("rate", [None, "400"])
