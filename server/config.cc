@@ -39,12 +39,17 @@ const char* to_string(DispatchKind d) {
   return "?";
 }
 
+const char* to_string(WriteBatching b) {
+  return b == WriteBatching::on ? "on" : "off";
+}
+
 const char* variant_name(const Config& c) {
   const bool lock = c.lock == cache::LockScheme::shared_reads;
   const bool value = c.value_path == ValuePathKind::cstring;
   const bool dispatch = c.dispatch == DispatchKind::ordered;
-  if (lock && value && dispatch) return "optimized";
-  if (!lock && !value && !dispatch) return "baseline";
+  const bool batching = c.write_batching == WriteBatching::on;
+  if (lock && value && dispatch && batching) return "optimized";
+  if (!lock && !value && !dispatch && !batching) return "baseline";
   return "custom";
 }
 
@@ -171,10 +176,12 @@ bool apply_variant(Config& c, std::string_view v, std::string& e) {
     c.lock = cache::LockScheme::shared_reads;
     c.value_path = ValuePathKind::cstring;
     c.dispatch = DispatchKind::ordered;
+    c.write_batching = WriteBatching::on;
   } else if (v == "baseline") {
     c.lock = cache::LockScheme::exclusive_all;
     c.value_path = ValuePathKind::string;
     c.dispatch = DispatchKind::naive;
+    c.write_batching = WriteBatching::off;
   } else {
     e = "unknown --variant '" + std::string(v) + "' (want baseline or optimized)";
   }
@@ -210,6 +217,16 @@ bool apply_dispatch(Config& c, std::string_view v, std::string& e) {
   }
   return e.empty();
 }
+bool apply_write_batching(Config& c, std::string_view v, std::string& e) {
+  if (v == "on") {
+    c.write_batching = WriteBatching::on;
+  } else if (v == "off") {
+    c.write_batching = WriteBatching::off;
+  } else {
+    e = "unknown --write-batching '" + std::string(v) + "' (want on or off)";
+  }
+  return e.empty();
+}
 
 constexpr FlagSpec kFlags[] = {
     {"-m", "--maxmem", "BYTES", "cache capacity, K/M/G suffixes (default 64M)", apply_maxmem},
@@ -226,12 +243,15 @@ constexpr FlagSpec kFlags[] = {
      apply_idle_timeout},
     {"", "--io-model", "NAME", "per-thread (default) or shared; see docs/server.md",
      apply_io_model},
-    {"", "--variant", "NAME", "optimized (default) or baseline: sets the three below",
+    {"", "--variant", "NAME", "optimized (default) or baseline: sets the four below",
      apply_variant},
     {"", "--lock", "NAME", "cache locking: shared (default) or exclusive", apply_lock, true},
     {"", "--value-path", "NAME", "GET value copy: cstring (default) or string", apply_value_path,
      true},
     {"", "--dispatch", "NAME", "method dispatch: ordered (default) or naive", apply_dispatch, true},
+    {"", "--write-batching", "on|off",
+     "pipelined responses in one write: on (default) or off (one write each)", apply_write_batching,
+     true},
 };
 
 }  // namespace
@@ -251,8 +271,9 @@ std::string usage_text() {
 
 ParseResult parse_flags(const std::vector<std::string_view>& args) {
   Config config;
-  // --lock, --value-path and --dispatch win over --variant in any order: they are checked in
-  // place (so errors come in command-line order) and applied again once every flag is in.
+  // --lock, --value-path, --dispatch and --write-batching win over --variant in any order: they are
+  // checked in place (so errors come in command-line order) and applied again once every flag is
+  // in.
   std::vector<std::pair<const FlagSpec*, std::string_view>> overrides;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
@@ -316,7 +337,7 @@ std::string describe(const Config& c) {
       << " idle_timeout_ms=" << c.idle_timeout.count() << " io_model=" << to_string(c.io_model)
       << " shards=" << shard_count(c) << " variant=" << variant_name(c)
       << " lock=" << cache::to_string(c.lock) << " value_path=" << to_string(c.value_path)
-      << " dispatch=" << to_string(c.dispatch);
+      << " dispatch=" << to_string(c.dispatch) << " write_batching=" << to_string(c.write_batching);
   return out.str();
 }
 

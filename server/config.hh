@@ -44,8 +44,13 @@ enum class DispatchKind : std::uint8_t {
   ordered,  // method checks in order of request frequency: GET, PUT, DELETE, HEAD, POST
   naive,    // baseline: the same routes checked POST, HEAD, DELETE, PUT, GET (key route last)
 };
+enum class WriteBatching : std::uint8_t {
+  on,   // every response to the requests already in the input buffer goes out in one write
+  off,  // baseline: one write per response, as a read-one/write-one server (Beast's examples)
+};
 const char* to_string(ValuePathKind v);
 const char* to_string(DispatchKind d);
+const char* to_string(WriteBatching b);
 
 struct Config {
   std::size_t maxmem = kDefaultMaxmemBytes;
@@ -60,9 +65,10 @@ struct Config {
   cache::LockScheme lock = cache::LockScheme::shared_reads;  // --lock / --variant
   ValuePathKind value_path = ValuePathKind::cstring;         // --value-path / --variant
   DispatchKind dispatch = DispatchKind::ordered;             // --dispatch / --variant
+  WriteBatching write_batching = WriteBatching::on;          // --write-batching / --variant
 };
 
-// "optimized" (all three optimizations), "baseline" (none of them) or "custom" (a mix).
+// "optimized" (all four optimizations), "baseline" (none of them) or "custom" (a mix).
 const char* variant_name(const Config& config);
 
 // What parse_flags found: a config to run, a request for help, or a one-line error.

@@ -50,6 +50,7 @@ void Connection<V>::read() {
 template <class V>
 void Connection<V>::on_read(const error_code& ec, std::size_t n) {
   if (ec) return close();  // EOF, reset, or cancelled by a timeout
+  WorkerStats::bump(stats_.reads);
   input_.commit(n);
   process();
 }
@@ -73,6 +74,7 @@ template <class V>
 void Connection<V>::write() {
   deadline_ = clock::now() + ctx_.config.idle_timeout;
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
+  WorkerStats::bump(stats_.writes);
   asio::async_write(
       socket_, asio::buffer(engine_.output()),
       [self = this->shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });

@@ -207,20 +207,22 @@ HandlerResult Handlers::stats_json(ResponseWriter& out) {
       body, sizeof body,
       "{\"items\": %zu, \"space_used\": %zu, \"maxmem\": %zu, \"hits\": %llu, "
       "\"misses\": %llu, \"sets\": %llu, \"deletes\": %llu, \"evictions\": %llu, "
-      "\"requests\": %llu, \"connections\": %llu, \"total_connections\": %llu, "
+      "\"requests\": %llu, \"reads\": %llu, \"writes\": %llu, \"connections\": %llu, "
+      "\"total_connections\": %llu, "
       "\"threads\": %u, \"evictor\": \"%s\", \"uptime_s\": %.3f, \"io_model\": \"%s\", "
       "\"shards\": %u, \"max_value\": %zu, \"variant\": \"%s\", \"lock\": \"%s\", "
-      "\"value_path\": \"%s\", \"dispatch\": \"%s\"}",
+      "\"value_path\": \"%s\", \"dispatch\": \"%s\", \"write_batching\": \"%s\"}",
       c.items, c.space_used, c.maxmem, static_cast<unsigned long long>(t.hits),
       static_cast<unsigned long long>(t.misses), static_cast<unsigned long long>(t.sets),
       static_cast<unsigned long long>(t.deletes), static_cast<unsigned long long>(c.evictions),
-      static_cast<unsigned long long>(t.requests),
+      static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.reads),
+      static_cast<unsigned long long>(t.writes),
       static_cast<unsigned long long>(t.open_connections()),
       static_cast<unsigned long long>(t.connections_opened), ctx.config.threads,
       cache::to_string(ctx.cache.evictor()), uptime, to_string(ctx.config.io_model),
       ctx.cache.shards(), ctx.config.max_value, variant_name(ctx.config),
       cache::to_string(ctx.cache.lock_scheme()), to_string(ctx.config.value_path),
-      to_string(ctx.config.dispatch));
+      to_string(ctx.config.dispatch), to_string(ctx.config.write_batching));
   if (n < 0 || static_cast<std::size_t>(n) >= sizeof body) {
     return fail(status::internal_server_error, "stats rendering failed");
   }

@@ -23,7 +23,13 @@ using status = http::status;
 
 template <class V>
 BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
-    : ctx_(ctx), stats_(stats), handlers_{ctx, stats}, writer_(out_) {}
+    : ctx_(ctx),
+      stats_(stats),
+      handlers_{ctx, stats},
+      writer_(out_),
+      output_high_water_(ctx.config.write_batching == WriteBatching::on
+                             ? kOutputHighWater
+                             : kOutputHighWaterUnbatched) {}
 
 template <class V>
 void BasicHttpEngine<V>::start_parser() {
@@ -39,7 +45,7 @@ void BasicHttpEngine<V>::start_parser() {
 template <class V>
 std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
   std::size_t used = 0;
-  while (!close_ && out_.size() < kOutputHighWater) {
+  while (!close_ && out_.size() < output_high_water_) {
     if (!parser_) start_parser();
     if (used == input.size()) break;
     // Beast applies header_limit to what one put() sees, and it consumes complete fields as

@@ -30,6 +30,9 @@ namespace server {
 
 // Output beyond this stops consume() until the connection has written it (bounds pipelining).
 inline constexpr std::size_t kOutputHighWater = 256 * 1024;
+// The high-water mark with --write-batching off: any response stops consume(), so every
+// response gets its own write (the baseline). Same loop, same test, no extra branch.
+inline constexpr std::size_t kOutputHighWaterUnbatched = 1;
 // Storage kept after a request; bigger bodies/outputs are released once answered.
 inline constexpr std::size_t kRetainedBufferBytes = 64 * 1024;
 
@@ -39,7 +42,8 @@ class BasicHttpEngine {
   BasicHttpEngine(ServerContext& ctx, WorkerStats& stats);
 
   // Parses and answers the complete requests at the front of `input`; returns the bytes used.
-  // Stops early when the output passes kOutputHighWater or the connection must close; call
+  // Stops early when the output reaches the high-water mark (kOutputHighWater, or
+  // kOutputHighWaterUnbatched with --write-batching off) or the connection must close; call
   // again with the rest after the output is written.
   std::size_t consume(std::string_view input);
 
@@ -81,6 +85,7 @@ class BasicHttpEngine {
   std::size_t header_bytes_ = 0;  // bytes the parser consumed for this request's header
   bool header_checked_ = false;   // header_done() ran for the current request
   bool close_ = false;
+  const std::size_t output_high_water_;
 };
 
 using HttpEngine = BasicHttpEngine<OptimizedVariant>;

@@ -21,6 +21,8 @@ StatsTotals StatsRegistry::sum() const {
     t.misses += w.misses.load(relaxed);
     t.sets += w.sets.load(relaxed);
     t.deletes += w.deletes.load(relaxed);
+    t.reads += w.reads.load(relaxed);
+    t.writes += w.writes.load(relaxed);
     t.connections_opened += w.connections_opened.load(relaxed);
     t.busy_started += w.busy_started.load(relaxed);
   }

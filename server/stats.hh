@@ -21,6 +21,8 @@ struct alignas(64) WorkerStats {
   counter misses{0};
   counter sets{0};
   counter deletes{0};
+  counter reads{0};   // socket reads that returned bytes
+  counter writes{0};  // response writes started (one per batch of responses)
   counter connections_opened{0};
   counter connections_closed{0};
   counter busy_started{0};   // a connection began receiving or answering a request
@@ -32,7 +34,7 @@ struct alignas(64) WorkerStats {
 };
 
 struct StatsTotals {
-  std::uint64_t requests = 0, hits = 0, misses = 0, sets = 0, deletes = 0;
+  std::uint64_t requests = 0, hits = 0, misses = 0, sets = 0, deletes = 0, reads = 0, writes = 0;
   std::uint64_t connections_opened = 0, connections_closed = 0;
   std::uint64_t busy_started = 0, busy_finished = 0;
   std::uint64_t open_connections() const { return connections_opened - connections_closed; }

@@ -74,15 +74,17 @@ TEST(ParseFlags, Defaults) {
   EXPECT_EQ(c.lock, cache::LockScheme::shared_reads);
   EXPECT_EQ(c.value_path, ValuePathKind::cstring);
   EXPECT_EQ(c.dispatch, DispatchKind::ordered);
+  EXPECT_EQ(c.write_batching, WriteBatching::on);
   EXPECT_STREQ(variant_name(c), "optimized");
   EXPECT_EQ(validate(c), "");
 }
 
-TEST(ParseFlags, VariantSetsAllThree) {
+TEST(ParseFlags, VariantSetsAllFour) {
   const Config b = parse_ok({"--variant", "baseline"});
   EXPECT_EQ(b.lock, cache::LockScheme::exclusive_all);
   EXPECT_EQ(b.value_path, ValuePathKind::string);
   EXPECT_EQ(b.dispatch, DispatchKind::naive);
+  EXPECT_EQ(b.write_batching, WriteBatching::off);
   EXPECT_STREQ(variant_name(b), "baseline");
   EXPECT_EQ(cache_options(b).lock, cache::LockScheme::exclusive_all);
   const Config o = parse_ok({"--variant=baseline", "--variant=optimized"});
@@ -97,13 +99,17 @@ TEST(ParseFlags, IndividualSwitchesWinOverVariantInAnyOrder) {
     EXPECT_EQ(c.dispatch, DispatchKind::naive);
     EXPECT_STREQ(variant_name(c), "custom");
   }
-  const Config c = parse_ok(
-      {"--value-path=string", "--dispatch", "naive", "--lock=exclusive", "--variant", "optimized"});
+  const Config c = parse_ok({"--value-path=string", "--dispatch", "naive", "--lock=exclusive",
+                             "--write-batching", "off", "--variant", "optimized"});
   EXPECT_STREQ(variant_name(c), "baseline");
+  const Config w = parse_ok({"--variant", "optimized", "--write-batching=off"});
+  EXPECT_EQ(w.write_batching, WriteBatching::off);
+  EXPECT_STREQ(variant_name(w), "custom");
   const Config d = parse_ok({"--dispatch", "naive"});
   EXPECT_EQ(d.dispatch, DispatchKind::naive);
   EXPECT_STREQ(variant_name(d), "custom");
-  EXPECT_NE(describe(c).find("variant=baseline lock=exclusive value_path=string dispatch=naive"),
+  EXPECT_NE(describe(c).find("variant=baseline lock=exclusive value_path=string dispatch=naive "
+                             "write_batching=off"),
             std::string::npos)
       << describe(c);
 }
@@ -134,7 +140,7 @@ TEST(ParseFlags, Help) {
   const std::string usage = usage_text();
   for (const char* flag : {"--maxmem", "--host", "--port", "--threads", "--evictor", "--max-value",
                            "--header-timeout", "--idle-timeout", "--variant", "--lock",
-                           "--value-path", "--dispatch", "-m,", "-s,", "-p,", "-t,", "-e,"}) {
+                           "--value-path", "--dispatch", "--write-batching", "-m,", "-s,", "-p,", "-t,", "-e,"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
@@ -152,6 +158,7 @@ TEST(ParseFlags, Errors) {
   EXPECT_NE(parse_error({"--lock", "none"}).find("--lock"), std::string::npos);
   EXPECT_NE(parse_error({"--value-path", "x"}).find("--value-path"), std::string::npos);
   EXPECT_NE(parse_error({"--dispatch", ""}).find("--dispatch"), std::string::npos);
+  EXPECT_NE(parse_error({"--write-batching", "yes"}).find("--write-batching"), std::string::npos);
   EXPECT_NE(parse_error({"--variant", "baseline", "--dispatch"}).find("needs a value"),
             std::string::npos);
 }

@@ -2,7 +2,7 @@
 answers the API exactly as the optimized one does, and /stats names the active variant."""
 import pytest
 
-from rawhttp import exchange
+from rawhttp import Reader, exchange, request_bytes
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +82,14 @@ def test_baseline_stats_names_the_variant(server):
     doc = exchange(server, "GET", "/stats").json()
     assert doc["variant"] == "baseline"
     assert (doc["lock"], doc["value_path"], doc["dispatch"]) == ("exclusive", "string", "naive")
+    assert doc["write_batching"] == "off"
     assert doc["hits"] >= 1 and doc["sets"] >= 1
 
 
 def test_baseline_startup_line_names_the_variant(baseline_server):
     config = baseline_server.stdout_lines[0].decode()
-    for part in ("variant=baseline", "lock=exclusive", "value_path=string", "dispatch=naive"):
+    for part in ("variant=baseline", "lock=exclusive", "value_path=string", "dispatch=naive",
+                 "write_batching=off"):
         assert part in config
 
 
@@ -96,6 +98,7 @@ def test_default_is_optimized(start_server):
     doc = exchange(srv, "GET", "/stats").json()
     assert doc["variant"] == "optimized"
     assert (doc["lock"], doc["value_path"], doc["dispatch"]) == ("shared", "cstring", "ordered")
+    assert doc["write_batching"] == "on"
 
 
 @pytest.mark.parametrize("args", [["--lock", "shared", "--variant", "baseline"],
@@ -108,3 +111,39 @@ def test_individual_switch_wins_over_variant(start_server, args):
     assert doc["variant"] == "custom"
     assert (doc["lock"], doc["value_path"], doc["dispatch"]) == ("shared", "string", "naive")
     assert "variant=custom" in srv.stdout_lines[0].decode()
+
+
+PIPELINED = 16
+
+
+def pipelined_gets(srv):
+    """Sends PIPELINED GETs in one send() on one connection and reads every response; returns
+    the responses and how many reads and writes the server counted for that connection (the
+    /stats read between the two snapshots adds one read and one write, subtracted here)."""
+    for i in range(PIPELINED):
+        assert put(srv, f"p{i}", f"value-{i}".encode() * 10).status in (201, 204)
+    before = exchange(srv, "GET", "/stats").json()
+    with srv.connect() as s:
+        s.sendall(b"".join(request_bytes("GET", f"/key/p{i}") for i in range(PIPELINED)))
+        reader = Reader(s)
+        responses = [reader.read() for _ in range(PIPELINED)]
+    after = exchange(srv, "GET", "/stats").json()
+    return responses, after["reads"] - before["reads"] - 1, after["writes"] - before["writes"] - 1
+
+
+@pytest.mark.parametrize("flags, batched", [([], True),
+                                            (["--variant", "baseline"], False),
+                                            (["--write-batching", "off"], False),
+                                            (["--variant", "baseline", "--write-batching", "on"],
+                                             True)])
+def test_write_batching_answers_pipelined_requests_in_order(start_server, flags, batched):
+    srv = start_server("-t", "1", *flags)
+    responses, reads, writes = pipelined_gets(srv)
+    assert [r.status for r in responses] == [200] * PIPELINED
+    assert [r.body for r in responses] == [f"value-{i}".encode() * 10 for i in range(PIPELINED)]
+    assert reads >= 1
+    if batched:
+        # Every response to the requests one read brought in goes out in one write.
+        assert writes <= reads < PIPELINED, (reads, writes)
+    else:
+        assert writes == PIPELINED, (reads, writes)
