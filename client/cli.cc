@@ -82,6 +82,10 @@ Sweep and load
       --threads LIST            explicit client thread counts, e.g. 1,3,5
       --max-threads N           cap of the default counts 1,2,4,8,16 (default 16)
       --connections-per-thread N  keep-alive connections per thread (default 1)
+      --pipeline N              requests outstanding per connection, 1..1024 (default 1): each
+                                write carries as many requests as there are free slots, back to
+                                back; a request's latency runs from the write that carried it to
+                                its parsed response. Closed loop only (not with --rate)
   -n, --requests N              measured requests per thread per point (default 50000)
   -d, --duration S              measure each point for S seconds instead of --requests
       --warmup N | Ss           warm-up per point, not recorded: N requests per thread, or S
@@ -204,6 +208,12 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       auto n = parse_int<unsigned>(*v);
       if (!n || *n == 0 || *n > Config::kMaxConnectionsPerThread) return bad(*v, "1..256");
       cfg.connections_per_thread = *n;
+    } else if (flag == "--pipeline") {
+      auto v = need("a depth");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<unsigned>(*v);
+      if (!n || *n == 0 || *n > Config::kMaxPipeline) return bad(*v, "a depth 1..1024");
+      cfg.pipeline = *n;
     } else if (flag == "-n" || flag == "--requests") {
       auto v = need("a count");
       if (!v) return CliOutcome::kError;
@@ -375,6 +385,10 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   if (cfg.workload.value_bytes > cfg.workload.max_value_bytes)
     cfg.workload.max_value_bytes = cfg.workload.value_bytes;
   const unsigned max_count = *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
+  if (cfg.pipeline > 1 && cfg.rate_rps > 0) {
+    error = "--pipeline above 1 works in the closed loop only; it cannot be combined with --rate";
+    return CliOutcome::kError;
+  }
   if (cfg.rate_rps > 0 && cfg.rate_rps < max_count) {
     error = "--rate must be at least one request/s per thread";
     return CliOutcome::kError;

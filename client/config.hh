@@ -47,6 +47,7 @@ struct Config {
   static constexpr unsigned kDefaultMaxThreads = 16;
   static constexpr unsigned kMaxThreadsLimit = 1024;
   static constexpr unsigned kMaxConnectionsPerThread = 256;
+  static constexpr unsigned kMaxPipeline = 1024;  // requests outstanding per connection
   static constexpr std::uint64_t kDefaultRequestsPerThread = 50'000;
   static constexpr std::uint64_t kDefaultWarmupRequests = 1'000;
   static constexpr std::chrono::milliseconds kDefaultTimeout{5'000};
@@ -56,6 +57,7 @@ struct Config {
   std::uint16_t port = kDefaultPort;
   std::vector<unsigned> thread_counts;  // the sweep's points, after --threads/--max-threads
   unsigned connections_per_thread = 1;
+  unsigned pipeline = 1;  // requests outstanding per connection (> 1: closed loop only)
   std::uint64_t requests_per_thread = kDefaultRequestsPerThread;  // ignored when duration > 0
   std::chrono::nanoseconds duration{0};                    // > 0: each point runs this long instead
   std::uint64_t warmup_requests = kDefaultWarmupRequests;  // per thread, when warmup_time == 0

@@ -270,10 +270,67 @@ IoResult Connection::send_all(std::string_view data) {
   return IoResult::kOk;
 }
 
+IoResult Connection::send_all_reading(std::string_view data, std::chrono::milliseconds timeout) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      data.remove_prefix(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return errno == EPIPE || errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+    // The send buffer is full: wait until it drains or responses arrive (then buffer them).
+    pollfd p{fd_, POLLOUT | POLLIN, 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (rc == 0) return IoResult::kTimeout;
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return IoResult::kError;
+    }
+    if ((p.revents & POLLIN) == 0) continue;
+    drop_consumed();
+    make_room();
+    const ssize_t got = ::recv(fd_, in_.data() + end_, in_.size() - end_, MSG_DONTWAIT);
+    if (got > 0) {
+      end_ += static_cast<std::size_t>(got);
+    } else if (got == 0) {
+      return IoResult::kClosed;
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+    }
+  }
+  return IoResult::kOk;
+}
+
 IoResult Connection::read_response(bool blocking, bool head, Response& out) {
-  // Drop the response handed out last time (its body view dies here).
+  return next_response(blocking ? ReadMode::kBlocking : ReadMode::kNonBlocking, head, out);
+}
+
+IoResult Connection::buffered_response(bool head, Response& out) {
+  return next_response(ReadMode::kBufferedOnly, head, out);
+}
+
+// Drops the response handed out last time (its body view dies here).
+void Connection::drop_consumed() {
   begin_ += std::exchange(pending_consume_, 0);
   if (begin_ == end_) begin_ = end_ = 0;
+}
+
+// Makes room after end_ for a read: compacts, or grows when the buffer is full of unread bytes.
+void Connection::make_room() {
+  if (end_ != in_.size()) return;
+  if (begin_ > 0) {
+    std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  } else {
+    in_.resize(in_.size() * 2);
+  }
+}
+
+IoResult Connection::next_response(ReadMode mode, bool head, Response& out) {
+  drop_consumed();
   for (;;) {
     if (end_ > begin_) {
       std::size_t consumed = 0;
@@ -285,16 +342,9 @@ IoResult Connection::read_response(bool blocking, bool head, Response& out) {
         return IoResult::kOk;
       }
     }
-    // Need more bytes: make room (compact, then grow).
-    if (end_ == in_.size()) {
-      if (begin_ > 0) {
-        std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
-        end_ -= begin_;
-        begin_ = 0;
-      } else {
-        in_.resize(in_.size() * 2);
-      }
-    }
+    if (mode == ReadMode::kBufferedOnly) return IoResult::kNeedMore;
+    const bool blocking = mode == ReadMode::kBlocking;
+    make_room();
     const ssize_t n =
         ::recv(fd_, in_.data() + end_, in_.size() - end_, blocking ? 0 : MSG_DONTWAIT);
     if (n > 0) {

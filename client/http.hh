@@ -59,11 +59,24 @@ class Connection {
 
   // Sends all bytes (blocking, bounded by the send timeout).
   IoResult send_all(std::string_view data);
+  // Sends all bytes, and whenever the socket cannot take more, receives whatever has arrived into
+  // the receive buffer (unparsed) so that a server which stops reading while its responses are
+  // unread cannot deadlock a pipeline. Each wait is bounded by timeout. Invalidates the body of
+  // the response returned last.
+  IoResult send_all_reading(std::string_view data, std::chrono::milliseconds timeout);
   // Reads until one complete response is buffered. blocking=false performs at most one
   // non-blocking read and returns kNeedMore if the response is still incomplete.
   IoResult read_response(bool blocking, bool head, Response& out);
+  // The next complete response already in the receive buffer, without any system call; kNeedMore
+  // when the buffer holds none (pipelining: the responses that arrived with the last read).
+  IoResult buffered_response(bool head, Response& out);
 
  private:
+  enum class ReadMode { kBlocking, kNonBlocking, kBufferedOnly };
+  IoResult next_response(ReadMode mode, bool head, Response& out);
+  void drop_consumed();
+  void make_room();
+
   int fd_ = -1;
   std::vector<char> in_;
   std::size_t begin_ = 0;            // first unconsumed byte

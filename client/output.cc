@@ -218,7 +218,7 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
          "target_rps,"
          "uncorrected_p50_us,uncorrected_p99_us,uncorrected_p999_us,uncorrected_max_us,rate_"
          "sustained,aborted,"
-         "errors_by_code\n";
+         "errors_by_code,pipeline\n";
   for (const auto& p : result.points) {
     std::string codes;
     for (const auto& [code, n] : p.errors_by_code) {
@@ -241,7 +241,7 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
         << (p.open_loop ? csv_num(p.uncorrected.p99_us) : "") << ','
         << (p.open_loop ? csv_num(p.uncorrected.p999_us) : "") << ','
         << (p.open_loop ? csv_num(p.uncorrected.max_us) : "") << ',' << (p.rate_sustained ? 1 : 0)
-        << ',' << (p.aborted ? 1 : 0) << ',' << codes << '\n';
+        << ',' << (p.aborted ? 1 : 0) << ',' << codes << ',' << p.pipeline << '\n';
   }
   out.close();
   if (!out) {
@@ -256,7 +256,10 @@ void write_table_preamble(std::ostream& os, const SweepResult& r) {
   os << "# bench_client " << m.tool_version << "  target " << m.target << "  workload "
      << boost::json::serialize(m.workload.at("name")) << "  keys "
      << boost::json::serialize(m.workload.at("keys")) << "  loop "
-     << boost::json::serialize(m.mode.at("loop")) << "\n";
+     << boost::json::serialize(m.mode.at("loop"));
+  if (const auto* depth = m.mode.as_object().if_contains("pipeline"))
+    os << "  pipeline " << boost::json::serialize(*depth);
+  os << "\n";
   if (m.server_stats_available) {
     os << "# server /stats:";
     const auto& s = m.server_stats.get_object();

@@ -73,6 +73,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
   PointResult result;
   result.threads = nthreads;
   result.connections = nthreads * cfg_.connections_per_thread;
+  result.pipeline = cfg_.pipeline;
   result.open_loop = cfg_.rate_rps > 0.0;
   result.target_rps = cfg_.rate_rps;
 
@@ -84,6 +85,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     plan.thread_index = i;
     plan.nthreads = nthreads;
     plan.connections = cfg_.connections_per_thread;
+    plan.pipeline = cfg_.pipeline;
     plan.requests = nreqs;
     plan.duration = cfg_.duration;
     plan.warmup_requests = cfg_.warmup_requests;

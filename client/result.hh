@@ -26,6 +26,7 @@ struct SeriesPoint {
 struct PointResult {
   unsigned threads = 0;
   unsigned connections = 0;    // total across threads
+  unsigned pipeline = 1;       // requests outstanding per connection (--pipeline)
   std::uint64_t requests = 0;  // responses completed in the measured window
   std::uint64_t errors = 0;    // unexpected statuses + value mismatches + connection failures
   double duration_s = 0;       // wall-clock length of the measured window

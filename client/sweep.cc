@@ -109,6 +109,7 @@ boost::json::value mode_json(const Config& cfg) {
     o["warmup_requests_per_thread"] = cfg.warmup_requests;
   }
   o["connections_per_thread"] = cfg.connections_per_thread;
+  o["pipeline"] = cfg.pipeline;
   o["timeout_ms"] = cfg.timeout.count();
   boost::json::array counts;
   for (unsigned t : cfg.thread_counts) counts.push_back(t);

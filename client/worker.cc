@@ -66,18 +66,19 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
       plan_(plan),
       gate_(gate),
       ops_(cfg.workload, plan.seed, plan.thread_index) {
-  slots_.resize(plan_.connections);
+  links_.reserve(plan_.connections);
+  for (unsigned i = 0; i < plan_.connections; ++i) links_.emplace_back(plan_.pipeline);
   verify_ = defaults_for(cfg_.workload.kind).verify;
   if (cfg_.workload.kind == WorkloadKind::kFixedGet) {
     fixed_request_ = "GET " + cfg_.workload.path + " HTTP/1.1\r\nHost: " + ep_.text() + "\r\n\r\n";
   }
-  for (auto& slot : slots_) slot.request.reserve(1024);
+  for (auto& link : links_) link.request.reserve(1024);
 }
 
 bool Worker::connect_all() {
-  for (auto& slot : slots_) {
+  for (auto& link : links_) {
     std::string err;
-    if (!slot.conn.connect(ep_, plan_.timeout, err)) {
+    if (!link.conn.connect(ep_, plan_.timeout, err)) {
       stats_.fatal = true;
       stats_.fatal_message = err;
       return false;
@@ -119,24 +120,32 @@ void Worker::run() {
   flush_second();
 }
 
+// One phase (warm-up or measured): issue up to `limit` requests (0: no limit) until `deadline`,
+// then drain the outstanding ones. Each turn of the loop fills every connection's free slots
+// (one write per connection), then waits for responses and handles all that arrived.
 bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
                    Clock::time_point schedule_start, bool measured) {
-  const bool open = plan_.rate_rps > 0.0;
+  const bool open = plan_.rate_rps > 0.0;  // the open loop runs with a pipeline of 1
   const auto interval =
       std::chrono::nanoseconds(open ? static_cast<std::int64_t>(1e9 / plan_.rate_rps) : 0);
   Clock::time_point next_planned = schedule_start + plan_.schedule_offset;
   std::uint64_t issued = 0;
   std::vector<pollfd> fds;
-  std::vector<Slot*> polled;
+  std::vector<Link*> polled;
 
   for (;;) {
     auto now = Clock::now();
     const bool issuing = (limit == 0 || issued < limit) && now < deadline;
     bool idle_left = false;
     if (issuing) {
-      for (auto& slot : slots_) {
-        if (slot.busy) continue;
-        if (limit != 0 && issued >= limit) break;
+      for (auto& link : links_) {
+        std::size_t count = link.pending.free();
+        if (limit != 0)
+          count = static_cast<std::size_t>(std::min<std::uint64_t>(count, limit - issued));
+        if (count == 0) {
+          if (limit != 0 && issued >= limit) break;
+          continue;
+        }
         Clock::time_point planned = now;
         if (open) {
           if (next_planned > now) {
@@ -146,16 +155,16 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
           planned = next_planned;
           next_planned += interval;
         }
-        if (!issue(slot, planned, open, measured)) {
+        if (!issue(link, count, planned, open, measured)) {
           if (stats_.fatal) return false;
           continue;
         }
-        ++issued;
-        if (slots_.size() > 1) now = Clock::now();
+        issued += count;
+        if (links_.size() > 1) now = Clock::now();
       }
     }
     const bool any_busy =
-        std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; });
+        std::any_of(links_.begin(), links_.end(), [](const Link& l) { return !l.pending.empty(); });
     if (!any_busy) {
       if (!issuing) {
         if (open && measured) record_unsent(next_planned, interval, deadline, limit, issued);
@@ -164,17 +173,17 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
       if (open) sleep_until(std::min(next_planned, deadline));
       continue;
     }
-    if (slots_.size() == 1) {
-      if (!complete(slots_[0], true, measured)) return false;
+    if (links_.size() == 1) {
+      if (!complete(links_[0], true, measured)) return false;
       continue;
     }
     // Several connections: wait for whichever answers first, or for the next planned send.
     fds.clear();
     polled.clear();
-    for (auto& slot : slots_) {
-      if (!slot.busy) continue;
-      fds.push_back(pollfd{slot.conn.fd(), POLLIN, 0});
-      polled.push_back(&slot);
+    for (auto& link : links_) {
+      if (link.pending.empty()) continue;
+      fds.push_back(pollfd{link.conn.fd(), POLLIN, 0});
+      polled.push_back(&link);
     }
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
     if (open && idle_left && issuing)
@@ -185,27 +194,22 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     if (ready < 0 && errno != EINTR) return false;
     const auto after = Clock::now();
     for (std::size_t i = 0; i < fds.size(); ++i) {
-      Slot& slot = *polled[i];
+      Link& link = *polled[i];
       if (fds[i].revents != 0) {
-        if (!complete(slot, false, measured)) return false;
-      } else if (after - slot.sent > plan_.timeout) {
-        if (!fail(slot, IoResult::kTimeout, measured)) return false;
+        if (!complete(link, false, measured)) return false;
+      } else if (after - link.pending.front().sent > plan_.timeout) {
+        if (!fail(link, IoResult::kTimeout, measured)) return false;
       }
     }
   }
 }
 
-void Worker::build_request(Slot& slot) {
-  if (!fixed_request_.empty()) {
-    slot.op = Op{};
-    return;
-  }
-  slot.op = ops_.next();
-  std::string& out = slot.request;
-  out.clear();
+// Appends the next operation's request to out and returns the operation.
+Op Worker::append_request(std::string& out) {
+  const Op op = ops_.next();
   char key[WorkloadConfig::kMaxKeyBytes];
-  const std::size_t key_len = keys_.write_key(slot.op.key, slot.op.cold, key);
-  switch (slot.op.type) {
+  const std::size_t key_len = keys_.write_key(op.key, op.cold, key);
+  switch (op.type) {
     case OpType::kGet:
       out += "GET /key/";
       break;
@@ -219,10 +223,10 @@ void Worker::build_request(Slot& slot) {
   out.append(key, key_len);
   out += " HTTP/1.1\r\nHost: ";
   out += ep_.host;
-  if (slot.op.type == OpType::kSet) {
+  if (op.type == OpType::kSet) {
     const std::uint32_t version = static_cast<std::uint32_t>(
         mix64((std::uint64_t{plan_.thread_index} << 32) | ++version_counter_));
-    keys_.make_value(slot.op.key, version, value_);
+    keys_.make_value(op.key, version, value_);
     out += "\r\nContent-Length: ";
     append_number(out, value_.size());
     out += "\r\n\r\n";
@@ -230,20 +234,40 @@ void Worker::build_request(Slot& slot) {
   } else {
     out += "\r\n\r\n";
   }
+  return op;
 }
 
-bool Worker::issue(Slot& slot, Clock::time_point planned, bool open, bool measured) {
-  build_request(slot);
-  slot.sent = Clock::now();  // after building the request: latency covers the wire and the server
-  slot.planned = open ? planned : slot.sent;
-  slot.head = false;
-  const std::string& bytes = fixed_request_.empty() ? slot.request : fixed_request_;
-  const IoResult r = slot.conn.send_all(bytes);
+// Sends `count` requests (at most the link's free slots) back to back in one write.
+bool Worker::issue(Link& link, std::size_t count, Clock::time_point planned, bool open,
+                   bool measured) {
+  const std::size_t first = link.pending.size();
+  std::string_view bytes = fixed_request_;
+  if (!fixed_request_.empty() && count == 1) {
+    link.pending.push_back(Pending{});
+  } else {
+    link.request.clear();
+    for (std::size_t i = 0; i < count; ++i) {
+      Pending p;
+      if (fixed_request_.empty())
+        p.op = append_request(link.request);
+      else
+        link.request += fixed_request_;
+      link.pending.push_back(p);
+    }
+    bytes = link.request;
+  }
+  // Stamped after building the requests: latency covers the wire and the server.
+  const auto sent = Clock::now();
+  for (std::size_t i = first; i < link.pending.size(); ++i) {
+    link.pending.at(i).sent = sent;
+    link.pending.at(i).planned = open ? planned : sent;
+  }
+  const IoResult r = plan_.pipeline > 1 ? link.conn.send_all_reading(bytes, plan_.timeout)
+                                        : link.conn.send_all(bytes);
   if (r != IoResult::kOk) {
-    fail(slot, r, measured);
+    fail(link, r, measured, count);
     return false;
   }
-  slot.busy = true;
   return true;
 }
 
@@ -258,15 +282,19 @@ void Worker::record_unsent(Clock::time_point next, std::chrono::nanoseconds inte
   }
 }
 
-bool Worker::fail(Slot& slot, IoResult what, bool measured) {
-  if (measured) ++stats_.io_errors[static_cast<std::size_t>(what)];
+bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) {
+  const std::size_t lost = link.pending.size();
+  if (measured) stats_.io_errors[static_cast<std::size_t>(what)] += lost;
   // A request that timed out took at least this long; leaving it out would flatter the tail.
-  if (measured && what == IoResult::kTimeout && slot.busy) {
-    const auto waited =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - slot.planned);
-    stats_.latency.record(static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0)));
+  if (measured && what == IoResult::kTimeout) {
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i + unsent < lost; ++i) {
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - link.pending.at(i).planned);
+      stats_.latency.record(static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0)));
+    }
   }
-  slot.busy = false;
+  link.pending.clear();
   if (++consecutive_failures_ > kMaxConsecutiveFailures) {
     stats_.fatal = true;
     stats_.fatal_message = std::string("connection keeps failing (") + io_result_name(what) + ", " +
@@ -274,7 +302,7 @@ bool Worker::fail(Slot& slot, IoResult what, bool measured) {
     return false;
   }
   std::string err;
-  if (!slot.conn.connect(ep_, plan_.timeout, err)) {
+  if (!link.conn.connect(ep_, plan_.timeout, err)) {
     stats_.fatal = true;
     stats_.fatal_message =
         std::string("connection lost (") + io_result_name(what) + "), reconnect failed: " + err;
@@ -283,22 +311,34 @@ bool Worker::fail(Slot& slot, IoResult what, bool measured) {
   return true;
 }
 
-bool Worker::complete(Slot& slot, bool blocking, bool measured) {
+// Reads the link's next response (waiting for it when blocking), then every further complete
+// response that the same read brought in, without another system call.
+bool Worker::complete(Link& link, bool blocking, bool measured) {
   Response response;
-  const IoResult r = slot.conn.read_response(blocking, slot.head, response);
-  if (r == IoResult::kNeedMore) return true;
-  if (r != IoResult::kOk) return fail(slot, r, measured);
+  IoResult r = link.conn.read_response(blocking, link.pending.front().head, response);
+  for (;;) {
+    if (r == IoResult::kNeedMore) return true;
+    if (r != IoResult::kOk) return fail(link, r, measured);
+    if (!finish(link, response, measured)) return false;
+    if (link.pending.empty()) return true;
+    r = link.conn.buffered_response(link.pending.front().head, response);
+  }
+}
+
+// One response arrived for the link's oldest request: check it, record it.
+bool Worker::finish(Link& link, const Response& response, bool measured) {
   const auto done = Clock::now();
-  slot.busy = false;
+  const Pending request = link.pending.front();
+  link.pending.pop_front();
   consecutive_failures_ = 0;
   if (measured) {
     bool expected = true;
-    switch (slot.op.type) {
+    switch (request.op.type) {
       case OpType::kGet:
         ++stats_.gets;
         if (response.status == 200) {
           ++stats_.get_hits;
-          if (verify_ && !keys_.verify(slot.op.key, response.body)) ++stats_.mismatches;
+          if (verify_ && !keys_.verify(request.op.key, response.body)) ++stats_.mismatches;
         } else if (response.status == 404 && fixed_request_.empty()) {
           ++stats_.get_misses;
         } else {
@@ -317,11 +357,15 @@ bool Worker::complete(Slot& slot, bool blocking, bool measured) {
     if (!expected)
       ++stats_.unexpected_status[static_cast<std::size_t>(response.status) %
                                  WorkerStats::kStatusSlots];
-    record(slot, done);
+    record(request, done);
   }
   if (response.close) {
+    // The server answers nothing after this response: the requests behind it are lost.
+    if (measured)
+      stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
+    link.pending.clear();
     std::string err;
-    if (!slot.conn.connect(ep_, plan_.timeout, err)) {
+    if (!link.conn.connect(ep_, plan_.timeout, err)) {
       stats_.fatal = true;
       stats_.fatal_message = "server closed the connection; reconnect failed: " + err;
       return false;
@@ -330,18 +374,19 @@ bool Worker::complete(Slot& slot, bool blocking, bool measured) {
   return true;
 }
 
-void Worker::record(const Slot& slot, Clock::time_point done) {
+void Worker::record(const Pending& request, Clock::time_point done) {
   const auto from_planned =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(done - slot.planned).count();
+      std::chrono::duration_cast<std::chrono::nanoseconds>(done - request.planned).count();
   const auto from_sent =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(done - slot.sent).count();
+      std::chrono::duration_cast<std::chrono::nanoseconds>(done - request.sent).count();
   const auto corrected = static_cast<std::uint64_t>(std::max<std::int64_t>(from_planned, 0));
   stats_.latency.record(corrected);
   if (plan_.rate_rps > 0.0) {
     stats_.latency_uncorrected.record(
         static_cast<std::uint64_t>(std::max<std::int64_t>(from_sent, 0)));
     const auto lag =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(slot.sent - slot.planned).count();
+        std::chrono::duration_cast<std::chrono::nanoseconds>(request.sent - request.planned)
+            .count();
     stats_.send_lag.record(static_cast<std::uint64_t>(std::max<std::int64_t>(lag, 0)));
   }
   ++stats_.completed;

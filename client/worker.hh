@@ -4,6 +4,9 @@
 // measured phase, closed loop (next request as soon as a connection is free) or open loop (each
 // request has a planned send time on a constant-rate schedule; latency is measured from the planned
 // time, as wrk2 does, and the uncorrected figure from the actual send is kept as well).
+// Pipelining (closed loop): each connection keeps up to `pipeline` requests outstanding; the free
+// slots are filled by one write carrying the requests back to back, and every complete response a
+// read brought in is parsed before the freed slots are refilled.
 #pragma once
 
 #include <array>
@@ -54,6 +57,7 @@ struct WorkerPlan {
   unsigned thread_index = 0;
   unsigned nthreads = 1;
   unsigned connections = 1;
+  unsigned pipeline = 1;                 // requests outstanding per connection (closed loop)
   std::uint64_t requests = 0;            // measured requests; 0 = until duration
   std::chrono::nanoseconds duration{0};  // measured window when requests == 0
   std::uint64_t warmup_requests = 0;
@@ -100,26 +104,55 @@ class Worker {
   const WorkerStats& stats() const { return stats_; }
 
  private:
-  struct Slot {
-    Connection conn;
-    bool busy = false;
-    bool head = false;
+  // One request on the wire: what it asked and when it was (planned to be) sent.
+  struct Pending {
     Op op;
+    bool head = false;
     Clock::time_point planned{}, sent{};
-    std::string request;
+  };
+  // The requests outstanding on one connection, oldest first (a fixed-capacity ring: no
+  // allocation on the request path).
+  class PendingQueue {
+   public:
+    explicit PendingQueue(std::size_t capacity) : ring_(capacity) {}
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    std::size_t free() const { return ring_.size() - size_; }
+    Pending& front() { return ring_[head_]; }
+    Pending& at(std::size_t i) { return ring_[(head_ + i) % ring_.size()]; }  // 0 = oldest
+    void push_back(const Pending& p) { ring_[(head_ + size_++) % ring_.size()] = p; }
+    void pop_front() {
+      head_ = (head_ + 1) % ring_.size();
+      --size_;
+    }
+    void clear() { head_ = size_ = 0; }
+
+   private:
+    std::vector<Pending> ring_;
+    std::size_t head_ = 0, size_ = 0;
+  };
+  // One keep-alive connection, its outstanding requests and its write buffer.
+  struct Link {
+    explicit Link(unsigned depth) : pending(depth) {}
+    Connection conn;
+    PendingQueue pending;
+    std::string request;  // the bytes of the last write (one or more requests back to back)
   };
 
   bool connect_all();
   bool phase(std::uint64_t limit, Clock::time_point deadline, Clock::time_point schedule_start,
              bool measured);
-  bool issue(Slot& slot, Clock::time_point planned, bool open, bool measured);
-  void build_request(Slot& slot);
-  // Returns false on a fatal error. blocking: wait for the whole response.
-  bool complete(Slot& slot, bool blocking, bool measured);
-  bool fail(Slot& slot, IoResult what, bool measured);
+  bool issue(Link& link, std::size_t count, Clock::time_point planned, bool open, bool measured);
+  Op append_request(std::string& out);
+  // Returns false on a fatal error. blocking: wait for the first response.
+  bool complete(Link& link, bool blocking, bool measured);
+  bool finish(Link& link, const Response& response, bool measured);
+  // The connection failed: its outstanding requests are lost (the last `unsent` of them never
+  // went out). Counts them, re-opens the connection; false when the thread must stop.
+  bool fail(Link& link, IoResult what, bool measured, std::size_t unsent = 0);
   void record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
                      Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued);
-  void record(const Slot& slot, Clock::time_point done);
+  void record(const Pending& request, Clock::time_point done);
   void flush_second();
 
   const Config& cfg_;
@@ -128,7 +161,7 @@ class Worker {
   WorkerPlan plan_;
   StartGate& gate_;
   OpGenerator ops_;
-  std::vector<Slot> slots_;
+  std::vector<Link> links_;
   WorkerStats stats_;
   Histogram second_hist_;
   std::uint32_t current_second_ = 0;

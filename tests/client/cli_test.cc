@@ -87,13 +87,47 @@ TEST(Cli, BadFlagsGiveOneLineErrors) {
   }
 }
 
+TEST(Cli, PipelineDefaultsToOneAndAcceptsOneTo1024) {
+  Config def;
+  std::string err;
+  ASSERT_EQ(parse({}, def, err), CliOutcome::kRun);
+  EXPECT_EQ(def.pipeline, 1u);
+  for (unsigned depth : {1u, 16u, 1024u}) {
+    Config cfg;
+    ASSERT_EQ(parse({"--pipeline", std::to_string(depth)}, cfg, err), CliOutcome::kRun) << err;
+    EXPECT_EQ(cfg.pipeline, depth);
+  }
+  Config open;  // a depth of 1 is today's behaviour, so the open loop takes it
+  EXPECT_EQ(parse({"--pipeline", "1", "--rate", "1000"}, open, err), CliOutcome::kRun) << err;
+}
+
+TEST(Cli, PipelineRejectsBadDepthsAndTheOpenLoop) {
+  const std::vector<std::vector<std::string>> bad = {{"--pipeline", "0"},
+                                                     {"--pipeline", "1025"},
+                                                     {"--pipeline", "x"},
+                                                     {"--pipeline", "-1"},
+                                                     {"--pipeline", "8.5"},
+                                                     {"--pipeline", ""},
+                                                     {"--pipeline"},
+                                                     {"--pipeline", "4294967297"},
+                                                     {"--pipeline", "2", "--rate", "1000"},
+                                                     {"--rate", "1000", "--pipeline", "16"}};
+  for (const auto& args : bad) {
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args.back();
+    EXPECT_NE(err.find("--pipeline"), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
 TEST(Cli, HelpMentionsDefaultsAndUnits) {
   Config cfg;
   std::string err;
   EXPECT_EQ(parse({"--help"}, cfg, err), CliOutcome::kHelp);
   const std::string h = help_text();
   for (const char* s : {"default 127.0.0.1", "default 8080", "requests/s", "ms", "seconds",
-                        "--max-threads", "--json"})
+                        "--max-threads", "--json", "--pipeline N"})
     EXPECT_NE(h.find(s), std::string::npos) << s;
 }
 

@@ -4,7 +4,10 @@
 Implements the cache server's HTTP API (GET/PUT/DELETE/HEAD /key/{k}, POST /reset, GET /stats)
 with HTTP/1.1 keep-alive, one thread per connection, and prints "listening on HOST:PORT" when
 ready, like the real server. Options: -p PORT (0 = pick a free port), --no-stats (answer 404 on
-/stats, like a non-cache server), --corrupt N (every Nth GET hit returns a flipped byte).
+/stats, like a non-cache server), --corrupt N (every Nth GET hit returns a flipped byte),
+--close-after N (close each connection abruptly after answering N requests, dropping any
+pipelined requests it has already received). Responses to pipelined requests that arrived
+together are sent together, with one write, before the next read.
 """
 import argparse
 import json
@@ -35,12 +38,20 @@ def handle(conn, store, args):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buf = b""
     gets = 0
+    answered = 0
+    unsent = []  # responses not yet written: flushed before the next blocking read
+
+    def receive():
+        if unsent:
+            conn.sendall(b"".join(unsent))
+            unsent.clear()
+        return conn.recv(65536)
     with store.lock:
         store.counters["connections"] += 1
     try:
         while True:
             while b"\r\n\r\n" not in buf:
-                chunk = conn.recv(65536)
+                chunk = receive()
                 if not chunk:
                     return
                 buf += chunk
@@ -53,7 +64,7 @@ def handle(conn, store, args):
                 if name.strip().lower() == "content-length":
                     length = int(value.strip())
             while len(buf) < length:
-                chunk = conn.recv(65536)
+                chunk = receive()
                 if not chunk:
                     return
                 buf += chunk
@@ -93,7 +104,11 @@ def handle(conn, store, args):
                     out = reply(200, "OK", json.dumps(stats).encode(), "application/json")
                 else:
                     out = reply(404, "Not Found")
-            conn.sendall(out)
+            unsent.append(out)
+            answered += 1
+            if args.close_after and answered >= args.close_after:
+                conn.sendall(b"".join(unsent))
+                return
     except (ConnectionError, OSError):
         return
     finally:
@@ -105,6 +120,7 @@ def main():
     parser.add_argument("-p", "--port", type=int, default=8080)
     parser.add_argument("--no-stats", action="store_true")
     parser.add_argument("--corrupt", type=int, default=0)
+    parser.add_argument("--close-after", type=int, default=0)
     args = parser.parse_args()
     store = Store()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

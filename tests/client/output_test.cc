@@ -4,7 +4,10 @@
 
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "output.hh"
 
@@ -44,6 +47,35 @@ TEST(Output, JsonHasTheDocumentedSchema) {
   EXPECT_NEAR(point.at("p99_us").to_number<double>(), 123.457, 1e-9);
   EXPECT_EQ(point.at("errors_by_code").at("http_500").to_number<int>(), 3);
   EXPECT_EQ(point.at("series").at(0).at("requests").to_number<int>(), 1000);
+}
+
+TEST(Output, PipelineDepthIsInTheModeTheCsvAndTheTable) {
+  SweepResult r;
+  r.meta.workload = boost::json::object{{"name", "etc"}, {"keys", 10}};
+  r.meta.mode =
+      boost::json::object{{"loop", "closed"}, {"connections_per_thread", 1}, {"pipeline", 16}};
+  PointResult p;
+  p.threads = 1;
+  p.pipeline = 16;
+  r.points.push_back(p);
+
+  const auto doc = boost::json::parse(to_json_text(r));
+  EXPECT_EQ(doc.at("meta").at("mode").at("pipeline").to_number<int>(), 16);
+
+  std::ostringstream table;
+  write_table_preamble(table, r);
+  EXPECT_NE(table.str().find("loop \"closed\"  pipeline 16\n"), std::string::npos) << table.str();
+
+  const std::string path = testing::TempDir() + "pipeline_output_test.csv";
+  std::string err;
+  ASSERT_TRUE(write_csv(r, path, err)) << err;
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  std::remove(path.c_str());
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "pipeline");
+  EXPECT_EQ(row.substr(row.rfind(',') + 1), "16");
 }
 
 }  // namespace

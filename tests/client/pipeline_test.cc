@@ -1,0 +1,126 @@
+// --pipeline at the Worker level, against the real cache_server (spawned on an ephemeral port):
+// every request of a pipelined run is answered, paired with its own response (a GET answered with
+// another key's value would fail verification), and recorded in the latency histogram exactly once.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli.hh"
+#include "perf.hh"
+#include "worker.hh"
+
+extern char** environ;
+
+namespace bench {
+namespace {
+
+// cache_server -t 1 -p 0 with its output in a file; the port is read from "listening on H:P".
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::string& binary)
+      : log_(testing::TempDir() + "pipeline_server_" + std::to_string(::getpid()) + ".log") {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<std::string> args = {binary, "-t", "1", "-p", "0"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    for (int i = 0; i < 150 && pid_ > 0 && port_ == 0; ++i) {
+      std::ifstream in(log_);
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string s = text.str();
+      const auto at = s.find("listening on ");
+      const auto eol = at == std::string::npos ? std::string::npos : s.find('\n', at);
+      if (eol != std::string::npos) {
+        port_ = static_cast<std::uint16_t>(std::stoi(s.substr(s.rfind(':', eol) + 1)));
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::remove(log_.c_str());
+  }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  std::uint16_t port() const { return port_; }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+class PipelineWorker : public testing::TestWithParam<unsigned> {};
+
+TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
+#ifndef BENCH_CACHE_SERVER
+  GTEST_SKIP() << "cache_server is not built";
+#else
+  ServerProcess server(BENCH_CACHE_SERVER);
+  ASSERT_NE(server.port(), 0) << "cache_server did not start";
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse_args({"-p", std::to_string(server.port()), "--workload", "uniform", "--keys",
+                        "200", "--pipeline", "8", "--timeout", "5000"},
+                       cfg, err),
+            CliOutcome::kRun)
+      << err;
+  Endpoint ep;
+  ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
+  const Bench bench(cfg, ep);
+  const PreloadResult preload = bench.preload(1);
+  ASSERT_TRUE(preload.ok) << preload.message;
+  ASSERT_EQ(preload.errors, 0u);
+
+  constexpr std::uint64_t kRequests = 1003;  // not a multiple of the depth
+  WorkerPlan plan;
+  plan.connections = GetParam();
+  plan.pipeline = cfg.pipeline;
+  plan.requests = kRequests;
+  plan.timeout = cfg.timeout;
+  StartGate gate(1, 0);
+  Worker worker(cfg, ep, bench.keyspace(), plan, gate);
+  worker.run();
+
+  const WorkerStats& s = worker.stats();
+  ASSERT_FALSE(s.fatal) << s.fatal_message;
+  EXPECT_EQ(s.completed, kRequests);
+  EXPECT_EQ(s.latency.count(), kRequests);  // each request in the histogram exactly once
+  EXPECT_EQ(s.errors(), 0u);
+  EXPECT_EQ(s.gets + s.sets + s.deletes, kRequests);
+  EXPECT_GT(s.gets, 0u);
+  EXPECT_GT(s.sets, 0u);
+  EXPECT_EQ(s.get_hits, s.gets);  // every key was preloaded, and every hit was byte-checked:
+  EXPECT_EQ(s.mismatches, 0u);    // a response paired with the wrong request would mismatch
+  std::uint64_t in_series = 0;
+  for (const auto& second : s.series)
+    for (const auto& [bucket, n] : second.buckets) in_series += n;
+  EXPECT_EQ(in_series, kRequests);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Connections, PipelineWorker, testing::Values(1u, 3u));
+
+}  // namespace
+}  // namespace bench

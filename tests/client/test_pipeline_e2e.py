@@ -1,0 +1,189 @@
+"""End-to-end tests of bench_client --pipeline N (requests outstanding per connection).
+
+Against the real cache_server (CACHE_SERVER, set by CMake when the target exists) and the Python
+stand-in (fake_cache_server.py). Every run is bounded in requests (-n) or seconds (-d) and by a
+subprocess timeout. The server-side request counter (GET /stats "requests") checks that exactly
+the requested number went over the wire, and strace (when installed) checks that a pipelined
+connection writes its requests in batches rather than one system call per request.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_bench_client_e2e import BENCH, CACHE_SERVER, fake_server, real_server, run_bench
+
+pytestmark = pytest.mark.skipif(not BENCH or not Path(BENCH).exists(), reason="BENCH_CLIENT not set")
+needs_real = pytest.mark.skipif(not CACHE_SERVER, reason="CACHE_SERVER not set")
+
+
+def server_requests(port):
+    """The server's count of answered requests (this GET /stats may or may not count itself)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as r:
+        return json.loads(r.read())["requests"]
+
+
+def requests_sent_by(port, out, *args):
+    """Runs bench_client and returns (its result document, requests the server answered for it).
+    The /stats requests of the measurement itself are calibrated out with an idle pair."""
+    first = server_requests(port)
+    idle = server_requests(port) - first
+    before = server_requests(port)
+    r = run_bench("-p", port, "--json", out, *args)
+    assert r.returncode == 0, r.stderr
+    after = server_requests(port)
+    return json.loads(out.read_text()), after - before - idle
+
+
+@needs_real
+@pytest.mark.parametrize("conns", [1, 3])
+def test_pipeline_count_mode_is_exact_clean_and_verified(tmp_path, conns):
+    """--pipeline 8 -n N: exactly N requests per thread are answered (no overshoot by the last
+    batch: N is not a multiple of 8), none fails, every GET hits and is byte-verified (a mismatch
+    would be an error), and every request is in the latency histogram once (the per-second
+    series, built from the same recording, sums to the request count)."""
+    srv = real_server()
+    try:
+        threads, n, warmup, keys = 2, 2003, 101, 300
+        doc, answered = requests_sent_by(
+            srv.port, tmp_path / "r.json", "--threads", threads, "--connections-per-thread", conns, "--pipeline", 8,
+            "-n", n, "--warmup", warmup, "--workload", "uniform", "--keys", keys, "--no-reset")
+        point = doc["points"][0]
+        assert doc["meta"]["mode"]["pipeline"] == 8
+        assert point["requests"] == threads * n
+        assert point["errors"] == 0, point["errors_by_code"]
+        assert point["gets"] > 0 and point["get_hits"] == point["gets"]  # all verified hits
+        assert point["gets"] + point["sets"] + point["deletes"] == point["requests"]
+        assert sum(s["requests"] for s in point["series"]) == point["requests"]
+        # The server saw the probe, the preload, the warm-up and the measured requests: no more.
+        assert answered == 1 + keys + threads * warmup + threads * n
+    finally:
+        srv.stop()
+
+
+@needs_real
+def test_pipeline_duration_mode_drains_and_counts_honestly(tmp_path):
+    srv = real_server()
+    try:
+        doc, answered = requests_sent_by(srv.port, tmp_path / "r.json", "--threads", 2, "--pipeline", 16, "-d", 1.5,
+                                         "--warmup", "0", "--workload", "get-popular", "--no-reset")
+        point = doc["points"][0]
+        assert point["errors"] == 0, point["errors_by_code"]
+        assert point["hit_rate"] == 1.0
+        # The window ends at the last (drained) response; nothing outstanding is left behind.
+        assert 1.5 <= point["duration_s"] < 2.5
+        assert point["throughput_rps"] == pytest.approx(point["requests"] / point["duration_s"], rel=0.01)
+        assert sum(s["requests"] for s in point["series"]) == point["requests"]
+        hot_keys = doc["meta"]["workload"]["hot_keys"]
+        assert answered == 1 + hot_keys + point["requests"]
+    finally:
+        srv.stop()
+
+
+@needs_real
+def test_pipeline_large_values_do_not_deadlock(tmp_path):
+    """Batches of large PUTs and GETs: the server stops reading while its responses are unread,
+    so a client that only wrote would block until the send timeout. The client must keep
+    reading while it writes."""
+    srv = real_server()
+    try:
+        doc, _ = requests_sent_by(srv.port, tmp_path / "r.json", "--threads", 1, "--pipeline", 64, "-n", 256, "--warmup", 0,
+                                  "--workload", "mixed", "--ratio", "1:1:0", "--keys", 24,
+                                  "--value-size", 262144, "--timeout", 3000, "--no-reset")
+        point = doc["points"][0]
+        assert point["errors"] == 0, point["errors_by_code"]
+        assert point["requests"] == 256
+        assert point["max_us"] < 2_000_000, point["max_us"]
+    finally:
+        srv.stop()
+
+
+def test_server_closing_with_requests_outstanding_is_counted_not_hung(tmp_path):
+    """The stand-in closes every connection after 50 answers, with up to 7 more requests already
+    sent: those are lost, counted as connection errors, and the connection is re-opened."""
+    srv = fake_server("--close-after", "50")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", 1, "--pipeline", 8, "-n", 400, "--warmup", 0,
+                      "--workload", "get-popular", "--no-preload", "--timeout", 2000, "--json", out,
+                      timeout=60)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        codes = point["errors_by_code"]
+        assert point["errors"] > 0 and set(codes) <= {"closed", "io_error"}, codes
+        assert point["requests"] < 400
+        # Requests that went out either completed or were counted as lost; a batch whose write
+        # failed is counted too and replaced, so the sum can exceed -n but never fall short.
+        assert point["requests"] + point["errors"] >= 400
+    finally:
+        srv.stop()
+
+
+def test_pipeline_still_verifies_every_get_hit(tmp_path):
+    """The stand-in flips a byte in every 10th GET hit: pipelined responses are still checked."""
+    srv = fake_server("--corrupt", "10")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", 1, "--pipeline", 8, "-n", 1000, "--warmup", 0,
+                      "--keys", 300, "--workload", "uniform", "--json", out)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["requests"] == 1000
+        assert point["errors_by_code"].get("mismatch", 0) > 50
+        assert point["errors"] == point["errors_by_code"]["mismatch"]
+    finally:
+        srv.stop()
+
+
+def test_pipeline_flag_is_documented_and_validated():
+    assert "--pipeline N" in run_bench("--help").stdout
+    for bad in ("0", "1025", "x", "-1", "8.5", ""):
+        r = run_bench("--pipeline", bad, "-p", "1")
+        assert r.returncode == 1, (bad, r.stderr)
+        assert "--pipeline" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = run_bench("--pipeline")
+    assert r.returncode == 1 and "--pipeline needs" in r.stderr
+
+
+def test_pipeline_with_open_loop_is_rejected():
+    r = run_bench("--pipeline", "4", "--rate", "1000", "-p", "1")
+    assert r.returncode == 1
+    assert "--pipeline" in r.stderr and "--rate" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def count_sendto(strace_log):
+    return sum(1 for line in Path(strace_log).read_text().splitlines() if re.match(r"\d+\s+sendto\(", line))
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@pytest.mark.parametrize("depth", [1, 8])
+def test_pipeline_writes_batches_not_one_syscall_per_request(tmp_path, depth):
+    """Counts bench_client's send system calls with strace against the stand-in server, which
+    answers a batch of pipelined requests with one write: at depth 8 the 800 measured requests
+    must take far fewer than 800 writes (one per batch: about 100). Depth 1 is the control.
+    fixed-get: no reset and no preload, so the only other send is the /stats probe."""
+    srv = fake_server()
+    try:
+        log = tmp_path / "strace.log"
+        n = 800
+        r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=sendto", "-o", str(log), BENCH,
+                            "-p", str(srv.port), "--threads", "1", "--pipeline", str(depth),
+                            "-n", str(n), "--warmup", "0", "--path", "/missing"],
+                           capture_output=True, text=True, timeout=120,
+                           # LeakSanitizer cannot run under ptrace; the rest of ASan can.
+                           env={**os.environ, "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"})
+        if r.returncode != 0 and "ptrace" in r.stderr:
+            pytest.skip(f"strace cannot trace here: {r.stderr.strip()}")
+        assert r.returncode == 0, r.stderr
+        sends = count_sendto(log) - 1  # the /stats probe
+        if depth == 1:
+            assert sends == n
+        else:
+            assert sends <= n // 4, sends
+    finally:
+        srv.stop()
