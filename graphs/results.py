@@ -5,7 +5,13 @@ A result file is what `bench_client --json FILE` writes (docs/client.md):
     {"meta": {...}, "points": [{"threads": 1, "throughput_rps": ..., "p95_us": ..., ...}, ...]}
 One file is one server configuration. Its label is meta["label"] when present, else the file
 name without ".json". Several points with the same thread count are repetitions: they are
-reduced to the median, with min and max kept for error bars.
+reduced to the median, with min and max kept for error bars. A file's pipeline depth is its
+top-level "pipeline" (bench_client --pipeline N), else meta["pipeline"], else 1: a pipelined
+series' latency is per request with up to N outstanding per connection, so it is not
+comparable with depth 1 on latency. Each point also gets get_rps = gets / duration_s.
+
+Also loads nginx.json (scripts/compare_nginx.sh --json): cache_server beside nginx under wrk,
+per pipeline depth and connection count, and the peak of each server (load_nginx).
 """
 from __future__ import annotations
 
@@ -53,6 +59,16 @@ class Series:
     path: Path
     meta: dict
     points: list[Point] = field(default_factory=list)
+    pipeline: int = 1
+
+    @property
+    def pipelined(self) -> bool:
+        return self.pipeline > 1
+
+    def peak(self, name: str = "throughput_rps") -> Point | None:
+        """The point with the highest median `name` among the points that were not aborted."""
+        usable = [p for p in self.points if not p.aborted and p.get(name) is not None]
+        return max(usable, key=lambda p: p.get(name)) if usable else None
 
     def saturation(self) -> Point:
         """The saturation point by SATURATION_RULE."""
@@ -73,6 +89,7 @@ def _number(value, where: str):
 
 
 def _reduce(samples: list[dict], where: str) -> Point:
+    samples = [_with_get_rps(s) for s in samples]
     names = sorted({k for s in samples for k, v in s.items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)} - {"threads"})
     median, low, high = {}, {}, {}
@@ -89,6 +106,14 @@ def _reduce(samples: list[dict], where: str) -> Point:
     if any(s.get("rate_sustained") is False for s in samples):
         notes.append("rate not sustained")
     return Point(int(samples[0]["threads"]), len(samples), median, low, high, notes)
+
+
+def _with_get_rps(sample: dict) -> dict:
+    gets, secs = sample.get("gets"), sample.get("duration_s")
+    if isinstance(gets, (int, float)) and isinstance(secs, (int, float)) and secs > 0 \
+            and not isinstance(gets, bool) and "get_rps" not in sample:
+        return {**sample, "get_rps": gets / secs}
+    return sample
 
 
 def load_series(path: Path) -> Series:
@@ -114,9 +139,16 @@ def load_series(path: Path) -> Series:
             _number(p[f], f"{where} field {f}")
         by_threads.setdefault(int(p["threads"]), []).append(p)
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    pipeline = doc.get("pipeline", meta.get("pipeline", 1))
+    if pipeline is None:
+        pipeline = 1
+    if isinstance(pipeline, bool) or not isinstance(pipeline, int) or pipeline < 1:
+        raise ResultError(f"{path}: \"pipeline\" must be a positive integer, got {pipeline!r}")
     label = str(meta.get("label") or path.stem)
+    if pipeline > 1 and f"-P {pipeline}" not in label:
+        label += f" -P {pipeline}"
     points = [_reduce(s, f"{path}: threads={t}") for t, s in sorted(by_threads.items())]
-    return Series(label, path, meta, points)
+    return Series(label, path, meta, points, pipeline)
 
 
 def find_result_files(args: list[str], default: Path) -> tuple[list[Path], Path]:
@@ -146,3 +178,83 @@ def _looks_like_result(path: Path) -> bool:
     except json.JSONDecodeError as e:
         raise ResultError(f"{path}: not valid JSON ({e})") from None
     return isinstance(doc, dict) and "points" in doc
+
+
+# --- nginx.json (scripts/compare_nginx.sh --json) ----------------------------------------------
+NGINX_SERVERS = ("cache_server", "nginx")
+
+
+@dataclass
+class NginxRow:
+    """One connection count at one pipeline depth: each server's measurement (None if absent)."""
+    connections: int
+    by_server: dict[str, dict | None]
+
+    def rps(self, server: str) -> float | None:
+        """req/s of a clean measurement (wrk ran, no socket errors, no non-2xx); else None."""
+        m = self.by_server.get(server)
+        return m["rps"] if m is not None and usable(m) else None
+
+    def ratio(self) -> float | None:
+        a, b = self.rps("cache_server"), self.rps("nginx")
+        return a / b if a and b else None
+
+
+@dataclass
+class NginxDepth:
+    pipeline: int
+    rows: list[NginxRow]
+
+    def peak(self, server: str) -> tuple[float, int] | None:
+        """(req/s, connections) of the server's highest clean measurement at this depth."""
+        best = [(r.rps(server), r.connections) for r in self.rows if r.rps(server) is not None]
+        return max(best) if best else None
+
+    def peak_ratio(self) -> float | None:
+        """Peak over connections of cache_server's req/s / the same for nginx."""
+        a, b = self.peak("cache_server"), self.peak("nginx")
+        return a[0] / b[0] if a and b and b[0] > 0 else None
+
+
+@dataclass
+class NginxComparison:
+    path: Path
+    doc: dict
+    depths: list[NginxDepth]
+
+    @property
+    def complete(self) -> bool:
+        return self.doc.get("complete") is True
+
+
+def usable(m: dict) -> bool:
+    return not m.get("failed") and not m.get("errors") and m.get("rps") is not None
+
+
+def load_nginx(path: Path) -> NginxComparison:
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ResultError(f"{path}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ResultError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("measurements"), list):
+        raise ResultError(f"{path}: expected an object with a \"measurements\" list (compare_nginx.sh --json)")
+    grid: dict[int, dict[int, dict[str, dict | None]]] = {}
+    for i, m in enumerate(doc["measurements"]):
+        where = f"{path}: measurement {i}"
+        if not isinstance(m, dict):
+            raise ResultError(f"{where}: not an object")
+        missing = [f for f in ("pipeline", "connections", "server", "rps") if f not in m]
+        if missing:
+            raise ResultError(f"{where}: missing {', '.join(missing)}")
+        if m["server"] not in NGINX_SERVERS:
+            raise ResultError(f"{where}: unknown server {m['server']!r}")
+        for f in ("rps", "server_cpu_pct", "wrk_cpu_pct", "p50_us", "p99_us"):
+            _number(m.get(f), f"{where} field {f}")
+        row = grid.setdefault(int(m["pipeline"]), {}).setdefault(
+            int(m["connections"]), {s: None for s in NGINX_SERVERS})
+        row[m["server"]] = m
+    depths = [NginxDepth(d, [NginxRow(c, by) for c, by in sorted(rows.items())])
+              for d, rows in sorted(grid.items())]
+    return NginxComparison(path, doc, depths)

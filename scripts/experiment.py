@@ -3,18 +3,23 @@
 
 For each server configuration it starts cache_server pinned to --server-cpus on a free port,
 waits until it prints its listening line, runs the bench_client sweep pinned to --client-cpus
-(with --server-pid, so the server's CPU is sampled), and stops the server. Results go to
-results/<timestamp>/ (one JSON per configuration; results/latest points at the newest run),
-followed by the figures (graphs/plot.py) and REPORT.md (scripts/report.py).
+(with --server-pid, so the server's CPU is sampled), and stops the server. Each variant also gets
+one pipelined configuration at -t 1 (bench_client --pipeline N, N = --pipeline-depth, default 16;
+skipped with a note when bench_client has no --pipeline). Then, when nginx and wrk are installed,
+scripts/compare_nginx.sh measures cache_server beside nginx with wrk at pipeline depth 1 and N
+(nginx.json). Results go to results/<timestamp>/ (one JSON per configuration; results/latest
+points at the newest run), followed by the figures (graphs/plot.py) and REPORT.md
+(scripts/report.py).
 
   python scripts/experiment.py                     default: -t 1,2,4 (x baseline/optimized
-                                                   when the server has variants), ~3 minutes
-                                                   (point length chosen to fit)
+                                                   when the server has variants) plus -t 1 -P 16,
+                                                   ~4 minutes, then nginx vs cache_server, ~1 minute
   python scripts/experiment.py --full              longer points, 3 repetitions each
   python scripts/experiment.py --target H:P        measure an already-running server instead
   python scripts/experiment.py -- --workload zipf --theta 1.1    options after -- go to bench_client
 
-Ctrl-C stops the servers it started and keeps (and reports) the finished configurations.
+Ctrl-C stops the servers (and the nginx comparison) it started and keeps (and reports) the
+finished configurations.
 """
 from __future__ import annotations
 
@@ -24,7 +29,9 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -39,6 +46,9 @@ SERVER_READY_TIMEOUT_S = 15
 SERVER_STOP_TIMEOUT_S = 5
 POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
 DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
+COMPARE_NGINX = ROOT / "scripts" / "compare_nginx.sh"
+NGINX_POINT_OVERHEAD_S = 0.3  # wrk start-up and connect per point: for the time estimate only
+NGINX_STOP_TIMEOUT_S = 10
 
 
 def log(msg: str) -> None:
@@ -77,17 +87,31 @@ def parse_args(argv: list[str]):
     p.add_argument("--client-bin", default=str(ROOT / "build/release/client/bench_client"))
     p.add_argument("--out", default=str(ROOT / "results"), help="parent of the run directory (default results/)")
     p.add_argument("--no-plots", action="store_true", help="skip figures (REPORT.md still written)")
+    p.add_argument("--pipeline-depth", type=int, default=16, metavar="N",
+                   help="one extra configuration per variant at -t 1 whose sweep runs bench_client "
+                        "--pipeline N, and the nginx comparison's second depth (default 16; 0 disables)")
+    p.add_argument("--no-nginx", action="store_true",
+                   help="skip the cache_server vs nginx comparison (scripts/compare_nginx.sh)")
+    p.add_argument("--nginx-connections", default="1,2,4,8,16,32",
+                   help="wrk connection counts of the nginx comparison (default 1,2,4,8,16,32)")
+    p.add_argument("--nginx-duration", type=int, default=None, metavar="SECONDS",
+                   help="seconds per nginx-comparison point, whole seconds (default 2, --full 5)")
     a = p.parse_args(argv)
     a.client_args = client_args
     a.warmup = a.warmup or ("2s" if a.full else "1s")
     a.repetitions = a.repetitions if a.repetitions is not None else (3 if a.full else 1)
+    a.nginx_duration = a.nginx_duration if a.nginx_duration is not None else (5 if a.full else 2)
     if (a.duration is not None and a.duration <= 0) or a.repetitions < 1:
         fail("--duration must be > 0 and --repetitions >= 1")
+    if a.pipeline_depth < 0 or a.nginx_duration < 1:
+        fail("--pipeline-depth must be >= 0 and --nginx-duration >= 1")
     try:
         a.client_thread_list = [int(x) for x in a.client_threads.split(",")]
         a.server_thread_list = [int(x) for x in a.server_threads.split(",")]
+        a.nginx_connection_list = [int(x) for x in a.nginx_connections.split(",")]
     except ValueError:
-        fail("--client-threads and --server-threads take comma-separated integers, e.g. 1,2,4")
+        fail("--client-threads, --server-threads and --nginx-connections take comma-separated "
+             "integers, e.g. 1,2,4")
     if a.target and not re.fullmatch(r"[^:\s]+:\d+", a.target):
         fail(f"--target must be HOST:PORT, got '{a.target}'")
     for b in ([] if a.target else [a.server_bin]) + [a.client_bin]:
@@ -101,6 +125,21 @@ def server_variants(args) -> list[str | None]:
         return [v for v in args.variants.split(",") if v]
     help_text = subprocess.run([args.server_bin, "--help"], capture_output=True, timeout=10).stdout
     return ["baseline", "optimized"] if b"--variant" in help_text else [None]
+
+
+def client_supports_pipeline(client_bin: str) -> bool:
+    """bench_client --pipeline N (N requests outstanding per connection) is in its --help."""
+    try:
+        r = subprocess.run([client_bin, "--help"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--pipeline" in r.stdout + r.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class Server:
@@ -161,21 +200,30 @@ def machine_info() -> dict:
 
 
 class Progress:
-    def __init__(self, total_points: int, point_s: float):
-        self.total, self.done, self.point_s, self.start = total_points, 0, point_s, time.monotonic()
+    """Points done out of all points (bench_client points, then nginx-comparison points, each
+    with its own estimated length), elapsed time and the estimated time left."""
+
+    def __init__(self, point_costs_s: list[float]):
+        self.costs, self.done, self.start = point_costs_s, 0, time.monotonic()
+        self.total = len(point_costs_s)
+
+    def estimate_s(self) -> float:
+        return sum(self.costs)
 
     def show(self, config: str, detail: str) -> None:
         elapsed = time.monotonic() - self.start
-        left = max(0.0, (self.total - self.done) * self.point_s)
+        left = max(0.0, sum(self.costs[self.done:]))
         print(f"\r[{config}] {detail} | points {self.done}/{self.total} | elapsed {elapsed:4.0f}s | "
               f"~{left:4.0f}s left   ", end="", file=sys.stderr, flush=True)
 
 
 def run_sweep(args, host: str, port: int, server_pid: int | None, json_path: Path,
-              label: str, progress: Progress) -> int:
+              label: str, progress: Progress, pipeline: int = 1) -> int:
     cmd = ["taskset", "-c", args.client_cpus, args.client_bin, "-s", host, "-p", str(port),
            "--threads", ",".join(map(str, args.client_thread_list)), "-d", f"{args.duration:g}",
            "--warmup", args.warmup, "--json", str(json_path), *args.client_args]
+    if pipeline > 1:
+        cmd += ["--pipeline", str(pipeline)]
     if server_pid is not None:
         cmd += ["--server-pid", str(server_pid)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -215,12 +263,88 @@ def merge_repetitions(parts: list[Path], dest: Path, extra_meta: dict) -> None:
             p.unlink(missing_ok=True)
         return
     merged = {"meta": {**docs[0].get("meta", {}), **extra_meta}, "points": []}
+    # Top-level fields besides meta/points (bench_client's "pipeline") are kept from the first.
+    merged.update({k: v for k, v in docs[0].items() if k not in ("meta", "points")})
     for d in docs:
         merged["points"] += d.get("points", [])
     dest.write_text(json.dumps(merged, indent=1))
     for p in parts:
         if p != dest and p.exists():
             p.unlink()
+
+
+def nginx_depths(args) -> list[int]:
+    return [1] + ([args.pipeline_depth] if args.pipeline_depth > 1 else [])
+
+
+def nginx_plan(args) -> tuple[str | None, list[float]]:
+    """Why the nginx comparison is skipped (None: it runs), and its points' estimated lengths."""
+    if args.target:
+        return "not run: --target measures a server this script did not start", []
+    if args.no_nginx:
+        return "skipped (--no-nginx)", []
+    missing = [t for t in ("nginx", "wrk") if shutil.which(t) is None]
+    if missing:
+        return (f"skipped: {' and '.join(missing)} not installed "
+                "(bash scripts/setup.sh --peers installs them)"), []
+    depths = nginx_depths(args)
+    n = 2 * len(depths) * len(args.nginx_connection_list)  # cache_server and nginx per row
+    warmups_s = 2 * len(depths) * 1  # compare_nginx.sh's WARMUP=1 per server and depth
+    return None, [args.nginx_duration + NGINX_POINT_OVERHEAD_S + warmups_s / n] * n
+
+
+def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool]:
+    """scripts/compare_nginx.sh into out/nginx.json. Returns (outcome, interrupted); the outcome
+    is "ok", or a one-line reason it failed. compare_nginx.sh runs in its own session; on Ctrl-C
+    its whole process group (wrk, cache_server, nginx) gets SIGINT, then SIGKILL if still there."""
+    depths = nginx_depths(args)
+    env = {**os.environ, "CACHE_SERVER": args.server_bin, "CACHE_SERVER_FLAGS": "",
+           "DURATION": str(args.nginx_duration), "WARMUP": "1",
+           "CONNS": " ".join(map(str, args.nginx_connection_list)),
+           "PIPELINE": " ".join(map(str, depths)), "NGINX_PORT": str(free_port()),
+           "SERVER_CPU": args.server_cpus, "CLIENT_CPU": args.client_cpus}
+    err_path = out / "nginx.stderr"
+    label = "nginx comparison"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(["bash", str(COMPARE_NGINX), "--json", str(out / "nginx.json")],
+                                env=env, stdout=subprocess.PIPE, stderr=err, text=True,
+                                start_new_session=True)
+        try:
+            progress.show(label, "starting cache_server and nginx")
+            depth = 1
+            for line in proc.stdout:
+                m = re.match(r"# pipeline depth (\d+)", line)
+                if m:
+                    depth = int(m.group(1))
+                elif re.match(r"\d+\s", line):  # a row: both servers measured at this count
+                    progress.done += 2
+                    progress.show(label, f"depth {depth}, {line.split()[0]} connections done")
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+                proc.wait(NGINX_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except (ProcessLookupError, KeyboardInterrupt):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            rc = None
+    text = err_path.read_text().strip()
+    if not text:
+        err_path.unlink()
+    if rc is None:
+        return "interrupted", True
+    if rc != 0:
+        print(file=sys.stderr)
+        last = text.splitlines()[-1] if text else "no message"
+        log(f"compare_nginx.sh exited {rc}: {last} (all of it: {err_path.name})")
+        return f"failed: compare_nginx.sh exited {rc}: {last}", False
+    return "ok", False
 
 
 def main(argv: list[str]) -> int:
@@ -230,15 +354,27 @@ def main(argv: list[str]) -> int:
     out = out_root / stamp
     out.mkdir(parents=True, exist_ok=False)
 
+    notes: list[str] = []
+    depth = args.pipeline_depth
+    if depth > 1 and not args.target and not client_supports_pipeline(args.client_bin):
+        notes.append(f"pipelined configurations (-P {depth}) skipped: {Path(args.client_bin).name} "
+                     "has no --pipeline option (rebuild it)")
+        log(notes[-1])
+        depth = 0
+    # (label, server flags or None for --target, bench_client pipeline depth)
+    configs: list[tuple[str, list[str] | None, int]] = []
     if args.target:
         host, port = args.target.rsplit(":", 1)
-        configs = [(f"target {args.target}", None)]
+        configs = [(f"target {args.target}", None, 1)]
     else:
-        configs = []
         for variant in server_variants(args):
+            prefix = f"{variant} " if variant else ""
             for t in args.server_thread_list:
                 flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
-                configs.append((f"{variant + ' ' if variant else ''}-t {t}".strip(), flags))
+                configs.append((f"{prefix}-t {t}", flags, 1))
+            if depth > 1:
+                flags = ["-t", "1"] + (["--variant", variant] if variant else [])
+                configs.append((f"{prefix}-t 1 -P {depth}", flags, depth))
 
     warmup_s = float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0
     n_points = len(configs) * len(args.client_thread_list) * args.repetitions
@@ -246,22 +382,33 @@ def main(argv: list[str]) -> int:
         args.duration = 10.0 if args.full else \
             max(3.0, min(8.0, round(DEFAULT_BUDGET_S / n_points - warmup_s - POINT_OVERHEAD_S)))
     point_s = args.duration + warmup_s + POINT_OVERHEAD_S
-    progress = Progress(n_points, point_s)
+    nginx_skip, nginx_costs = nginx_plan(args)
+    if nginx_skip:
+        notes.append(f"cache_server vs nginx: {nginx_skip}")
+        log(notes[-1])
+    progress = Progress([point_s] * n_points + nginx_costs)
     run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join(["python scripts/experiment.py", *map(shlex.quote, argv)]),
            "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
            "repetitions": args.repetitions, "client_args": args.client_args,
            "point_duration_s": args.duration, "warmup": args.warmup,
-           "client_threads": args.client_thread_list, "order": []}
+           "client_threads": args.client_thread_list, "pipeline_depth": depth,
+           "nginx": {"status": "skipped", "note": nginx_skip} if nginx_skip else
+                    {"status": "pending", "point_duration_s": args.nginx_duration,
+                     "connections": args.nginx_connection_list, "pipeline_depths": nginx_depths(args)},
+           "notes": notes, "order": []}
     log(f"{len(configs)} configuration(s) x {len(args.client_thread_list)} points x "
-        f"{args.repetitions} repetition(s), ~{progress.total * point_s:.0f}s; results in {out}")
+        f"{args.repetitions} repetition(s)" +
+        (f", then cache_server vs nginx ({len(nginx_costs)} points)" if nginx_costs else "") +
+        f", ~{progress.estimate_s():.0f}s; results in {out}")
 
     failures = 0
     interrupted = False
-    for label, flags in configs:
+    for label, flags, pipeline in configs:
         name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".json"
         extra = {"label": label, "server_flags": " ".join(flags) if flags is not None else args.target,
-                 "server_cpus": None if flags is None else args.server_cpus, "client_cpus": args.client_cpus}
+                 "server_cpus": None if flags is None else args.server_cpus, "client_cpus": args.client_cpus,
+                 "pipeline": pipeline}
         parts = [out / f"{name}.rep{r}" for r in range(args.repetitions)]
         server = None
         try:
@@ -273,7 +420,7 @@ def main(argv: list[str]) -> int:
                 pid = None
             for r, part in enumerate(parts):
                 progress.show(label, f"repetition {r + 1}/{args.repetitions}")
-                rc = run_sweep(args, host, int(port), pid, part, label, progress)
+                rc = run_sweep(args, host, int(port), pid, part, label, progress, pipeline)
                 if rc != 0:
                     failures += 1
                     if not part.exists():
@@ -294,6 +441,18 @@ def main(argv: list[str]) -> int:
             print(file=sys.stderr)
             log("interrupted: servers stopped; reporting the finished configurations")
             break
+    if nginx_costs and not interrupted:
+        outcome, interrupted = run_nginx_comparison(args, out, progress)
+        run["nginx"]["status"] = outcome
+        if (out / "nginx.json").exists():
+            run["nginx"]["file"] = "nginx.json"
+        if interrupted:
+            print(file=sys.stderr)
+            log("interrupted: the nginx comparison's processes stopped; reporting what finished")
+        elif outcome != "ok":
+            failures += 1
+    elif nginx_costs:
+        run["nginx"] = {"status": "skipped", "note": "not run: the experiment was interrupted first"}
     print(file=sys.stderr)
 
     (out / "run.json").write_text(json.dumps(run, indent=1))

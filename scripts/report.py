@@ -5,19 +5,21 @@ usage: python scripts/report.py RESULTS_DIR
 
 Reads the bench_client JSON files (one per server configuration), run.json (written by
 scripts/experiment.py: machine, pinning, git revision, server flags) and, when present,
-MICROBENCH.md and peers.json. Embeds the figures graphs/plot.py wrote into the same directory.
+nginx.json (scripts/compare_nginx.sh --json), MICROBENCH.md and peers.json. Embeds the figures
+graphs/plot.py wrote into the same directory.
 Every number in the report is copied (or reduced by median) from those files; nothing is
 measured here.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "graphs"))
-from results import (SATURATION_RULE, ResultError, Series, find_result_files,  # noqa: E402
-                     load_series)
+from results import (SATURATION_RULE, NginxComparison, ResultError, Series,  # noqa: E402
+                     find_result_files, load_nginx, load_series, usable)
 
 FIGURES = (("throughput_vs_threads", "Throughput against client threads"),
            ("p95_vs_threads", "p95 latency against client threads"),
@@ -26,6 +28,10 @@ FIGURES = (("throughput_vs_threads", "Throughput against client threads"),
            ("cpu_vs_threads", "Server and client CPU against client threads"))
 # A side is called saturated when its CPU is at least this share of the cores it may use.
 SATURATED_SHARE = 0.9
+# Issue 6: the optimized cache_server's peak against nginx's on the same work (depth 1).
+NGINX_TARGET = 1.0
+NGINX_STRETCH = 1.3
+NGINX_FIGURE = ("nginx_vs_connections", "cache_server and nginx: req/s against wrk connections")
 
 
 def fmt(value, digits=0):
@@ -85,10 +91,89 @@ def bottleneck(s: Series, run: dict) -> str:
             "(round trips, wake-ups), not CPU")
 
 
-def render(out_dir: Path, series: list[Series], run: dict) -> str:
+def variant_of(s: Series) -> str | None:
+    """The server variant a series measured: the server's own /stats, else --variant."""
+    stats = s.meta.get("server_stats")
+    if isinstance(stats, dict) and stats.get("variant"):
+        return str(stats["variant"])
+    m = re.search(r"--variant[ =](\S+)", str(s.meta.get("server_flags") or ""))
+    return m.group(1) if m else None
+
+
+def fmt_ratio(r: float | None) -> str:
+    return f"{r:.2f}×" if r is not None else "–"
+
+
+def verdict(ratio: float | None, target: float) -> str:
+    """'met' or 'missed by X%' (how far below the target, relative to it)."""
+    if ratio is None:
+        return "not measured"
+    if ratio >= target:
+        return f"**met** ({fmt_ratio(ratio)} ≥ {target:.1f}×)"
+    return f"**missed by {(1 - ratio / target) * 100:.1f}%** ({fmt_ratio(ratio)} < {target:.1f}×)"
+
+
+def peak_cell(s: Series, p) -> str:
+    return f"{fmt(p.get('get_rps'))} ({s.label}, {p.threads} threads)"
+
+
+def render_headline(series: list[Series], nginx: NginxComparison | None) -> list[str]:
+    """Peak GET req/s of optimized / baseline per pipeline depth, and the nginx verdict."""
+    lines = []
+    by_variant: dict[tuple[str, int, bool], list[Series]] = {}
+    for s in series:
+        v = variant_of(s)
+        if v in ("baseline", "optimized"):
+            one_thread = str(s.meta.get("server_flags", "")).split()[:2] == ["-t", "1"]
+            by_variant.setdefault((v, s.pipeline, False), []).append(s)
+            if one_thread:
+                by_variant.setdefault((v, s.pipeline, True), []).append(s)
+    depths = sorted({d for (_, d, _) in by_variant})
+    rows = []
+    for d in depths:
+        for only_t1 in ((False, True) if d == 1 else (True,)):
+            best = {}
+            for v in ("baseline", "optimized"):
+                cands = [(s, s.peak("get_rps")) for s in by_variant.get((v, d, only_t1), [])]
+                cands = [(s, p) for s, p in cands if p is not None]
+                if cands:
+                    best[v] = max(cands, key=lambda sp: sp[1].get("get_rps"))
+            if len(best) < 2:
+                continue
+            b, o = best["baseline"][1].get("get_rps"), best["optimized"][1].get("get_rps")
+            scope = "all" if not only_t1 else "-t 1 only"
+            if d == 1 and only_t1 and not any(len(by_variant.get((v, 1, False), [])) > 1
+                                                for v in ("baseline", "optimized")):
+                continue  # -t 1 is the only depth-1 configuration: the row above says it all
+            rows.append(f"| {d} | {scope} | {peak_cell(*best['baseline'])} | "
+                        f"{peak_cell(*best['optimized'])} | {fmt_ratio(o / b if b else None)} |")
+    if rows:
+        lines += ["Peak GET throughput (GETs answered per second: `gets / duration_s`; the highest "
+                  "median over every client thread count and configuration in scope, aborted points "
+                  "excluded), optimized ÷ baseline, same run:", "",
+                  "| pipeline depth | configurations | baseline peak GET req/s | optimized peak GET req/s "
+                  "| optimized ÷ baseline |", "|---:|---|---:|---:|---:|"] + rows + [""]
+    if nginx is not None:
+        for dep in nginx.depths:
+            r = dep.peak_ratio()
+            lines.append(f"- cache_server ÷ nginx peak req/s at pipeline depth {dep.pipeline} (wrk): "
+                         f"{fmt_ratio(r)}; target ≥ {NGINX_TARGET:.1f}×: {verdict(r, NGINX_TARGET)}; "
+                         f"stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(r, NGINX_STRETCH)} "
+                         "(see [cache_server vs nginx](#cache_server-vs-nginx))")
+        lines.append("")
+    if not lines:
+        return []
+    return ["## Headline", ""] + lines
+
+
+def render(out_dir: Path, series: list[Series], run: dict,
+           nginx: NginxComparison | None = None) -> str:
     lines = ["# Load-test report", ""]
     lines += [f"Run `{out_dir.name}`, {run.get('date', 'date unknown')}. "
               f"Command: `{run.get('command', '?')}`.", ""]
+    for note in run.get("notes") or []:
+        lines += [f"> Note: {note}", ""]
+    lines += render_headline(series, nginx)
     lines += ["## Machine and software", "",
               f"- CPU: {run.get('cpu', '?')}, {run.get('cores', '?')} cores; kernel {run.get('kernel', '?')}",
               f"- Pinning: server on CPU {run.get('server_cpus', '–')}, client on CPU {run.get('client_cpus', '–')} (taskset)",
@@ -104,16 +189,23 @@ def render(out_dir: Path, series: list[Series], run: dict) -> str:
         lines += [f"- bench_client arguments: `{' '.join(run['client_args'])}`"]
     reps = run.get("repetitions", 1)
     lines += [f"- Repetitions per point: {reps}" + (" (tables show each column's median; req/s and p95 also "
-              "the min–max range over repetitions)" if reps and reps > 1 else ""), ""]
+              "the min–max range over repetitions)" if reps and reps > 1 else "")]
+    depths = sorted({s.pipeline for s in series if s.pipelined})
+    if depths:
+        lines += [f"- Pipelined configurations (label `-P N`): bench_client `--pipeline N` keeps up to N "
+                  f"requests outstanding per connection (here N = {', '.join(map(str, depths))}). Their "
+                  "latency includes the wait behind the connection's earlier requests: compare them with "
+                  "each other on latency, not with the depth-1 configurations"]
+    lines += [""]
 
     lines += ["## Saturation and bottleneck", "",
               f"Saturation point = {SATURATION_RULE}.", "",
-              "| configuration | server flags | saturation (client threads) | req/s | p95 µs | bottleneck at saturation |",
-              "|---|---|---:|---:|---:|---|"]
+              "| configuration | server flags | pipeline depth | saturation (client threads) | req/s | p95 µs | bottleneck at saturation |",
+              "|---|---|---:|---:|---:|---:|---|"]
     for s in series:
         sat = s.saturation()
         flags = s.meta.get("server_flags", "–")
-        lines.append(f"| {s.label} | `{flags}` | {sat.threads} | {fmt(sat.get('throughput_rps'))} | "
+        lines.append(f"| {s.label} | `{flags}` | {s.pipeline} | {sat.threads} | {fmt(sat.get('throughput_rps'))} | "
                      f"{fmt(sat.get('p95_us'))} | {bottleneck(s, run)} |")
     lines.append("")
 
@@ -121,7 +213,12 @@ def render(out_dir: Path, series: list[Series], run: dict) -> str:
         lines += [f"## {s.label}", ""]
         if s.meta.get("server_flags"):
             lines += [f"Server: `{s.meta['server_flags']}`", ""]
+        if s.pipelined:
+            lines += [f"bench_client `--pipeline {s.pipeline}`: up to {s.pipeline} requests outstanding per "
+                      "connection; latencies are not comparable with the depth-1 tables.", ""]
         lines += [TABLE_HEAD] + [point_row(p) for p in s.points] + [""]
+
+    lines += render_nginx(out_dir, nginx, run)
 
     peers = out_dir / "peers.json"
     if peers.exists():
@@ -137,6 +234,74 @@ def render(out_dir: Path, series: list[Series], run: dict) -> str:
         lines += ["## Cache micro-benchmarks (optimizations/)", ""]
         lines += [("#" + l if l.startswith("#") else l) for l in body.splitlines()] + [""]
     return "\n".join(lines)
+
+
+def nginx_cell(m: dict | None, key: str, digits: int = 0) -> str:
+    if m is None:
+        return "–"
+    if key == "rps" and not usable(m):
+        return "failed" if m.get("failed") else f"{fmt(m.get('rps'), digits)} ({m.get('errors')} errors)"
+    return fmt(m.get(key), digits)
+
+
+def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> list[str]:
+    """'cache_server vs nginx': a table per pipeline depth, the peak ratio and the verdicts."""
+    status = run.get("nginx") if isinstance(run.get("nginx"), dict) else {}
+    if nginx is None:
+        if status.get("note") or (status.get("status") not in (None, "ok")):
+            return ["## cache_server vs nginx", "", status.get("note") or f"Not measured: {status['status']}.", ""]
+        return []
+    doc = nginx.doc
+    cs = doc.get("cache_server") or {}
+    stats = cs.get("stats") or {}
+    srv = ", ".join(f"{k} {stats[k]}" for k in ("variant", "lock", "value_path", "dispatch", "threads") if k in stats)
+    lines = ["## cache_server vs nginx", "",
+             f"{doc.get('description', '')}; {fmt(doc.get('duration_s'))} s per point after a "
+             f"{fmt(doc.get('warmup_s'))} s warm-up per server and depth (`scripts/compare_nginx.sh`, "
+             f"{doc.get('wrk', 'wrk')}; {doc.get('nginx', 'nginx')}).",
+             f"cache_server: {srv or 'variant not reported'}"
+             + (f", extra flags `{cs['extra_flags']}`" if cs.get("extra_flags") else "") + ". "
+             "Pipeline depth N: wrk sends N GETs per write on each connection "
+             "(`scripts/lib/wrk_pipeline.lua`). "
+             "CPU %: the server process's utime+stime over the point (nginx: its one worker), "
+             "100 = one core; wrk's own CPU % is in the last column. "
+             "p50/p99: wrk's percentiles as wrk printed them, which wrk 'corrects' with synthetic "
+             "samples and, when pipelining, records once per batch (and then often prints 0.00us for p99, "
+             "an artefact of that correction): read them with care.", ""]
+    if status.get("status") not in (None, "ok", "pending"):
+        lines += [f"> {status['status']}", ""]
+    if not nginx.complete:
+        lines += ["> Incomplete: the comparison stopped early; only the points below were measured.", ""]
+    for dep in nginx.depths:
+        lines += [f"### Pipeline depth {dep.pipeline}", "",
+                  "| connections | cache_server req/s | nginx req/s | ratio | cache_server CPU % | nginx CPU % "
+                  "| cache_server p50 / p99 (wrk) | nginx p50 / p99 (wrk) | wrk CPU % (cache_server / nginx) |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in dep.rows:
+            c, n = r.by_server["cache_server"], r.by_server["nginx"]
+
+            def lat(m):
+                return f"{m.get('p50', '–')} / {m.get('p99', '–')}" if m else "–"
+
+            lines.append(f"| {r.connections} | {nginx_cell(c, 'rps')} | {nginx_cell(n, 'rps')} | "
+                         f"{fmt_ratio(r.ratio())} | {nginx_cell(c, 'server_cpu_pct', 1)} | "
+                         f"{nginx_cell(n, 'server_cpu_pct', 1)} | {lat(c)} | {lat(n)} | "
+                         f"{nginx_cell(c, 'wrk_cpu_pct', 1)} / {nginx_cell(n, 'wrk_cpu_pct', 1)} |")
+        a, b, ratio = dep.peak("cache_server"), dep.peak("nginx"), dep.peak_ratio()
+
+        def at(peak):
+            return f"{fmt(peak[0])} req/s ({peak[1]} connection{'s' if peak[1] != 1 else ''})" if peak else "–"
+
+        lines += ["",
+                  f"Peak ratio at depth {dep.pipeline}: cache_server {at(a)} ÷ nginx {at(b)}"
+                  + f" = **{fmt_ratio(ratio)}**. Target ≥ {NGINX_TARGET:.1f}×: {verdict(ratio, NGINX_TARGET)}. "
+                  f"Stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(ratio, NGINX_STRETCH)}."
+                  + (" (The issue's target is stated for plain keep-alive, depth 1.)" if dep.pipeline > 1 else ""),
+                  ""]
+    name, title = NGINX_FIGURE
+    if (out_dir / f"{name}.png").exists():
+        lines += [f"![{title}]({name}.png)", ""]
+    return lines
 
 
 def render_peers(peers: dict) -> list[str]:
@@ -167,8 +332,15 @@ def main(argv: list[str]) -> int:
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     order = run.get("order") or []
     series.sort(key=lambda s: order.index(s.path.name) if s.path.name in order else len(order))
+    nginx = None
+    if (out_dir / "nginx.json").exists():
+        try:
+            nginx = load_nginx(out_dir / "nginx.json")
+        except ResultError as e:
+            print(f"report.py: {e}", file=sys.stderr)
+            return 1
     report = out_dir / "REPORT.md"
-    report.write_text(render(out_dir, series, run))
+    report.write_text(render(out_dir, series, run, nginx))
     print(report)
     return 0
 

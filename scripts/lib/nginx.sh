@@ -5,6 +5,7 @@
 #   nginx_start DIR PORT CPU starts `worker_processes 1` nginx pinned to CPU on 127.0.0.1:PORT,
 #                            serving BODY100 at /bench; waits until it answers. Sets NGINX_PID
 #                            and NGINX_URL. DIR is a scratch directory the caller removes.
+#   nginx_worker_pid         prints the PID of the worker of the nginx started above
 #   nginx_stop               graceful stop (QUIT) of the nginx started above
 # Everything listens on 127.0.0.1 only.
 
@@ -65,6 +66,16 @@ CONF
     sleep 0.1
   done
   echo "nginx did not start (see $dir/nginx/error.log)" >&2
+  return 1
+}
+
+nginx_worker_pid() {  # the master's child: worker_processes 1 gives exactly one
+  local i pid
+  for i in $(seq 1 50); do
+    pid="$(pgrep -P "$NGINX_PID" | head -1 || true)"
+    [ -n "$pid" ] && { echo "$pid"; return 0; }
+    sleep 0.1
+  done
   return 1
 }
 

@@ -111,3 +111,80 @@ def test_aborted_and_unsustained_points_are_flagged_and_not_saturation(tmp_path)
     s = results.load_series(f)
     assert s.points[2].notes == ["aborted"] and s.points[1].notes == ["rate not sustained"]
     assert s.saturation().threads == 2  # not the aborted point, whatever its req/s
+
+
+def _nginx_doc():
+    def m(depth, conns, server, rps, errors=0):
+        return {"pipeline": depth, "connections": conns, "server": server, "rps": rps, "errors": errors,
+                "failed": False, "server_cpu_pct": 99.0, "wrk_cpu_pct": 90.0, "p50": "1.00ms",
+                "p99": "2.00ms", "p50_us": 1000.0, "p99_us": 2000.0}
+    return {"complete": True, "measurements": [
+        m(d, c, s, rps * (3 if d > 1 else 1) * (1.1 if s == "cache_server" else 1.0))
+        for d in (1, 16) for c, rps in ((1, 20000), (4, 60000), (16, 90000)) for s in ("cache_server", "nginx")]}
+
+
+def test_nginx_json_beside_the_results_gives_the_nginx_figure(results_dir):
+    (results_dir / "nginx.json").write_text(json.dumps(_nginx_doc()))
+    r = run(results_dir)
+    assert r.returncode == 0, r.stderr
+    png = results_dir / "nginx_vs_connections.png"
+    assert str(png) in r.stdout.split()
+    assert png.read_bytes().startswith(PNG_SIGNATURE) and len(png.read_bytes()) > 10_000
+
+
+def test_no_nginx_json_no_nginx_figure(results_dir):
+    assert run(results_dir).returncode == 0
+    assert not (results_dir / "nginx_vs_connections.png").exists()
+
+
+def test_malformed_nginx_json_is_a_clear_error(results_dir):
+    (results_dir / "nginx.json").write_text(json.dumps({"measurements": [{"pipeline": 1}]}))
+    r = run(results_dir)
+    assert r.returncode == 1 and "nginx.json: measurement 0: missing" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_nginx_peaks_skip_points_with_errors(tmp_path):
+    doc = _nginx_doc()
+    doc["measurements"].append({**doc["measurements"][0], "connections": 32, "rps": 1e9, "errors": 3})
+    f = tmp_path / "nginx.json"
+    f.write_text(json.dumps(doc))
+    cmp = results.load_nginx(f)
+    d1 = cmp.depths[0]
+    assert [d.pipeline for d in cmp.depths] == [1, 16]
+    assert d1.peak("cache_server") == (pytest.approx(99000), 16)
+    assert d1.peak_ratio() == pytest.approx(1.1)
+    assert d1.rows[-1].ratio() is None  # the row with errors has no ratio
+
+
+def test_pipelined_series_are_told_apart(results_dir):
+    doc = json.loads((results_dir / "baseline-t2.json").read_text())
+    doc["pipeline"] = 16
+    f = results_dir / "piped.json"
+    f.write_text(json.dumps(doc))
+    s = results.load_series(f)
+    assert s.pipelined and s.pipeline == 16 and s.label == "piped -P 16"
+    assert not results.load_series(results_dir / "baseline-t2.json").pipelined
+    import plot
+    series = [results.load_series(results_dir / "baseline-t2.json"), s]
+    kept, note = plot._latency_series(series)
+    assert kept == series[:1] and note == " (pipeline depth 1)"
+    assert plot._style(s)["marker"] != plot._style(series[0])["marker"]
+    assert run(results_dir).returncode == 0
+
+
+def test_get_rps_is_gets_over_duration(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps({"points": [{"threads": 1, "throughput_rps": 100, "p50_us": 1, "p95_us": 1,
+                                         "p99_us": 1, "gets": 150, "duration_s": 2.0}]}))
+    s = results.load_series(f)
+    assert s.points[0].get("get_rps") == 75
+    assert s.peak("get_rps").threads == 1
+
+
+def test_bad_pipeline_field_is_a_clear_error(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps({"pipeline": "deep", "points": [{"threads": 1, "throughput_rps": 1, "p50_us": 1,
+                                                             "p95_us": 1, "p99_us": 1}]}))
+    with pytest.raises(results.ResultError, match="pipeline"):
+        results.load_series(f)

@@ -2,7 +2,9 @@
 
 A tiny sweep (seconds) must leave REPORT.md, the figures and one JSON per configuration, and
 every number REPORT.md prints must be the JSON's. Ctrl-C must stop the server and keep what
-finished. Needs build/release (scripts/test.sh builds it before running pytest).
+finished. Needs build/release (scripts/test.sh builds it before running pytest). The nginx
+comparison's tests need nginx and wrk (scripts/setup.sh --peers) and skip without them; the
+report's nginx logic is tested without them in test_report_nginx.py.
 """
 import json
 import os
@@ -19,10 +21,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = ROOT / "scripts" / "experiment.py"
 REPORT = ROOT / "scripts" / "report.py"
-SERVER = ROOT / "build/release/server/cache_server"
-CLIENT = ROOT / "build/release/client/bench_client"
+BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build/release"))  # a local override
+SERVER = BUILD / "server/cache_server"
+CLIENT = BUILD / "client/bench_client"
 FIGURES = ("throughput_vs_threads", "p95_vs_threads", "throughput_vs_p95", "latency_spectrum",
            "cpu_vs_threads")
+needs_nginx = pytest.mark.skipif(not (shutil.which("nginx") and shutil.which("wrk")),
+                                 reason="nginx and wrk not installed (scripts/setup.sh --peers)")
+
+
+def client_has_pipeline(client=CLIENT):
+    r = subprocess.run([str(client), "--help"], capture_output=True, text=True, timeout=10)
+    return "--pipeline" in r.stdout + r.stderr
 
 
 @pytest.fixture
@@ -35,9 +45,10 @@ def binaries(tmp_path):
     return server, CLIENT
 
 
-def experiment(out, server, client, *extra, **kw):
+def experiment(out, server, client, *extra, nginx=False, **kw):
     cmd = [sys.executable, str(EXPERIMENT), "--server-bin", str(server), "--client-bin", str(client),
-           "--out", str(out), "--duration", "0.5", "--warmup", "100", *extra]
+           "--out", str(out), "--duration", "0.5", "--warmup", "100", *extra,
+           *([] if nginx else ["--no-nginx"])]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240, **kw)
 
 
@@ -65,6 +76,18 @@ def test_tiny_sweep_leaves_report_figures_and_matching_numbers(tmp_path, binarie
         assert f"]({name}.png)" in md
     run = json.loads((run_dir / "run.json").read_text())
     assert run["order"], "no configuration recorded"
+    pipelined = [n for n in run["order"] if "-P-16" in n]
+    if client_has_pipeline(client):
+        assert len(pipelined) == 2, run["order"]  # one per variant, at -t 1
+        for name in pipelined:
+            doc = json.loads((run_dir / name).read_text())
+            assert doc.get("pipeline", doc["meta"].get("pipeline")) == 16
+            assert doc["meta"]["label"].endswith("-t 1 -P 16") and doc["meta"]["server_flags"].startswith("-t 1 ")
+        assert "## Headline" in md and "| 16 | -t 1 only |" in md
+    else:
+        assert not pipelined
+        assert "pipelined configurations (-P 16) skipped" in md
+    assert "cache_server vs nginx: skipped (--no-nginx)" in md
     for name in run["order"]:
         doc = json.loads((run_dir / name).read_text())
         label = doc["meta"]["label"]
@@ -88,7 +111,7 @@ def test_ctrl_c_stops_the_server_and_keeps_finished_configurations(tmp_path, bin
     server, client = binaries
     cmd = [sys.executable, str(EXPERIMENT), "--server-bin", str(server), "--client-bin", str(client),
            "--out", str(tmp_path), "--server-threads", "1,2", "--client-threads", "1",
-           "--duration", "0.5", "--warmup", "100", "--variants", "auto"]
+           "--duration", "0.5", "--warmup", "100", "--variants", "auto", "--no-nginx"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     first = None
@@ -151,7 +174,7 @@ def test_report_shows_median_and_spread_of_repetitions(tmp_path):
 def test_repetitions_are_merged_into_one_file_per_configuration(tmp_path, binaries):
     server, client = binaries
     r = experiment(tmp_path, server, client, "--server-threads", "1", "--client-threads", "1",
-                   "--repetitions", "2", "--variants", "auto", "--no-plots")
+                   "--repetitions", "2", "--variants", "auto", "--no-plots", "--pipeline-depth", "0")
     assert r.returncode == 0, r.stderr
     run_dir = (tmp_path / "latest").resolve()
     assert not list(run_dir.glob("*.rep*")), "repetition parts left behind"
@@ -159,3 +182,96 @@ def test_repetitions_are_merged_into_one_file_per_configuration(tmp_path, binari
     doc = json.loads((run_dir / name).read_text())
     assert [p["threads"] for p in doc["points"]] == [1, 1]
     assert "min–max range over repetitions" in (run_dir / "REPORT.md").read_text()
+
+
+def cmdline(pid) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def nginx_rows(md, depth):
+    part = md.split("## cache_server vs nginx\n", 1)[1].split("\n## ", 1)[0]
+    part = part.split(f"### Pipeline depth {depth}\n", 1)[1].split("###", 1)[0]
+    return [[c.strip() for c in l.strip().strip("|").split("|")] for l in part.splitlines()
+            if re.match(r"\| \d+ \|", l)]
+
+
+@needs_nginx
+def test_nginx_comparison_runs_and_its_numbers_reach_the_report(tmp_path, binaries):
+    server, client = binaries
+    r = experiment(tmp_path, server, client, "--server-threads", "1", "--client-threads", "1",
+                   "--variants", "optimized", "--pipeline-depth", "4", "--nginx-connections", "1,2",
+                   "--nginx-duration", "1", nginx=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    run_dir = (tmp_path / "latest").resolve()
+    doc = json.loads((run_dir / "nginx.json").read_text())
+    assert doc["complete"] and doc["pipeline_depths"] == [1, 4] and doc["connections"] == [1, 2]
+    assert doc["cache_server"]["stats"].get("variant", "optimized") == "optimized"
+    ms = {(m["pipeline"], m["connections"], m["server"]): m for m in doc["measurements"]}
+    assert len(ms) == 2 * 2 * 2
+    for m in ms.values():
+        assert m["rps"] > 0 and m["errors"] == 0 and not m["failed"], m
+        assert m["server_cpu_pct"] is not None and m["wrk_cpu_pct"] is not None, m
+    md = (run_dir / "REPORT.md").read_text()
+    for depth in (1, 4):
+        rows = nginx_rows(md, depth)
+        assert [int(r[0]) for r in rows] == [1, 2]
+        for row in rows:
+            cs, ng = ms[(depth, int(row[0]), "cache_server")], ms[(depth, int(row[0]), "nginx")]
+            assert row[1] == f"{cs['rps']:,.0f}" and row[2] == f"{ng['rps']:,.0f}"
+            assert row[3] == f"{cs['rps'] / ng['rps']:.2f}×"
+            assert row[4] == f"{cs['server_cpu_pct']:,.1f}" and row[5] == f"{ng['server_cpu_pct']:,.1f}"
+        peak = max(ms[(depth, c, "cache_server")]["rps"] for c in (1, 2)) / \
+            max(ms[(depth, c, "nginx")]["rps"] for c in (1, 2))
+        assert f"Peak ratio at depth {depth}:" in md and f"= **{peak:.2f}×**" in md
+    assert (run_dir / "nginx_vs_connections.png").read_bytes().startswith(b"\x89PNG")
+    assert not servers_running(server) and not servers_running(tmp_path)
+
+
+@needs_nginx
+def test_ctrl_c_during_the_nginx_comparison_stops_everything(tmp_path, binaries):
+    server, client = binaries
+    cmd = [sys.executable, str(EXPERIMENT), "--server-bin", str(server), "--client-bin", str(client),
+           "--out", str(tmp_path), "--server-threads", "1", "--client-threads", "1", "--duration", "0.5",
+           "--warmup", "100", "--variants", "optimized", "--pipeline-depth", "0",
+           "--nginx-connections", "1,2,4,8", "--nginx-duration", "3"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    deadline = time.monotonic() + 90
+    masters = []
+    while time.monotonic() < deadline and not masters:
+        assert proc.poll() is None, proc.communicate()[1]
+        masters = [p for p in servers_running(tmp_path) if b"master process" in cmdline(p)]
+        time.sleep(0.05)
+    assert masters, "the nginx comparison never started"
+    time.sleep(1.5)  # into the first wrk points
+    started = set(servers_running(tmp_path)) | set(servers_running(server))
+    for m in masters:  # the nginx worker's command line does not name tmp_path
+        started |= {int(p) for p in subprocess.run(["pgrep", "-P", str(m)], capture_output=True,
+                                                   text=True).stdout.split()}
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    time.sleep(0.3)
+    left = [p for p in started if cmdline(p)]
+    assert not left, f"left running: {[cmdline(p) for p in left]}"
+    run_dir = (tmp_path / "latest").resolve()
+    assert (run_dir / "REPORT.md").exists()
+    assert json.loads((run_dir / "run.json").read_text())["nginx"]["status"] == "interrupted"
+
+
+def test_client_without_pipeline_skips_pipelined_configurations_with_a_note(tmp_path, binaries):
+    server, client = binaries
+    old = tmp_path / "old_bench_client"  # the real client, minus --pipeline in its --help
+    old.write_text(f"#!/bin/sh\nif [ \"$1\" = --help ]; then \"{client}\" --help | grep -v -- --pipeline; "
+                   f"exit 0; fi\nexec \"{client}\" \"$@\"\n")
+    old.chmod(0o755)
+    r = experiment(tmp_path, server, old, "--server-threads", "1", "--client-threads", "1",
+                   "--variants", "optimized", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    assert "pipelined configurations (-P 16) skipped" in r.stderr
+    run_dir = (tmp_path / "latest").resolve()
+    assert json.loads((run_dir / "run.json").read_text())["order"] == ["optimized-t-1.json"]
+    assert "> Note: pipelined configurations (-P 16) skipped" in (run_dir / "REPORT.md").read_text()
