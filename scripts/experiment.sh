@@ -4,14 +4,16 @@
 #   1. scripts/experiment.py: each server configuration (cache_server -t 1,2,4, baseline and
 #      optimized when the server has variants) started pinned to CPU 0, the bench_client sweep
 #      pinned to CPU 1, one JSON per configuration, figures (graphs/plot.py), REPORT.md;
-#   2. scripts/microbench.sh: the cache library's micro-benchmarks into the same directory.
-# Results: results/<timestamp>/ (results/latest points at it). About 3 minutes on 2 cores.
+#   2. scripts/microbench.sh: the cache library's micro-benchmarks into the same directory;
+#   3. scripts/profile_server.sh: syscalls, CPU and instructions per request, baseline against
+#      optimized, at pipeline depth 1 and 16, into profile/ (skipped with --target).
+# Results: results/<timestamp>/ (results/latest points at it). About 6 minutes on 2 cores.
 #   bash scripts/experiment.sh [experiment.py options] [-- bench_client options]
 #   e.g. --full (longer points, 3 repetitions), --target HOST:PORT, -- --workload zipf
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; python scripts/experiment.py --help; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; python scripts/experiment.py --help; exit 0 ;; esac
 
 bash scripts/setup.sh --peers --build release
 python scripts/experiment.py "$@" || status=$?
@@ -22,6 +24,12 @@ if [ "$status" != 130 ] && [ -d "$run_dir" ]; then
   for a in "$@"; do [ "$a" = "--full" ] && full=1; [ "$a" = "--" ] && break; done
   if [ "$full" = 1 ]; then REPS=3 MIN_TIME=0.5 bash scripts/microbench.sh "$run_dir"
   else REPS=1 MIN_TIME=0.1 bash scripts/microbench.sh "$run_dir"; fi
+  target=0
+  for a in "$@"; do [ "$a" = "--" ] && break; case "$a" in --target|--target=*) target=1 ;; esac; done
+  if [ "$target" = 0 ]; then
+    bash scripts/profile_server.sh "$run_dir/profile" > /dev/null \
+      || echo "experiment: the server profile failed; REPORT.md goes without it" >&2
+  fi
   python scripts/report.py "$run_dir" > /dev/null
 fi
 echo

@@ -5,7 +5,8 @@ usage: python scripts/report.py RESULTS_DIR
 
 Reads the bench_client JSON files (one per server configuration), run.json (written by
 scripts/experiment.py: machine, pinning, git revision, server flags) and, when present,
-nginx.json (scripts/compare_nginx.sh --json), MICROBENCH.md and peers.json. Embeds the figures
+nginx.json (scripts/compare_nginx.sh --json), MICROBENCH.md, profile/PROFILE.md
+(scripts/profile_server.sh) and peers.json. Embeds the figures
 graphs/plot.py wrote into the same directory.
 Every number in the report is copied (or reduced by median) from those files; nothing is
 measured here.
@@ -228,12 +229,20 @@ def render(out_dir: Path, series: list[Series], run: dict,
     for name, title in FIGURES:
         if (out_dir / f"{name}.png").exists():
             lines += [f"### {title}", "", f"![{title}]({name}.png)", ""]
-    micro = out_dir / "MICROBENCH.md"
-    if micro.exists():  # embedded one heading level down
-        body = micro.read_text().split("\n", 1)[1] if micro.read_text().startswith("# ") else micro.read_text()
-        lines += ["## Cache micro-benchmarks (optimizations/)", ""]
-        lines += [("#" + l if l.startswith("#") else l) for l in body.splitlines()] + [""]
+    lines += embed(out_dir / "profile" / "PROFILE.md",
+                   "Server profile: syscalls, CPU and instructions per request")
+    lines += embed(out_dir / "MICROBENCH.md", "Cache micro-benchmarks (optimizations/)")
     return "\n".join(lines)
+
+
+def embed(path: Path, title: str) -> list[str]:
+    """Another report's markdown under a heading of ours, its own headings one level down."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    body = text.split("\n", 1)[1] if text.startswith("# ") else text
+    return ["## " + title, ""] + [("#" + l if l.startswith("#") else l)
+                                  for l in body.splitlines()] + [""]
 
 
 def nginx_cell(m: dict | None, key: str, digits: int = 0) -> str:
