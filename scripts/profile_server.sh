@@ -47,39 +47,44 @@ done
 [ -x "$CACHE_SERVER" ] || { echo "profile_server: no cache_server at $CACHE_SERVER" >&2; exit 1; }
 mkdir -p "$OUT"
 
+for n in "$DURATION" "$CALLGRIND_DURATION" "$CONNS" $PIPELINES; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "profile_server: '$n' is not a positive integer" >&2; exit 2; }
+done
+
 source "$ROOT/scripts/lib/nginx.sh"  # BODY100, stop_pid
+LUA="$ROOT/scripts/lib/wrk_pipeline.lua"
 WORK="$(mktemp -d /tmp/profile_server.XXXXXX)"
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && stop_pid "$p" TERM; done
+SERVER_PID=""
+SERVER_PORT=""
+WRK_PID=""
+cleanup() {  # only what is still running: a PID once waited for may belong to someone else
+  [ -n "$WRK_PID" ] && stop_pid "$WRK_PID" TERM
+  [ -n "$SERVER_PID" ] && stop_pid "$SERVER_PID" TERM
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+fail() { echo "profile_server: $*" >&2; exit 1; }
 
-CLK_TCK="$(getconf CLK_TCK)"
-SERVER_PID=""
-SERVER_PORT=""
-
-# start_server LOG CMD... : runs CMD pinned, waits for its `listening on` line.
+# start_server LOG CMD... : runs CMD pinned and waits for its `listening on` line, then stores
+# the 100-byte value.
 start_server() {
   local log="$1"
   shift
   taskset -c "$SERVER_CPU" "$@" > "$log" 2>&1 &
   SERVER_PID=$!
-  PIDS+=("$SERVER_PID")
   SERVER_PORT=""
   for _ in $(seq 1 300); do  # valgrind needs a few seconds to start
     SERVER_PORT="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$log")"
     [ -n "$SERVER_PORT" ] && break
-    kill -0 "$SERVER_PID" 2> /dev/null || { cat "$log" >&2; exit 1; }
+    kill -0 "$SERVER_PID" 2> /dev/null || { cat "$log" >&2; fail "the server exited at start-up"; }
     sleep 0.1
   done
-  [ -n "$SERVER_PORT" ] || { echo "profile_server: server did not start" >&2; cat "$log" >&2; exit 1; }
+  [ -n "$SERVER_PORT" ] || { cat "$log" >&2; fail "the server did not start within 30 s"; }
   local url="http://127.0.0.1:$SERVER_PORT/key/bench"
-  [ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "$BODY100" "$url")" = 201 ]
-  [ "$(curl -s "$url")" = "$BODY100" ] || { echo "profile_server: GET mismatch" >&2; exit 1; }
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "$BODY100" "$url")" = 201 ] \
+    || fail "PUT $url was not answered 201"
+  [ "$(curl -s "$url")" = "$BODY100" ] || fail "GET $url did not return the value just stored"
 }
 
 stop_server() {
@@ -87,104 +92,116 @@ stop_server() {
   SERVER_PID=""
 }
 
-stats() { curl -s "http://127.0.0.1:$SERVER_PORT/stats"; }
-cpu_ticks() { awk '{print $14, $15}' "/proc/$SERVER_PID/stat"; }  # utime stime
-
-# wrk_script DEPTH : a Lua script that sends DEPTH GETs per write (depth 1: plain wrk).
-wrk_args() {
-  local depth="$1"
-  if [ "$depth" -gt 1 ]; then
-    cat > "$WORK/pipeline$depth.lua" << EOF
--- $depth GETs of /key/bench per write; wrk counts each response as a request.
-init = function(args)
-  local one = wrk.format("GET", "/key/bench")
-  batch = string.rep(one, $depth)
-end
-request = function() return batch end
-EOF
-    echo "-s $WORK/pipeline$depth.lua"
-  fi
-}
-
-# load SECONDS DEPTH : wrk in the background against the running server.
+# load SECONDS DEPTH : wrk in the background against the running server (depth > 1: the
+# pipelining script sends DEPTH GETs per write).
 load() {
-  # shellcheck disable=SC2046
-  taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1"s $(wrk_args "$2") \
-    "http://127.0.0.1:$SERVER_PORT/key/bench" > "$WORK/wrk.out" 2>&1 &
+  local url="http://127.0.0.1:$SERVER_PORT/key/bench"
+  if [ "$2" -gt 1 ]; then
+    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1"s -s "$LUA" "$url" -- "$2" > "$WORK/wrk.out" 2>&1 &
+  else
+    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1"s "$url" > "$WORK/wrk.out" 2>&1 &
+  fi
   WRK_PID=$!
-  PIDS+=("$WRK_PID")
+}
+end_load() {
+  wait "$WRK_PID" || fail "wrk failed: $(cat "$WORK/wrk.out")"
+  WRK_PID=""
 }
 
-ROWS="$WORK/rows.jsonl"
+# The counted window runs as perf stat's workload, so the syscall count, the /stats snapshots,
+# the CPU ticks and the wall time all cover the same interval.
+cat > "$WORK/window.sh" << 'EOF'
+# window.sh PORT PID SECONDS DIR: /stats, CPU ticks and the time at both ends of SECONDS.
+snap() {
+  date +%s.%N > "$4/t$1"
+  awk '{print $14, $15}' "/proc/$3/stat" > "$4/cpu$1"
+  curl -s "http://127.0.0.1:$2/stats" > "$4/stats$1"
+}
+snap 0 "$1" "$2" "$4"
+sleep "$3"
+snap 1 "$1" "$2" "$4"
+EOF
+
+ROWS="$OUT/rows.jsonl"  # kept in OUT: a run that fails later keeps the finished rows
 : > "$ROWS"
 for variant in $VARIANTS; do
   for depth in $PIPELINES; do
     tag="$variant-P$depth"
     echo "[profile] $tag: load, perf stat, perf record" >&2
     start_server "$WORK/server.log" "$CACHE_SERVER" -s 127.0.0.1 -p 0 -t 1 --variant "$variant"
-    # Warm-up second, then the measured window inside one longer wrk run.
-    load "$((DURATION * 2 + 3))" "$depth"
+    # One wrk run covers a warm-up second, the counted window and the sampled window.
+    load "$((DURATION * 2 + 4))" "$depth"
     sleep 1
-    s0="$(stats)"
-    read -r u0 k0 < <(cpu_ticks)
     perf stat -x, -o "$OUT/$tag.perfstat.csv" -p "$SERVER_PID" \
       -e raw_syscalls:sys_enter -e syscalls:sys_enter_recvmsg -e syscalls:sys_enter_sendmsg \
       -e syscalls:sys_enter_epoll_wait -e syscalls:sys_enter_read -e syscalls:sys_enter_write \
       -e syscalls:sys_enter_recvfrom -e syscalls:sys_enter_sendto \
-      -- sleep "$DURATION" 2> /dev/null
-    read -r u1 k1 < <(cpu_ticks)
-    s1="$(stats)"
+      -- bash "$WORK/window.sh" "$SERVER_PORT" "$SERVER_PID" "$DURATION" "$WORK" \
+      2> "$WORK/perf.err" || fail "perf stat failed: $(cat "$WORK/perf.err")"
     if [ "$NO_RECORD" != 1 ]; then
       perf record -q -e cpu-clock -F 2000 -p "$SERVER_PID" -o "$WORK/perf.data" \
-        -- sleep "$DURATION" > /dev/null 2>&1
+        -- sleep "$DURATION" > /dev/null 2> "$WORK/perf.err" \
+        || fail "perf record failed: $(cat "$WORK/perf.err")"
       perf report -i "$WORK/perf.data" --no-children --sort sym --stdio 2> /dev/null \
         | grep -E '^ +[0-9]' | head -15 > "$OUT/$tag.top.txt" || true
     fi
-    wait "$WRK_PID" || true
+    end_load
     stop_server
 
-    instr=""
+    instr="null"
     if [ "$NO_CALLGRIND" != 1 ]; then
       echo "[profile] $tag: callgrind" >&2
       cg="$OUT/$tag.callgrind.out"
       start_server "$WORK/server.log" valgrind -q --tool=callgrind --instr-atstart=no \
         --callgrind-out-file="$cg" "$CACHE_SERVER" -s 127.0.0.1 -p 0 -t 1 --variant "$variant"
-      load "$((CALLGRIND_DURATION + 2))" "$depth"
-      sleep 1
-      c0="$(stats)"
-      callgrind_control -i on "$SERVER_PID" > /dev/null
-      sleep "$CALLGRIND_DURATION"
-      callgrind_control -i off "$SERVER_PID" > /dev/null
-      c1="$(stats)"
-      wait "$WRK_PID" || true
+      # Instrumented from before the load starts until after it ends: the server is idle at
+      # both edges, so the instructions and the /stats requests cover the same work.
+      c0="$(curl -s "http://127.0.0.1:$SERVER_PORT/stats")"
+      callgrind_control -i on "$SERVER_PID" > /dev/null || fail "callgrind_control -i on failed"
+      load "$CALLGRIND_DURATION" "$depth"
+      end_load
+      callgrind_control -i off "$SERVER_PID" > /dev/null || fail "callgrind_control -i off failed"
+      c1="$(curl -s "http://127.0.0.1:$SERVER_PORT/stats")"
       stop_server
-      ir="$(callgrind_annotate "$cg" 2> /dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)"
-      instr="$(python3 -c 'import json,sys; a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2]); n=b["requests"]-a["requests"]-1; print(json.dumps({"ir": int(sys.argv[3] or 0), "requests": n}))' "$c0" "$c1" "$ir")"
+      ir="$(callgrind_annotate "$cg" 2> /dev/null \
+        | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)" || true
+      if [ -n "$ir" ]; then
+        instr="$(python3 -c 'import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(json.dumps({"ir": int(sys.argv[3]), "requests": b["requests"] - a["requests"] - 1}))' \
+          "$c0" "$c1" "$ir")"
+      else
+        echo "profile_server: no instruction total in $cg; instructions/req left out" >&2
+      fi
     fi
-    python3 - "$tag" "$variant" "$depth" "$s0" "$s1" "$u0" "$k0" "$u1" "$k1" "$CLK_TCK" \
-      "$DURATION" "$OUT/$tag.perfstat.csv" "$WORK/wrk.out" "${instr:-null}" >> "$ROWS" << 'EOF'
+    python3 - "$tag" "$variant" "$depth" "$WORK" "$(getconf CLK_TCK)" "$OUT/$tag.perfstat.csv" \
+      "$WORK/wrk.out" "$instr" >> "$ROWS" << 'EOF'
 import json, re, sys
-tag, variant, depth, s0, s1, u0, k0, u1, k1, tck, dur, perfcsv, wrkout, instr = sys.argv[1:]
-a, b = json.loads(s0), json.loads(s1)
-req = b["requests"] - a["requests"] - 1  # the second /stats counts itself
-tck, dur = int(tck), float(dur)
+from pathlib import Path
+tag, variant, depth, work, tck, perfcsv, wrkout, instr = sys.argv[1:]
+w = Path(work)
+a, b = json.loads((w / "stats0").read_text()), json.loads((w / "stats1").read_text())
+(u0, k0), (u1, k1) = (map(int, (w / f"cpu{i}").read_text().split()) for i in (0, 1))
+secs = float((w / "t1").read_text()) - float((w / "t0").read_text())
+tck = int(tck)
+req = b["requests"] - a["requests"] - 1  # the second /stats counts the first
+n = max(req, 1)
 syscalls = {}
 for line in open(perfcsv):
     f = line.strip().split(",")
     if len(f) > 2 and f[0].isdigit():
         syscalls[f[2].split(":")[-1]] = int(f[0])
-wrk = open(wrkout).read()
-m = re.search(r"Requests/sec:\s*([\d.]+)", wrk)
+m = re.search(r"Requests/sec:\s*([\d.]+)", open(wrkout).read())
 row = {
-    "tag": tag, "variant": variant, "pipeline": int(depth), "requests": req,
-    "req_per_s": req / dur, "wrk_req_per_s": float(m.group(1)) if m else None,
-    "server_cpu_pct": 100.0 * ((int(u1) - int(u0)) + (int(k1) - int(k0))) / tck / dur,
-    "user_us_per_req": 1e6 * (int(u1) - int(u0)) / tck / max(req, 1),
-    "sys_us_per_req": 1e6 * (int(k1) - int(k0)) / tck / max(req, 1),
+    "tag": tag, "variant": variant, "pipeline": int(depth), "requests": req, "window_s": secs,
+    "req_per_s": req / secs, "wrk_req_per_s": float(m.group(1)) if m else None,
+    "server_cpu_pct": 100.0 * ((u1 - u0) + (k1 - k0)) / tck / secs,
+    "user_us_per_req": 1e6 * (u1 - u0) / tck / n,
+    "sys_us_per_req": 1e6 * (k1 - k0) / tck / n,
     # (servers older than the reads/writes counters: null)
-    "reads_per_req": (b["reads"] - a["reads"] - 1) / max(req, 1) if "reads" in b else None,
-    "writes_per_req": (b["writes"] - a["writes"] - 1) / max(req, 1) if "writes" in b else None,
-    "syscalls_per_req": syscalls.get("sys_enter", 0) / max(req, 1),
+    "reads_per_req": (b["reads"] - a["reads"] - 1) / n if "reads" in b else None,
+    "writes_per_req": (b["writes"] - a["writes"] - 1) / n if "writes" in b else None,
+    "syscalls_per_req": syscalls.get("sys_enter", 0) / n,
     "syscalls": syscalls,
 }
 cg = json.loads(instr)
@@ -205,7 +222,7 @@ lines = [
     "# Server profile: cost per GET hit",
     "",
     f"`cache_server -t 1` on one CPU, wrk -t1 -c{conns} on the other, 100-byte value, "
-    f"{dur} s windows. Requests, reads and writes are the server's own counters; syscalls from "
+    f"{dur} s windows (rates use each window's measured length). Requests, reads and writes are the server's own counters; syscalls from "
     "`perf stat -e raw_syscalls:sys_enter`; CPU from /proc/PID/stat; instructions (user space "
     "only) from a separate run under `valgrind --tool=callgrind`, so its rate is not the "
     "table's. Pipeline N = wrk sends N GETs per write.",
