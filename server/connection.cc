@@ -1,8 +1,6 @@
 // connection.cc — see connection.hh.
 #include "server/connection.hh"
 
-#include <boost/asio/write.hpp>
-
 namespace server {
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -68,21 +66,38 @@ void Connection<V>::process() {
   read();
 }
 
-// A response gets its own deadline (the idle timeout from now): the one left by the read
-// could be about to expire and would cut the response off mid-body.
 template <class V>
 void Connection<V>::write() {
+  WorkerStats::bump(stats_.writes);
+  written_ = 0;
+  write_some();
+}
+
+// A response's deadline is the idle timeout from its last progress, not the one left by the
+// read (which could be about to expire): a large value to a slow reader lives while bytes
+// move, and a reader that stops reading is cut off one idle timeout after it stopped. A small
+// response goes out in one write_some, as async_write would have sent it.
+template <class V>
+void Connection<V>::write_some() {
   deadline_ = clock::now() + ctx_.config.idle_timeout;
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
-  WorkerStats::bump(stats_.writes);
-  asio::async_write(
-      socket_, asio::buffer(engine_.output()),
-      [self = this->shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
+  const std::string& out = engine_.output();
+  socket_.async_write_some(asio::buffer(out.data() + written_, out.size() - written_),
+                           [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
+                             self->on_write_some(ec, n);
+                           });
 }
 
 template <class V>
-void Connection<V>::on_write(const error_code& ec) {
+void Connection<V>::on_write_some(const error_code& ec, std::size_t n) {
   if (ec) return close();
+  written_ += n;
+  if (written_ < engine_.output().size()) return write_some();
+  on_write();
+}
+
+template <class V>
+void Connection<V>::on_write() {
   engine_.output_written();
   if (engine_.must_close()) return linger();
   if (input_.size() > 0) return process();  // pipelined requests left over

@@ -46,10 +46,12 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
 
   void read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
-  void process();  // run the engine over buffered input, then write or read
-  void write();
-  void on_write(const boost::system::error_code& ec);
-  void linger();  // half-close, drain, then close
+  void process();     // run the engine over buffered input, then write or read
+  void write();       // start writing the engine's output
+  void write_some();  // the rest of it, with a fresh deadline
+  void on_write_some(const boost::system::error_code& ec, std::size_t n);
+  void on_write();  // all of it written
+  void linger();    // half-close, drain, then close
   void close();
 
   void set_busy(bool busy);
@@ -71,6 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
   bool lingering_ = false;
   bool closed_ = false;
   std::size_t lingered_bytes_ = 0;
+  std::size_t written_ = 0;  // bytes of the engine's output already written
 };
 
 // Creates and starts a Connection of one variant; connection_starter(config) picks which.

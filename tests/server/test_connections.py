@@ -190,6 +190,61 @@ def test_response_started_near_the_idle_deadline_is_not_cut_off(start_server):
         assert len(resp.body) == len(value) and resp.body == value
 
 
+def big_get(srv, size):
+    """Stores `size` random bytes, then opens a small-window connection and sends the GET;
+    returns (socket, value, bytes of the raw response)."""
+    value = os.urandom(size)
+    assert exchange(srv, "PUT", "/key/big", body=value).status == 201
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", srv.port))
+    s.sendall(request_bytes("GET", "/key/big"))
+    return s, value
+
+
+def test_slow_reader_that_keeps_reading_outlives_the_idle_timeout(start_server):
+    """The write deadline moves with progress: a 4 MiB response read at a steady pace over
+    three idle timeouts arrives whole."""
+    srv = start_server("--idle-timeout", "1", "--max-value", "8M", "-m", "64M")
+    s, value = big_get(srv, 4 << 20)
+    pace_s = 3.0  # the whole read takes at least this long
+    with s:
+        got = bytearray()
+        total = None  # response length, once the head is in
+        started = time.monotonic()
+        while (total is None or len(got) < total) and time.monotonic() - started < 30:
+            chunk = s.recv(64 << 10)
+            if not chunk:
+                break
+            got += chunk
+            if total is None and b"\r\n\r\n" in got:
+                total = got.index(b"\r\n\r\n") + 4 + len(value)
+            ahead = started + pace_s * len(got) / len(value) - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+        head, _, body = bytes(got).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and body == value
+
+
+def test_reader_that_stops_reading_is_cut_off_after_the_idle_timeout(start_server):
+    srv = start_server("--idle-timeout", "1", "--max-value", "8M", "-m", "64M")
+    s, value = big_get(srv, 8 << 20)
+    with s:
+        time.sleep(2.5)  # stalled: no progress for longer than the idle timeout
+        got, started = 0, time.monotonic()
+        try:
+            while time.monotonic() - started < 10:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except ConnectionResetError:
+            pass
+        assert got < len(value), "the stalled response was not cut off"
+        assert exchange(srv, "GET", "/stats").status == 200  # the server is fine
+
+
 def test_header_timeout_closes_incomplete_request(start_server):
     srv = start_server("--header-timeout", "1")
     with srv.connect() as s:
