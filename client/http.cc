@@ -270,7 +270,7 @@ IoResult Connection::send_all(std::string_view data) {
   return IoResult::kOk;
 }
 
-IoResult Connection::send_all_reading(std::string_view data, std::chrono::milliseconds timeout) {
+IoResult Connection::send_all_reading(std::string_view& data, std::chrono::milliseconds timeout) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) {
@@ -280,7 +280,7 @@ IoResult Connection::send_all_reading(std::string_view data, std::chrono::millis
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return errno == EPIPE || errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
-    // The send buffer is full: wait until it drains or responses arrive (then buffer them).
+    // The send buffer is full: wait until it drains or responses arrive (then hand them over).
     pollfd p{fd_, POLLOUT | POLLIN, 0};
     const int rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (rc == 0) return IoResult::kTimeout;
@@ -294,11 +294,11 @@ IoResult Connection::send_all_reading(std::string_view data, std::chrono::millis
     const ssize_t got = ::recv(fd_, in_.data() + end_, in_.size() - end_, MSG_DONTWAIT);
     if (got > 0) {
       end_ += static_cast<std::size_t>(got);
-    } else if (got == 0) {
-      return IoResult::kClosed;
-    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-      return errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+      return IoResult::kNeedMore;
     }
+    if (got == 0) return IoResult::kClosed;
+    if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+      return errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
   }
   return IoResult::kOk;
 }

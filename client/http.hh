@@ -59,13 +59,17 @@ class Connection {
 
   // Sends all bytes (blocking, bounded by the send timeout).
   IoResult send_all(std::string_view data);
-  // Sends all bytes, and whenever the socket cannot take more, receives whatever has arrived into
-  // the receive buffer (unparsed) so that a server which stops reading while its responses are
-  // unread cannot deadlock a pipeline. Each wait is bounded by timeout. Invalidates the body of
-  // the response returned last.
-  IoResult send_all_reading(std::string_view data, std::chrono::milliseconds timeout);
-  // Reads until one complete response is buffered. blocking=false performs at most one
-  // non-blocking read and returns kNeedMore if the response is still incomplete.
+  // Sends the bytes of data, removing what was sent; whenever the socket cannot take more, waits
+  // until it can or bytes arrive, so that a server which stops reading while its responses are
+  // unread cannot deadlock a pipeline. Returns kOk once all is sent; kNeedMore when a read brought
+  // bytes into the receive buffer (the caller handles the complete responses with
+  // buffered_response, then calls again with the rest); otherwise the error. Each wait is bounded
+  // by timeout. Invalidates the body of the response returned last.
+  IoResult send_all_reading(std::string_view& data, std::chrono::milliseconds timeout);
+  // Reads until one complete response is buffered (a complete response already in the buffer is
+  // returned without a system call). blocking=false reads without waiting, as long as data is
+  // there, and returns kNeedMore once the socket has nothing more and the response is still
+  // incomplete.
   IoResult read_response(bool blocking, bool head, Response& out);
   // The next complete response already in the receive buffer, without any system call; kNeedMore
   // when the buffer holds none (pipelining: the responses that arrived with the last read).

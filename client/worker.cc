@@ -66,6 +66,9 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
       plan_(plan),
       gate_(gate),
       ops_(cfg.workload, plan.seed, plan.thread_index) {
+  // The open loop plans one send time per request: it runs with a pipeline of 1 (the command
+  // line rejects --pipeline above 1 with --rate; this keeps any other caller honest too).
+  if (plan_.rate_rps > 0.0 || plan_.pipeline == 0) plan_.pipeline = 1;
   links_.reserve(plan_.connections);
   for (unsigned i = 0; i < plan_.connections; ++i) links_.emplace_back(plan_.pipeline);
   verify_ = defaults_for(cfg_.workload.kind).verify;
@@ -137,6 +140,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     auto now = Clock::now();
     const bool issuing = (limit == 0 || issued < limit) && now < deadline;
     bool idle_left = false;
+    bool refill = false;  // responses parsed right after a write freed slots: do not wait
     if (issuing) {
       for (auto& link : links_) {
         std::size_t count = link.pending.free();
@@ -155,11 +159,20 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
           planned = next_planned;
           next_planned += interval;
         }
-        if (!issue(link, count, planned, open, measured)) {
-          if (stats_.fatal) return false;
-          continue;
+        const std::size_t outstanding = link.pending.size() + count;
+        const bool written = issue(link, count, planned, open, measured);
+        if (stats_.fatal) return false;
+        if (plan_.pipeline > 1) {
+          // A batch whose write failed is issued all the same: part of it may have reached the
+          // server, and each of its requests is accounted for (answered, or an error). Sending it
+          // again would exceed -n. (--pipeline 1 replaces a request whose write failed.)
+          issued += count;
+          // Responses handled during the write (or a re-opened connection) freed slots.
+          if (link.pending.size() < outstanding) refill = true;
+        } else if (written) {
+          issued += count;
         }
-        issued += count;
+        if (!written) continue;
         if (links_.size() > 1) now = Clock::now();
       }
     }
@@ -174,6 +187,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
       continue;
     }
     if (links_.size() == 1) {
+      if (refill) continue;
       if (!complete(links_[0], true, measured)) return false;
       continue;
     }
@@ -188,6 +202,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
     if (open && idle_left && issuing)
       wait = std::max(std::chrono::nanoseconds(0), std::min(wait, next_planned - now));
+    if (refill) wait = std::chrono::nanoseconds(0);
     timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
                 static_cast<long>(wait.count() % 1'000'000'000)};
     const int ready = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
@@ -262,13 +277,44 @@ bool Worker::issue(Link& link, std::size_t count, Clock::time_point planned, boo
     link.pending.at(i).sent = sent;
     link.pending.at(i).planned = open ? planned : sent;
   }
-  const IoResult r = plan_.pipeline > 1 ? link.conn.send_all_reading(bytes, plan_.timeout)
-                                        : link.conn.send_all(bytes);
-  if (r != IoResult::kOk) {
-    fail(link, r, measured, count);
-    return false;
+  if (plan_.pipeline == 1) {
+    const IoResult r = link.conn.send_all(bytes);
+    if (r != IoResult::kOk) {
+      fail(link, r, measured, count);
+      return false;
+    }
+    return true;
   }
-  return true;
+  for (;;) {
+    const IoResult r = link.conn.send_all_reading(bytes, plan_.timeout);
+    if (r == IoResult::kOk) return true;
+    if (r != IoResult::kNeedMore) {
+      write_failed(link, r, measured);
+      return false;
+    }
+    // The write is blocked and responses came in: they end now (latency to the parsed response),
+    // not when the write is done.
+    const auto opened = link.opened;
+    if (!complete_buffered(link, measured)) return false;
+    if (link.opened != opened) return false;  // the server closed it: the batch is accounted for
+  }
+}
+
+// While the write was blocked the server answered (e.g. answered, then closed): the responses
+// already buffered and those the socket still holds answer the oldest requests, which were served.
+// They are finished as usual; only the requests left after them are lost. A timed-out batch is
+// recorded at the time it waited, like any timed-out request.
+bool Worker::write_failed(Link& link, IoResult what, bool measured) {
+  Response response;
+  while (!link.pending.empty()) {
+    const IoResult r = link.conn.read_response(false, false, response);
+    if (r == IoResult::kBadResponse) what = r;
+    if (r != IoResult::kOk) break;
+    const bool closed = response.close;
+    if (!finish(link, response, measured)) return false;
+    if (closed) return true;  // finish() counted the rest and re-opened the connection
+  }
+  return fail(link, what, measured);
 }
 
 // The planned sends between `next` and the end of the window that were never issued, each
@@ -302,6 +348,7 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
     return false;
   }
   std::string err;
+  ++link.opened;
   if (!link.conn.connect(ep_, plan_.timeout, err)) {
     stats_.fatal = true;
     stats_.fatal_message =
@@ -315,14 +362,25 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
 // response that the same read brought in, without another system call.
 bool Worker::complete(Link& link, bool blocking, bool measured) {
   Response response;
-  IoResult r = link.conn.read_response(blocking, link.pending.front().head, response);
+  IoResult r = link.conn.read_response(blocking, false, response);
   for (;;) {
     if (r == IoResult::kNeedMore) return true;
     if (r != IoResult::kOk) return fail(link, r, measured);
     if (!finish(link, response, measured)) return false;
     if (link.pending.empty()) return true;
-    r = link.conn.buffered_response(link.pending.front().head, response);
+    r = link.conn.buffered_response(false, response);
   }
+}
+
+bool Worker::complete_buffered(Link& link, bool measured) {
+  Response response;
+  while (!link.pending.empty()) {
+    const IoResult r = link.conn.buffered_response(false, response);
+    if (r == IoResult::kNeedMore) return true;
+    if (r != IoResult::kOk) return fail(link, r, measured);
+    if (!finish(link, response, measured)) return false;
+  }
+  return true;
 }
 
 // One response arrived for the link's oldest request: check it, record it.
@@ -365,6 +423,7 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
       stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
     link.pending.clear();
     std::string err;
+    ++link.opened;
     if (!link.conn.connect(ep_, plan_.timeout, err)) {
       stats_.fatal = true;
       stats_.fatal_message = "server closed the connection; reconnect failed: " + err;

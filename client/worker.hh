@@ -6,7 +6,8 @@
 // time, as wrk2 does, and the uncorrected figure from the actual send is kept as well).
 // Pipelining (closed loop): each connection keeps up to `pipeline` requests outstanding; the free
 // slots are filled by one write carrying the requests back to back, and every complete response a
-// read brought in is parsed before the freed slots are refilled.
+// read brought in is parsed before the freed slots are refilled (also the responses read while a
+// write is blocked, as soon as they are read).
 #pragma once
 
 #include <array>
@@ -57,7 +58,7 @@ struct WorkerPlan {
   unsigned thread_index = 0;
   unsigned nthreads = 1;
   unsigned connections = 1;
-  unsigned pipeline = 1;                 // requests outstanding per connection (closed loop)
+  unsigned pipeline = 1;  // requests outstanding per connection (closed loop; the open loop uses 1)
   std::uint64_t requests = 0;            // measured requests; 0 = until duration
   std::chrono::nanoseconds duration{0};  // measured window when requests == 0
   std::uint64_t warmup_requests = 0;
@@ -107,7 +108,6 @@ class Worker {
   // One request on the wire: what it asked and when it was (planned to be) sent.
   struct Pending {
     Op op;
-    bool head = false;
     Clock::time_point planned{}, sent{};
   };
   // The requests outstanding on one connection, oldest first (a fixed-capacity ring: no
@@ -136,19 +136,30 @@ class Worker {
     explicit Link(unsigned depth) : pending(depth) {}
     Connection conn;
     PendingQueue pending;
-    std::string request;  // the bytes of the last write (one or more requests back to back)
+    std::string request;       // the bytes of the last write (one or more requests back to back)
+    std::uint64_t opened = 0;  // times the connection was re-opened
   };
 
   bool connect_all();
   bool phase(std::uint64_t limit, Clock::time_point deadline, Clock::time_point schedule_start,
              bool measured);
+  // Returns false when the write failed or the server closed the connection meanwhile (the
+  // link's requests are then accounted for and the connection re-opened; stats_.fatal says
+  // whether the thread must stop). Pipelined, handles the responses that arrive during the write.
   bool issue(Link& link, std::size_t count, Clock::time_point planned, bool open, bool measured);
+  // A pipelined write failed with `what`: finishes the requests whose responses arrived before
+  // the failure, then fails the rest. Returns false on a fatal error.
+  bool write_failed(Link& link, IoResult what, bool measured);
   Op append_request(std::string& out);
   // Returns false on a fatal error. blocking: wait for the first response.
   bool complete(Link& link, bool blocking, bool measured);
+  // Handles the complete responses already in the link's receive buffer (no system call).
+  // Returns false on a fatal error.
+  bool complete_buffered(Link& link, bool measured);
   bool finish(Link& link, const Response& response, bool measured);
   // The connection failed: its outstanding requests are lost (the last `unsent` of them never
-  // went out). Counts them, re-opens the connection; false when the thread must stop.
+  // went out: a timeout does not record those in the histogram). Counts them, re-opens the
+  // connection; false when the thread must stop.
   bool fail(Link& link, IoResult what, bool measured, std::size_t unsent = 0);
   void record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
                      Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued);

@@ -6,8 +6,12 @@ with HTTP/1.1 keep-alive, one thread per connection, and prints "listening on HO
 ready, like the real server. Options: -p PORT (0 = pick a free port), --no-stats (answer 404 on
 /stats, like a non-cache server), --corrupt N (every Nth GET hit returns a flipped byte),
 --close-after N (close each connection abruptly after answering N requests, dropping any
-pipelined requests it has already received). Responses to pipelined requests that arrived
-together are sent together, with one write, before the next read.
+pipelined requests it has already received), --rcvbuf BYTES (SO_RCVBUF of every connection, so
+that a client's large write blocks as soon as the server stops reading), --stall-after N with
+--stall-ms MS (after answering N requests on a connection, send the answers, then stop reading
+for MS ms before carrying on) and --delay-ms MS (after such a stall, wait MS ms before answering
+each further request). Responses to pipelined requests that arrived together are sent together,
+with one write, before the next read.
 """
 import argparse
 import json
@@ -36,9 +40,10 @@ def reply(status, reason, body=b"", content_type="application/octet-stream", hea
 
 def handle(conn, store, args):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    buf = b""
+    buf = bytearray()  # amortized appends: requests may carry values of megabytes
     gets = 0
     answered = 0
+    stalled = False
     unsent = []  # responses not yet written: flushed before the next blocking read
 
     def receive():
@@ -68,7 +73,10 @@ def handle(conn, store, args):
                 if not chunk:
                     return
                 buf += chunk
-            body, buf = buf[:length], buf[length:]
+            body = bytes(buf[:length])
+            del buf[:length]
+            if stalled and args.delay_ms:
+                time.sleep(args.delay_ms / 1000)
             with store.lock:
                 store.counters["requests"] += 1
                 if target.startswith("/key/"):
@@ -106,6 +114,11 @@ def handle(conn, store, args):
                     out = reply(404, "Not Found")
             unsent.append(out)
             answered += 1
+            if args.stall_after and answered == args.stall_after:
+                conn.sendall(b"".join(unsent))
+                unsent.clear()
+                time.sleep(args.stall_ms / 1000)
+                stalled = True
             if args.close_after and answered >= args.close_after:
                 conn.sendall(b"".join(unsent))
                 return
@@ -121,10 +134,16 @@ def main():
     parser.add_argument("--no-stats", action="store_true")
     parser.add_argument("--corrupt", type=int, default=0)
     parser.add_argument("--close-after", type=int, default=0)
+    parser.add_argument("--rcvbuf", type=int, default=0)
+    parser.add_argument("--stall-after", type=int, default=0)
+    parser.add_argument("--stall-ms", type=int, default=0)
+    parser.add_argument("--delay-ms", type=int, default=0)
     args = parser.parse_args()
     store = Store()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.rcvbuf:  # set before listen(): accepted sockets inherit it (and its window scale)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)
     listener.bind(("127.0.0.1", args.port))
     listener.listen(256)
     print(f"listening on 127.0.0.1:{listener.getsockname()[1]}", flush=True)

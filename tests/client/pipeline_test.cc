@@ -122,5 +122,47 @@ TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Connections, PipelineWorker, testing::Values(1u, 3u));
 
+// The open loop plans one send time per request, so a Worker given a depth above 1 with a rate
+// (which the command line rejects) must still run with a pipeline of 1: otherwise each planned
+// send would carry a batch of 8 and the run would go 8 times faster than planned.
+TEST(PipelineWorkerOpenLoop, RunsWithAPipelineOfOne) {
+#ifndef BENCH_CACHE_SERVER
+  GTEST_SKIP() << "cache_server is not built";
+#else
+  ServerProcess server(BENCH_CACHE_SERVER);
+  ASSERT_NE(server.port(), 0) << "cache_server did not start";
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse_args({"-p", std::to_string(server.port()), "--workload", "uniform", "--keys",
+                        "50", "--rate", "2000", "--timeout", "5000"},
+                       cfg, err),
+            CliOutcome::kRun)
+      << err;
+  Endpoint ep;
+  ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
+  const Bench bench(cfg, ep);
+  const PreloadResult preload = bench.preload(1);
+  ASSERT_TRUE(preload.ok) << preload.message;
+
+  constexpr std::uint64_t kRequests = 200;  // planned 0.5 ms apart: the last at 99.5 ms
+  WorkerPlan plan;
+  plan.pipeline = 8;
+  plan.rate_rps = 2000.0;
+  plan.requests = kRequests;
+  plan.timeout = cfg.timeout;
+  StartGate gate(1, 0);
+  Worker worker(cfg, ep, bench.keyspace(), plan, gate);
+  worker.run();
+
+  const WorkerStats& s = worker.stats();
+  ASSERT_FALSE(s.fatal) << s.fatal_message;
+  EXPECT_EQ(s.completed, kRequests);
+  EXPECT_EQ(s.errors(), 0u);
+  EXPECT_EQ(s.send_lag.count(), kRequests);
+  // No request goes out before its planned time.
+  EXPECT_GE(s.last_completion - gate.t0(), std::chrono::microseconds(99'500));
+#endif
+}
+
 }  // namespace
 }  // namespace bench

@@ -117,9 +117,74 @@ def test_server_closing_with_requests_outstanding_is_counted_not_hung(tmp_path):
         codes = point["errors_by_code"]
         assert point["errors"] > 0 and set(codes) <= {"closed", "io_error"}, codes
         assert point["requests"] < 400
-        # Requests that went out either completed or were counted as lost; a batch whose write
-        # failed is counted too and replaced, so the sum can exceed -n but never fall short.
-        assert point["requests"] + point["errors"] >= 400
+        # Every request issued either completed or was counted as lost, once; a batch whose write
+        # failed is issued all the same (not sent again), so exactly -n requests are accounted for.
+        assert point["requests"] + point["errors"] == 400
+    finally:
+        srv.stop()
+
+
+# Large PUTs against a stand-in with a small receive buffer: a batch of them cannot be written
+# while the server is not reading, so the client's write blocks and it reads responses meanwhile.
+BIG_PUTS = ("--threads", 1, "--warmup", 0, "--workload", "put-all", "--value-size", 8 << 20, "--no-preload",
+            "--no-reset")
+
+
+def test_answer_read_while_a_write_is_blocked_counts_when_the_server_then_closes(tmp_path):
+    """The stand-in reads the first 8 MB PUT of a batch of 4, answers it and closes the connection
+    while the client is still writing the batch. The answer, read while the write was blocked, is
+    a completed request (with its latency); only the 3 requests behind it are lost. The failed
+    batch is not sent again (-n 4 was issued): the server saw one PUT, not a retry of the batch."""
+    srv = fake_server("--close-after", "1", "--rcvbuf", "65536")
+    try:
+        doc, answered = requests_sent_by(srv.port, tmp_path / "r.json", "--pipeline", 4, "-n", 4, "--timeout", 3000,
+                                         *BIG_PUTS)
+        point = doc["points"][0]
+        codes = point["errors_by_code"]
+        assert point["requests"] == 1, codes
+        assert point["errors"] == 3 and set(codes) <= {"closed", "io_error"}, codes
+        assert point["sets"] == 1
+        assert answered == 1 + 1  # the /stats probe and the one PUT
+    finally:
+        srv.stop()
+
+
+def test_answer_read_while_a_write_times_out_counts_and_the_batch_is_recorded(tmp_path):
+    """The stand-in answers the first PUT of a batch of 4, then stops reading for 4 s: the client's
+    write times out (--timeout 1000). The answer is a completed request; the 3 others are
+    `timeout` errors, each recorded in the histogram at the time it waited (>= the timeout), as
+    every timed-out request is: so the median of the 4 recorded latencies is at least 1 s."""
+    srv = fake_server("--stall-after", "1", "--stall-ms", "4000", "--rcvbuf", "65536")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--pipeline", 4, "-n", 4, "--timeout", 1000, "--json", out, *BIG_PUTS,
+                      timeout=60)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["requests"] == 1, point["errors_by_code"]
+        assert point["errors_by_code"] == {"timeout": 3}
+        assert point["p50_us"] >= 1_000_000, point
+        assert point["min_us"] < 1_000_000, point
+    finally:
+        srv.stop()
+
+
+def test_responses_read_during_a_blocked_write_are_parsed_when_it_returns(tmp_path):
+    """Two connections, 2 large PUTs each. On each, the stand-in answers the first PUT at once,
+    stops reading for 0.3 s (the client's write blocks; it reads that answer meanwhile), then
+    answers the second PUT 2 s after reading it. The first answers must be parsed when the write
+    returns (latency about 0.3 s), not when the socket next becomes readable with the second
+    answer (about 2.3 s later): latency ends at the parsed response."""
+    srv = fake_server("--stall-after", "1", "--stall-ms", "300", "--delay-ms", "2000", "--rcvbuf", "65536")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--connections-per-thread", 2, "--pipeline", 2, "-n", 4, "--timeout", 5000,
+                      "--json", out, *BIG_PUTS, timeout=60)
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["requests"] == 4 and point["errors"] == 0, point["errors_by_code"]
+        assert point["min_us"] < 1_200_000, point
+        assert point["max_us"] >= 2_000_000, point  # the second answers did wait 2 s
     finally:
         srv.stop()
 
