@@ -8,7 +8,22 @@
 namespace server {
 namespace http = boost::beast::http;
 
+// A GET hit's status line and fixed headers, precomputed: they are the same for every hit, and
+// the profile of pipelined GETs (optimizations/README.md) put start() and header() at ~15% of
+// the user-space instructions per request when they were assembled piece by piece.
+constexpr std::string_view kOkOctetStreamHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ";
+
 void ResponseWriter::start(status s, std::string_view content_type, std::size_t content_length) {
+  if (s == status::ok && content_type == kOctetStream) {
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, content_length);
+    (void)ec;
+    out_.append(kOkOctetStreamHead);
+    out_.append(digits, end);
+    out_.append("\r\n");
+    return;
+  }
   char code[8];
   auto [end, ec] = std::to_chars(code, code + sizeof code, static_cast<unsigned>(s));
   (void)ec;
