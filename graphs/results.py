@@ -116,13 +116,18 @@ def _with_get_rps(sample: dict) -> dict:
     return sample
 
 
-def load_series(path: Path) -> Series:
+def read_json(path: Path):
+    """The document in `path`, or a ResultError that names the file and what is wrong."""
     try:
-        doc = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except FileNotFoundError:
         raise ResultError(f"{path}: no such file") from None
     except json.JSONDecodeError as e:
         raise ResultError(f"{path}: not valid JSON ({e})") from None
+
+
+def load_series(path: Path) -> Series:
+    doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
         raise ResultError(f"{path}: expected an object with a \"points\" list (bench_client --json)")
     if not doc["points"]:
@@ -232,12 +237,7 @@ def usable(m: dict) -> bool:
 
 
 def load_nginx(path: Path) -> NginxComparison:
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ResultError(f"{path}: no such file") from None
-    except json.JSONDecodeError as e:
-        raise ResultError(f"{path}: not valid JSON ({e})") from None
+    doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("measurements"), list):
         raise ResultError(f"{path}: expected an object with a \"measurements\" list (compare_nginx.sh --json)")
     grid: dict[int, dict[int, dict[str, dict | None]]] = {}

@@ -71,6 +71,16 @@ class ServerProcess {
   std::uint16_t port_ = 0;
 };
 
+// bench_client's config for `server` (uniform workload plus `args`) and its resolved endpoint.
+void configure(const ServerProcess& server, std::vector<std::string> args, Config& cfg,
+               Endpoint& ep) {
+  ASSERT_NE(server.port(), 0) << "cache_server did not start";
+  args.insert(args.begin(), {"-p", std::to_string(server.port()), "--workload", "uniform"});
+  std::string err;
+  ASSERT_EQ(parse_args(args, cfg, err), CliOutcome::kRun) << err;
+  ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
+}
+
 class PipelineWorker : public testing::TestWithParam<unsigned> {};
 
 TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
@@ -78,16 +88,10 @@ TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
   GTEST_SKIP() << "cache_server is not built";
 #else
   ServerProcess server(BENCH_CACHE_SERVER);
-  ASSERT_NE(server.port(), 0) << "cache_server did not start";
   Config cfg;
-  std::string err;
-  ASSERT_EQ(parse_args({"-p", std::to_string(server.port()), "--workload", "uniform", "--keys",
-                        "200", "--pipeline", "8", "--timeout", "5000"},
-                       cfg, err),
-            CliOutcome::kRun)
-      << err;
   Endpoint ep;
-  ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
+  ASSERT_NO_FATAL_FAILURE(
+      configure(server, {"--keys", "200", "--pipeline", "8", "--timeout", "5000"}, cfg, ep));
   const Bench bench(cfg, ep);
   const PreloadResult preload = bench.preload(1);
   ASSERT_TRUE(preload.ok) << preload.message;
@@ -130,16 +134,10 @@ TEST(PipelineWorkerOpenLoop, RunsWithAPipelineOfOne) {
   GTEST_SKIP() << "cache_server is not built";
 #else
   ServerProcess server(BENCH_CACHE_SERVER);
-  ASSERT_NE(server.port(), 0) << "cache_server did not start";
   Config cfg;
-  std::string err;
-  ASSERT_EQ(parse_args({"-p", std::to_string(server.port()), "--workload", "uniform", "--keys",
-                        "50", "--rate", "2000", "--timeout", "5000"},
-                       cfg, err),
-            CliOutcome::kRun)
-      << err;
   Endpoint ep;
-  ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
+  ASSERT_NO_FATAL_FAILURE(
+      configure(server, {"--keys", "50", "--rate", "2000", "--timeout", "5000"}, cfg, ep));
   const Bench bench(cfg, ep);
   const PreloadResult preload = bench.preload(1);
   ASSERT_TRUE(preload.ok) << preload.message;
