@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import (PERCENTILE_FIELDS, SATURATION_RULE, NginxComparison,  # noqa: E402
-                     ResultError, Series, find_result_files, load_nginx, load_series)
+                     ResultError, Series, find_result_files, load_nginx_in, load_series)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO_ROOT / "results" / "latest"
@@ -196,13 +196,11 @@ def main(argv: list[str]) -> int:
     except ResultError as e:
         print(f"plot.py: {e}", file=sys.stderr)
         return 1
-    nginx = None
-    if (out_dir / "nginx.json").exists():
-        try:
-            nginx = load_nginx(out_dir / "nginx.json")
-        except ResultError as e:
-            print(f"plot.py: {e}", file=sys.stderr)
-            return 1
+    try:
+        nginx = load_nginx_in(out_dir)
+    except ResultError as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 1
     paths = plot_all(series, out_dir) + (plot_nginx(nginx, out_dir) if nginx else [])
     for path in paths:
         print(path)

@@ -258,3 +258,9 @@ def load_nginx(path: Path) -> NginxComparison:
     depths = [NginxDepth(d, [NginxRow(c, by) for c, by in sorted(rows.items())])
               for d, rows in sorted(grid.items())]
     return NginxComparison(path, doc, depths)
+
+
+def load_nginx_in(run_dir: Path) -> NginxComparison | None:
+    """The run's nginx comparison (run_dir/nginx.json), or None when the run has none."""
+    path = run_dir / "nginx.json"
+    return load_nginx(path) if path.exists() else None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "graphs"))
 from results import (SATURATION_RULE, NginxComparison, ResultError, Series,  # noqa: E402
-                     find_result_files, load_nginx, load_series, usable)
+                     find_result_files, load_nginx_in, load_series, usable)
 
 FIGURES = (("throughput_vs_threads", "Throughput against client threads"),
            ("p95_vs_threads", "p95 latency against client threads"),
@@ -341,13 +341,11 @@ def main(argv: list[str]) -> int:
     run = json.loads(run_file.read_text()) if run_file.exists() else {}
     order = run.get("order") or []
     series.sort(key=lambda s: order.index(s.path.name) if s.path.name in order else len(order))
-    nginx = None
-    if (out_dir / "nginx.json").exists():
-        try:
-            nginx = load_nginx(out_dir / "nginx.json")
-        except ResultError as e:
-            print(f"report.py: {e}", file=sys.stderr)
-            return 1
+    try:
+        nginx = load_nginx_in(out_dir)
+    except ResultError as e:
+        print(f"report.py: {e}", file=sys.stderr)
+        return 1
     report = out_dir / "REPORT.md"
     report.write_text(render(out_dir, series, run, nginx))
     print(report)
