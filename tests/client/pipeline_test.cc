@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -71,15 +72,28 @@ class ServerProcess {
   std::uint16_t port_ = 0;
 };
 
-// bench_client's config for `server` (uniform workload plus `args`) and its resolved endpoint.
-void configure(const ServerProcess& server, std::vector<std::string> args, Config& cfg,
-               Endpoint& ep) {
-  ASSERT_NE(server.port(), 0) << "cache_server did not start";
-  args.insert(args.begin(), {"-p", std::to_string(server.port()), "--workload", "uniform"});
-  std::string err;
-  ASSERT_EQ(parse_args(args, cfg, err), CliOutcome::kRun) << err;
-  ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
-}
+// A cache_server of its own, bench_client's config for it (uniform workload plus the start()
+// arguments), the resolved endpoint, and the key space preloaded through one connection.
+struct PreloadedServer {
+  explicit PreloadedServer(const std::string& binary) : server(binary) {}
+
+  void start(std::vector<std::string> args) {
+    ASSERT_NE(server.port(), 0) << "cache_server did not start";
+    args.insert(args.begin(), {"-p", std::to_string(server.port()), "--workload", "uniform"});
+    std::string err;
+    ASSERT_EQ(parse_args(args, cfg, err), CliOutcome::kRun) << err;
+    ASSERT_TRUE(resolve(cfg.host, cfg.port, ep, err)) << err;
+    bench.emplace(cfg, ep);
+    preload = bench->preload(1);
+    ASSERT_TRUE(preload.ok) << preload.message;
+  }
+
+  ServerProcess server;
+  Config cfg;
+  Endpoint ep;
+  std::optional<Bench> bench;
+  PreloadResult preload;
+};
 
 class PipelineWorker : public testing::TestWithParam<unsigned> {};
 
@@ -87,15 +101,10 @@ TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
 #ifndef BENCH_CACHE_SERVER
   GTEST_SKIP() << "cache_server is not built";
 #else
-  ServerProcess server(BENCH_CACHE_SERVER);
-  Config cfg;
-  Endpoint ep;
-  ASSERT_NO_FATAL_FAILURE(
-      configure(server, {"--keys", "200", "--pipeline", "8", "--timeout", "5000"}, cfg, ep));
-  const Bench bench(cfg, ep);
-  const PreloadResult preload = bench.preload(1);
-  ASSERT_TRUE(preload.ok) << preload.message;
-  ASSERT_EQ(preload.errors, 0u);
+  PreloadedServer target(BENCH_CACHE_SERVER);
+  ASSERT_NO_FATAL_FAILURE(target.start({"--keys", "200", "--pipeline", "8", "--timeout", "5000"}));
+  ASSERT_EQ(target.preload.errors, 0u);
+  const Config& cfg = target.cfg;
 
   constexpr std::uint64_t kRequests = 1003;  // not a multiple of the depth
   WorkerPlan plan;
@@ -104,7 +113,7 @@ TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
   plan.requests = kRequests;
   plan.timeout = cfg.timeout;
   StartGate gate(1, 0);
-  Worker worker(cfg, ep, bench.keyspace(), plan, gate);
+  Worker worker(cfg, target.ep, target.bench->keyspace(), plan, gate);
   worker.run();
 
   const WorkerStats& s = worker.stats();
@@ -133,14 +142,9 @@ TEST(PipelineWorkerOpenLoop, RunsWithAPipelineOfOne) {
 #ifndef BENCH_CACHE_SERVER
   GTEST_SKIP() << "cache_server is not built";
 #else
-  ServerProcess server(BENCH_CACHE_SERVER);
-  Config cfg;
-  Endpoint ep;
-  ASSERT_NO_FATAL_FAILURE(
-      configure(server, {"--keys", "50", "--rate", "2000", "--timeout", "5000"}, cfg, ep));
-  const Bench bench(cfg, ep);
-  const PreloadResult preload = bench.preload(1);
-  ASSERT_TRUE(preload.ok) << preload.message;
+  PreloadedServer target(BENCH_CACHE_SERVER);
+  ASSERT_NO_FATAL_FAILURE(target.start({"--keys", "50", "--rate", "2000", "--timeout", "5000"}));
+  const Config& cfg = target.cfg;
 
   constexpr std::uint64_t kRequests = 200;  // planned 0.5 ms apart: the last at 99.5 ms
   WorkerPlan plan;
@@ -149,7 +153,7 @@ TEST(PipelineWorkerOpenLoop, RunsWithAPipelineOfOne) {
   plan.requests = kRequests;
   plan.timeout = cfg.timeout;
   StartGate gate(1, 0);
-  Worker worker(cfg, ep, bench.keyspace(), plan, gate);
+  Worker worker(cfg, target.ep, target.bench->keyspace(), plan, gate);
   worker.run();
 
   const WorkerStats& s = worker.stats();
