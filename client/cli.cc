@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/duration.hh"
 #include "workload.hh"
 
 namespace bench {
@@ -49,13 +50,18 @@ std::optional<std::vector<T>> parse_list(const std::string& s, char sep) {
   return out;
 }
 
-// "12.5" or "12.5s" -> seconds.
-std::optional<std::chrono::nanoseconds> parse_seconds(std::string s) {
-  if (!s.empty() && s.back() == 's') s.pop_back();
-  const auto v = parse_double(s);
-  if (!v || *v <= 0 || *v > 1e6) return std::nullopt;
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(*v * 1e9));
+// A duration flag (common/duration.hh: "500ms", "2s", "0.5s"); `bare` keeps the meaning the flag's
+// bare numbers had before units existed. nullopt unless min <= value <= max.
+std::optional<std::chrono::nanoseconds> parse_duration_in(const std::string& s,
+                                                          common::BareUnit bare,
+                                                          std::chrono::nanoseconds min,
+                                                          std::chrono::nanoseconds max) {
+  const auto d = common::parse_duration(s, bare);
+  if (!d || *d < min || *d > max) return std::nullopt;
+  return d;
 }
+
+constexpr std::chrono::nanoseconds kMaxRunTime = std::chrono::seconds(1'000'000);  // -d, --warmup
 
 std::optional<WorkloadKind> parse_workload(const std::string& s) {
   for (auto k :
@@ -76,7 +82,8 @@ Target
   -s, --host HOST               server address (default 127.0.0.1)
   -p, --port PORT               server port (default 8080)
       --server-pid PID          sample the server's CPU % from /proc/PID/stat (default: off)
-      --timeout MS              connect/send/receive timeout per socket operation, ms (default 5000)
+      --timeout DURATION        connect/send/receive timeout per socket operation, 10ms..600s;
+                                a bare number is ms (default 5000ms)
 
 Sweep and load
       --threads LIST            explicit client thread counts, e.g. 1,3,5
@@ -87,9 +94,11 @@ Sweep and load
                                 back; a request's latency runs from the write that carried it to
                                 its parsed response. Closed loop only (not with --rate)
   -n, --requests N              measured requests per thread per point (default 50000)
-  -d, --duration S              measure each point for S seconds instead of --requests
-      --warmup N | Ss           warm-up per point, not recorded: N requests per thread, or S
-                                seconds when suffixed with 's' (default 1000 requests; 0 = none)
+  -d, --duration DURATION       measure each point this long instead of --requests (10s, 500ms;
+                                a bare number is seconds)
+      --warmup N | DURATION     warm-up per point, not recorded: N requests per thread, or a
+                                duration with its unit, 2s or 500ms (default 1000 requests;
+                                0 or 0s = none)
       --rate R                  open loop: constant total rate of R requests/s with planned send
                                 times; latency is measured from the planned time (coordinated-
                                 omission corrected), the uncorrected figure is reported too
@@ -125,6 +134,8 @@ Output
       --csv FILE                write one CSV row per point to FILE
   -q, --quiet                   no progress messages on stderr
   -h, --help                    this text
+
+Durations are a decimal number with a unit, ms or s: 500ms, 2s, 0.5s.
 
 Exit status: 0 success; 1 bad flags; 2 server unreachable; 3 run aborted (partial results saved);
 4 output file could not be written.
@@ -183,11 +194,12 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       if (!n || *n <= 0) return bad(*v, "a positive pid");
       cfg.server_pid = *n;
     } else if (flag == "--timeout") {
-      auto v = need("milliseconds");
+      auto v = need("a duration");
       if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::int64_t>(*v);
-      if (!n || *n < 10 || *n > 600'000) return bad(*v, "10..600000 ms");
-      cfg.timeout = std::chrono::milliseconds(*n);
+      auto d = parse_duration_in(*v, common::BareUnit::milliseconds, std::chrono::milliseconds(10),
+                                 std::chrono::milliseconds(600'000));
+      if (!d) return bad(*v, "a duration 10ms..600s such as 500ms or 5s; a bare number is ms");
+      cfg.timeout = std::chrono::round<std::chrono::milliseconds>(*d);
     } else if (flag == "--threads") {
       auto v = need("a list like 1,2,4");
       if (!v) return CliOutcome::kError;
@@ -221,22 +233,25 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       if (!n || *n == 0) return bad(*v, "a positive request count");
       cfg.requests_per_thread = *n;
     } else if (flag == "-d" || flag == "--duration") {
-      auto v = need("seconds");
+      auto v = need("a duration");
       if (!v) return CliOutcome::kError;
-      auto d = parse_seconds(*v);
-      if (!d) return bad(*v, "a positive number of seconds");
+      auto d = parse_duration_in(*v, common::BareUnit::seconds, std::chrono::nanoseconds(1),
+                                 kMaxRunTime);
+      if (!d) return bad(*v, "a positive duration such as 10s or 500ms; a bare number is seconds");
       cfg.duration = *d;
     } else if (flag == "--warmup") {
-      auto v = need("requests or seconds");
+      auto v = need("requests or a duration");
       if (!v) return CliOutcome::kError;
-      if (!v->empty() && v->back() == 's') {
-        auto d = parse_seconds(*v);
-        if (!d) return bad(*v, "N requests or S seconds like 2s");
+      if (!v->empty() &&
+          v->back() == 's') {  // "2s", "500ms": a time; a bare number counts requests
+        auto d = parse_duration_in(*v, common::BareUnit::required, std::chrono::nanoseconds(0),
+                                   kMaxRunTime);
+        if (!d) return bad(*v, "N requests or a duration like 2s or 500ms");
         cfg.warmup_time = *d;
         cfg.warmup_requests = 0;
       } else {
         auto n = parse_int<std::uint64_t>(*v);
-        if (!n) return bad(*v, "N requests or S seconds like 2s");
+        if (!n) return bad(*v, "N requests or a duration like 2s or 500ms");
         cfg.warmup_requests = *n;
         cfg.warmup_time = std::chrono::nanoseconds(0);
       }

@@ -14,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libgtest-dev
-              clang-16 libfuzzer-16-dev libclang-rt-16-dev
+              clang-16 libfuzzer-16-dev libclang-rt-16-dev librocksdb-dev
               procps util-linux iproute2 curl python3 python3-pip)
 PEER_PACKAGES=(nginx-light wrk redis-server redis-tools memcached linux-perf valgrind)
 

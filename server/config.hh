@@ -1,15 +1,14 @@
 // config.hh — the server's whole configuration in one struct, its defaults (named, with units),
-// command-line parsing and validation. main() parses, validates, and hands the struct on; nothing
-// else reads argv or keeps configuration in globals.
+// validation, and the start-up description. main() parses argv with parse_flags (flags.hh),
+// validates, and hands the struct on; nothing else reads argv or keeps configuration in globals.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
-#include <vector>
 
 #include "cache/cache.hh"
 
@@ -25,6 +24,9 @@ inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};    // --idle-ti
 inline constexpr std::size_t kHeaderLimitBytes = 8 * 1024;  // request line + fields; over → 431
 inline constexpr unsigned kMaxShards = 16;  // cache shards, fewer when maxmem is small
 inline constexpr const char* kDefaultHost = "127.0.0.1";
+inline constexpr const char* kDefaultStore = "none";                    // --store: no durable store
+inline constexpr std::chrono::milliseconds kDefaultFlushInterval{100};  // --flush-interval
+inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;         // --max-dirty
 
 // How worker threads share the network work (see docs/server.md for the measurement).
 enum class IoModel : std::uint8_t {
@@ -52,6 +54,13 @@ const char* to_string(ValuePathKind v);
 const char* to_string(DispatchKind d);
 const char* to_string(WriteBatching b);
 
+// When a write (PUT/DELETE) is answered, with a durable store (--store) behind the cache.
+enum class WriteMode : std::uint8_t {
+  through,  // once it is durable in the store
+  behind,   // once it is in the cache; it reaches the store within --flush-interval
+};
+const char* to_string(WriteMode m);  // "through" / "behind"
+
 struct Config {
   std::size_t maxmem = kDefaultMaxmemBytes;
   std::string host = kDefaultHost;
@@ -66,31 +75,28 @@ struct Config {
   ValuePathKind value_path = ValuePathKind::cstring;         // --value-path / --variant
   DispatchKind dispatch = DispatchKind::ordered;             // --dispatch / --variant
   WriteBatching write_batching = WriteBatching::on;          // --write-batching / --variant
+  // The durable store behind the cache (docs/api.md, "Command line").
+  std::string store = kDefaultStore;          // --store: none or rocksdb:PATH
+  WriteMode write_mode = WriteMode::through;  // --write-mode
+  std::chrono::milliseconds flush_interval = kDefaultFlushInterval;  // --flush-interval
+  std::size_t max_dirty = kDefaultMaxDirtyBytes;  // --max-dirty (write-behind bound)
+  std::string store_faults;  // --store-faults: fault injection (tests); checked by store/
 };
+
+// A --store URI split into its scheme and path: "none" → {"none", ""}, "rocksdb:/d" →
+// {"rocksdb", "/d"}. nullopt for anything else, including "rocksdb:" with an empty path.
+struct StoreUri {
+  std::string_view scheme;
+  std::string_view path;
+};
+std::optional<StoreUri> parse_store_uri(std::string_view uri);
 
 // "optimized" (all four optimizations), "baseline" (none of them) or "custom" (a mix).
 const char* variant_name(const Config& config);
 
-// What parse_flags found: a config to run, a request for help, or a one-line error.
-struct HelpRequested {};
-struct FlagError {
-  std::string message;
-};
-using ParseResult = std::variant<Config, HelpRequested, FlagError>;
-
-ParseResult parse_flags(const std::vector<std::string_view>& args);  // args exclude argv[0]
-
-// Cross-field and range checks; an empty string means the config is usable.
+// Cross-field and range checks; an empty string means the config is usable, anything else is a
+// one-line error.
 std::string validate(const Config& config);
-
-// "64M" → 67108864. Suffixes K/M/G (also k/m/g, optional trailing B/b) are powers of 1024.
-// Returns false on garbage, an empty number, or overflow.
-bool parse_size(std::string_view text, std::size_t& out);
-
-// "10" → 10 s, "0.5" → 500 ms; false unless a non-negative decimal number of seconds.
-bool parse_seconds(std::string_view text, std::chrono::milliseconds& out);
-
-std::string usage_text();
 
 // One stable line describing the effective configuration (printed at start-up).
 std::string describe(const Config& config);

@@ -1,6 +1,9 @@
 // connection.cc — see connection.hh.
 #include "server/connection.hh"
 
+#include <boost/asio/post.hpp>
+#include <functional>
+
 namespace server {
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -24,6 +27,18 @@ Connection<V>::~Connection() {
 
 template <class V>
 void Connection<V>::start() {
+  // A response that waited on the store is finished on a store thread; its rendering hops to
+  // this connection's executor. The weak reference lets a closed connection go: the completion
+  // is then dropped.
+  engine_.responses().set_post(
+      [weak = this->weak_from_this(), ex = socket_.get_executor()](std::function<void()> fn) {
+        if (auto self = weak.lock()) {
+          asio::post(ex, [self = std::move(self), fn = std::move(fn)] {
+            if (!self->closed_) fn();
+          });
+        }
+      });
+  engine_.responses().set_on_complete([this] { on_response_ready(); });
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   update_deadline();
@@ -39,6 +54,7 @@ void Connection<V>::read() {
     engine_.input_overflow();
     return write();
   }
+  reading_ = true;
   socket_.async_read_some(input_.prepare(std::min(room, kReadChunkBytes)),
                           [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
                             self->on_read(ec, n);
@@ -47,6 +63,7 @@ void Connection<V>::read() {
 
 template <class V>
 void Connection<V>::on_read(const error_code& ec, std::size_t n) {
+  reading_ = false;
   if (ec) return close();  // EOF, reset, or cancelled by a timeout
   WorkerStats::bump(stats_.reads);
   input_.commit(n);
@@ -59,16 +76,27 @@ void Connection<V>::process() {
   const std::size_t used =
       engine_.consume(std::string_view(static_cast<const char*>(data.data()), data.size()));
   input_.consume(used);
-  set_busy(engine_.mid_request() || input_.size() > 0 || !engine_.output().empty());
+  set_busy(engine_.mid_request() || input_.size() > 0 || !engine_.output().empty() ||
+           engine_.waiting());
   if (!engine_.output().empty()) return write();
+  if (engine_.waiting()) return update_deadline();  // on_response_ready() resumes
   if (engine_.must_close()) return linger();
   update_deadline();
   read();
 }
 
+// A response that waited on the store is ready (on this thread). While reading or writing, the
+// chain in progress picks it up (on_write → process); otherwise the connection was waiting.
+template <class V>
+void Connection<V>::on_response_ready() {
+  if (closed_ || lingering_ || reading_ || writing_) return;
+  process();
+}
+
 template <class V>
 void Connection<V>::write() {
   WorkerStats::bump(stats_.writes);
+  writing_ = true;
   written_ = 0;
   write_some();
 }
@@ -98,9 +126,11 @@ void Connection<V>::on_write_some(const error_code& ec, std::size_t n) {
 
 template <class V>
 void Connection<V>::on_write() {
+  writing_ = false;
   engine_.output_written();
-  if (engine_.must_close()) return linger();
-  if (input_.size() > 0) return process();  // pipelined requests left over
+  // Responses still waiting on the store go out before a closing connection lingers.
+  if (engine_.must_close() && !engine_.waiting()) return linger();
+  if (input_.size() > 0 || engine_.waiting()) return process();  // pipelined or pending left
   set_busy(engine_.mid_request());
   update_deadline();
   read();
@@ -132,6 +162,7 @@ template <class V>
 void Connection<V>::close() {
   if (closed_) return;
   closed_ = true;
+  reading_ = writing_ = false;
   set_busy(false);
   error_code ignored;
   timer_.cancel();

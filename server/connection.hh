@@ -2,9 +2,12 @@
 // deadlines that defend it (header timeout, idle keep-alive timeout) and a lingering close.
 //
 // Life cycle: read → engine.consume → write responses → read ... Only one operation chain runs at
-// a time, plus one timer wait. The timer is lazy: each read only stores the new deadline; the
-// timer re-arms itself when it fires early, and is re-armed at once only when the deadline
-// moves earlier (idle → header in progress), so a keep-alive GET costs no timer operation.
+// a time, plus one timer wait. A request that waits on the store parks the chain (no read, no
+// write) until its completion, posted to this connection's executor, resumes it
+// (on_response_ready); responses already rendered go out meanwhile. The timer is lazy: each read
+// only stores the new deadline; the timer re-arms itself when it fires early, and is re-armed at
+// once only when the deadline moves earlier (idle → header in progress), so a keep-alive GET costs
+// no timer operation.
 //
 // A template over the request-path Variant (variant.hh), like the engine it holds: the listener
 // starts connections through the ConnectionStarter picked once at start-up.
@@ -46,9 +49,10 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
 
   void read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
-  void process();     // run the engine over buffered input, then write or read
-  void write();       // start writing the engine's output
-  void write_some();  // the rest of it, with a fresh deadline
+  void process();            // run the engine over buffered input, then write, read or wait
+  void on_response_ready();  // a response that waited on the store was rendered
+  void write();              // start writing the engine's output
+  void write_some();         // the rest of it, with a fresh deadline
   void on_write_some(const boost::system::error_code& ec, std::size_t n);
   void on_write();  // all of it written
   void linger();    // half-close, drain, then close
@@ -70,6 +74,8 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
   std::size_t header_request_ = 0;  // engine_.answered() when the header phase began
   bool in_header_ = false;
   bool busy_ = false;
+  bool reading_ = false;  // a read is outstanding
+  bool writing_ = false;  // a write is outstanding
   bool lingering_ = false;
   bool closed_ = false;
   std::size_t lingered_bytes_ = 0;

@@ -3,9 +3,12 @@
 
 #include <array>
 #include <cstdio>
+#include <memory>
+#include <string>
 
 #include "server/json_escape.hh"
 #include "server/percent_decode.hh"
+#include "server/store_tier.hh"
 
 namespace server {
 namespace http = boost::beast::http;
@@ -40,6 +43,74 @@ DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
   return {std::string_view(storage.data(), r.size), {}};
 }
 
+void render_json_value(std::string_view key, std::string_view value, ResponseWriter& out) {
+  constexpr std::string_view open = "{\"key\": \"", middle = "\", \"value\": \"", close = "\"}";
+  out.start(status::ok, kJson,
+            open.size() + json_escaped_size(key) + middle.size() + json_escaped_size(value) +
+                close.size());
+  out.end_headers();
+  if (out.head()) return;
+  std::string& b = out.buffer();
+  b.append(open);
+  json_escape_append(key, b);
+  b.append(middle);
+  json_escape_append(value, b);
+  b.append(close);
+}
+
+// What a lookup beyond the cache answers (a HEAD's body is dropped by the writer).
+HandlerResult render_lookup(const StoreTier::Lookup& found, std::string_view key, bool json,
+                            ResponseWriter& out) {
+  switch (found.kind) {
+    case StoreTier::Lookup::Kind::found:
+      if (json) {
+        render_json_value(key, *found.value, out);
+      } else {
+        out.start(status::ok, kOctetStream, found.value->size());
+        out.end_headers();
+        out.body(*found.value);
+      }
+      return {};
+    case StoreTier::Lookup::Kind::absent:
+      return fail(status::not_found, "key not found");
+    case StoreTier::Lookup::Kind::error:
+      break;
+  }
+  return fail(status::service_unavailable, found.error);
+}
+
+// What a write through the store answers: today's codes, or 503 when the store failed.
+HandlerResult render_outcome(const StoreTier::Outcome& o, WorkerStats& stats, ResponseWriter& out) {
+  using K = StoreTier::Outcome::Kind;
+  switch (o.kind) {
+    case K::created:
+      WorkerStats::bump(stats.sets);
+      out.start(status::created, {}, 0);
+      out.end_headers();
+      return {};
+    case K::replaced:
+      WorkerStats::bump(stats.sets);
+      out.no_content(status::no_content);
+      return {};
+    case K::deleted:
+      WorkerStats::bump(stats.deletes);
+      out.no_content(status::no_content);
+      return {};
+    case K::absent:
+      return fail(status::not_found, "key not found");
+    case K::error:
+      break;
+  }
+  return fail(status::service_unavailable, o.error);
+}
+
+// Reserves the current request's response slot; the returned function finishes it with a
+// rendering (copyable, so it fits in the store's std::function callbacks).
+std::shared_ptr<DeferredResponse> defer(const RequestView& request, DeferKind kind,
+                                        const ResponseWriter& out) {
+  return std::make_shared<DeferredResponse>(request.responses->defer(kind, out));
+}
+
 bool iequals_ascii(char a, char b) {
   auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
   return lower(a) == lower(b);
@@ -63,19 +134,19 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
                                  ResponseWriter& out) {
   switch (route.endpoint) {
     case Endpoint::key_get:
-      return get_key<ValuePath>(route.key, accepts_json(request.accept), out);
+      return get_key<ValuePath>(route.key, accepts_json(request.accept), request, out);
     case Endpoint::key_put_body:
-      return put_key(route.key, request.body, out);
+      return put_key(route.key, request.body, request, out);
     case Endpoint::key_put_path:
-      return put_key_path(route.key, route.value, out);
+      return put_key_path(route.key, route.value, request, out);
     case Endpoint::key_delete:
-      return delete_key(route.key, out);
+      return delete_key(route.key, request, out);
     case Endpoint::key_head:
-      return head_key<ValuePath>(route.key, out);
+      return head_key<ValuePath>(route.key, request, out);
     case Endpoint::root_head:
       return head_root(out);
     case Endpoint::reset:
-      return reset(out);
+      return reset(route.query, request, out);
     case Endpoint::stats:
       return stats_json(out);
     case Endpoint::not_found:
@@ -91,7 +162,8 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
 // The hot path: decode the key, then render header + value as the value path hands it over
 // (CStringValue: inside the cache's sink, under the shard lock, straight into the output buffer).
 template <class ValuePath>
-HandlerResult Handlers::get_key(std::string_view raw_key, bool json, ResponseWriter& out) {
+HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const RequestView& request,
+                                ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
@@ -104,30 +176,31 @@ HandlerResult Handlers::get_key(std::string_view raw_key, bool json, ResponseWri
     });
   } else {
     hit = ValuePath::read(ctx.cache, k.key, [&out, &k](std::string_view value) {
-      constexpr std::string_view open = "{\"key\": \"", middle = "\", \"value\": \"", close = "\"}";
-      out.start(status::ok, kJson,
-                open.size() + json_escaped_size(k.key) + middle.size() + json_escaped_size(value) +
-                    close.size());
-      out.end_headers();
-      std::string& b = out.buffer();
-      b.append(open);
-      json_escape_append(k.key, b);
-      b.append(middle);
-      json_escape_append(value, b);
-      b.append(close);
+      render_json_value(k.key, value, out);
     });
   }
   WorkerStats::bump(hit ? stats.hits : stats.misses);
-  return hit ? HandlerResult{} : fail(status::not_found, "key not found");
+  if (hit) return {};
+  if (ctx.tier != nullptr) return lookup_store(k.key, json, request, out);
+  return fail(status::not_found, "key not found");
 }
 
 HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value,
-                                ResponseWriter& out) {
+                                const RequestView& request, ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
   if (value.size() > ctx.config.max_value) {
     return fail(status::payload_too_large, "value larger than --max-value");
+  }
+  if (ctx.tier != nullptr) {
+    if (auto now = ctx.tier->try_put(k.key, value)) return render_outcome(*now, stats, out);
+    auto slot = defer(request, DeferKind::write, out);
+    auto finish = [slot, &stats = stats](const StoreTier::Outcome& o) {
+      slot->finish([o, &stats](ResponseWriter& w) { return render_outcome(o, stats, w); });
+    };
+    if (auto now = ctx.tier->put(k.key, value, finish)) finish(*now);
+    return kDeferred;
   }
   switch (ctx.cache.set(k.key, value)) {
     case cache::SetResult::created:
@@ -150,7 +223,7 @@ HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value
 }
 
 HandlerResult Handlers::put_key_path(std::string_view raw_key, std::string_view raw_value,
-                                     ResponseWriter& out) {
+                                     const RequestView& request, ResponseWriter& out) {
   // The value segment came from the request line, which the parser caps at kHeaderLimitBytes.
   std::array<char, kHeaderLimitBytes> storage;
   const DecodeResult r = percent_decode(raw_value, storage);
@@ -160,13 +233,26 @@ HandlerResult Handlers::put_key_path(std::string_view raw_key, std::string_view 
   if (r.status == DecodeStatus::too_long) {
     return fail(status::payload_too_large, "value larger than --max-value");
   }
-  return put_key(raw_key, std::string_view(storage.data(), r.size), out);
+  return put_key(raw_key, std::string_view(storage.data(), r.size), request, out);
 }
 
-HandlerResult Handlers::delete_key(std::string_view raw_key, ResponseWriter& out) {
+HandlerResult Handlers::delete_key(std::string_view raw_key, const RequestView& request,
+                                   ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
+  if (ctx.tier != nullptr) {
+    if (auto now = ctx.tier->try_del(k.key)) return render_outcome(*now, stats, out);
+    // Write-behind asks the store whether an unknown key exists first: a read and a write.
+    auto slot =
+        defer(request,
+              ctx.tier->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write, out);
+    auto finish = [slot, &stats = stats](const StoreTier::Outcome& o) {
+      slot->finish([o, &stats](ResponseWriter& w) { return render_outcome(o, stats, w); });
+    };
+    if (auto now = ctx.tier->del(k.key, finish)) finish(*now);
+    return kDeferred;
+  }
   if (!ctx.cache.del(k.key)) return fail(status::not_found, "key not found");
   WorkerStats::bump(stats.deletes);
   out.no_content(status::no_content);
@@ -174,7 +260,8 @@ HandlerResult Handlers::delete_key(std::string_view raw_key, ResponseWriter& out
 }
 
 template <class ValuePath>
-HandlerResult Handlers::head_key(std::string_view raw_key, ResponseWriter& out) {
+HandlerResult Handlers::head_key(std::string_view raw_key, const RequestView& request,
+                                 ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
@@ -183,7 +270,25 @@ HandlerResult Handlers::head_key(std::string_view raw_key, ResponseWriter& out) 
     out.end_headers();
   });
   WorkerStats::bump(hit ? stats.hits : stats.misses);
-  return hit ? HandlerResult{} : fail(status::not_found, "key not found");
+  if (hit) return {};
+  if (ctx.tier != nullptr) return lookup_store(k.key, false, request, out);
+  return fail(status::not_found, "key not found");
+}
+
+// A miss with a store behind the cache: the dirty buffer answers at once (write-behind), or the
+// response waits for a (single-flight) store read.
+HandlerResult Handlers::lookup_store(std::string_view key, bool json, const RequestView& request,
+                                     ResponseWriter& out) {
+  std::shared_ptr<DeferredResponse> slot = defer(request, DeferKind::read, out);
+  auto now = ctx.tier->lookup(key, [slot, k = std::string(key), json](const StoreTier::Lookup& l) {
+    slot->finish([l, k, json](ResponseWriter& w) { return render_lookup(l, k, json, w); });
+  });
+  if (now) {
+    slot->finish([l = std::move(*now), k = std::string(key), json](ResponseWriter& w) {
+      return render_lookup(l, k, json, w);
+    });
+  }
+  return kDeferred;
 }
 
 HandlerResult Handlers::head_root(ResponseWriter& out) {
@@ -191,8 +296,40 @@ HandlerResult Handlers::head_root(ResponseWriter& out) {
   return {};
 }
 
-HandlerResult Handlers::reset(ResponseWriter& out) {
-  ctx.cache.reset();
+// POST /reset empties the cache and the store (durably, before the 204); ?scope=cache empties
+// only the cache (cold-cache measurements). scope=all is the default.
+HandlerResult Handlers::reset(std::string_view query, const RequestView& request,
+                              ResponseWriter& out) {
+  bool cache_only = false;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view param = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (param == "scope=cache") {
+      cache_only = true;
+    } else if (param == "scope=all") {
+      cache_only = false;
+    } else if (param.starts_with("scope=") || param == "scope") {
+      return fail(status::bad_request, "unknown reset scope (want cache or all)");
+    }
+  }
+  if (ctx.tier == nullptr) {
+    ctx.cache.reset();
+  } else if (cache_only) {
+    ctx.tier->reset_cache();
+  } else {
+    auto slot = defer(request, DeferKind::barrier, out);
+    ctx.tier->reset([slot](const store::Status& s) {
+      slot->finish([s](ResponseWriter& w) -> HandlerResult {
+        if (!s.ok()) {
+          return {status::service_unavailable, s.message, {}, false};
+        }
+        w.no_content(status::no_content);
+        return {};
+      });
+    });
+    return kDeferred;
+  }
   out.no_content(status::no_content);
   return {};
 }
@@ -226,18 +363,46 @@ HandlerResult Handlers::stats_json(ResponseWriter& out) {
   if (n < 0 || static_cast<std::size_t>(n) >= sizeof body) {
     return fail(status::internal_server_error, "stats rendering failed");
   }
-  out.start(status::ok, kJson, static_cast<std::size_t>(n));
+  // The durable tier's counters (all zero without a store).
+  std::string json(body, static_cast<std::size_t>(n) - 1);  // without the closing brace
+  TierStats tier;
+  if (ctx.tier != nullptr) tier = ctx.tier->stats();
+  char more[512];
+  const int m =
+      std::snprintf(more, sizeof more,
+                    ", \"store\": \"%s\", \"write_mode\": \"%s\", \"store_reads\": %llu, "
+                    "\"store_writes\": %llu, \"store_commits\": %llu, \"store_errors\": %llu, "
+                    "\"dirty_bytes\": %llu, \"dirty_items\": %llu, \"readthrough_fills\": %llu, "
+                    "\"store_failed\": %s, \"store_error\": \"",
+                    tier.scheme, to_string(ctx.config.write_mode),
+                    static_cast<unsigned long long>(tier.store.reads),
+                    static_cast<unsigned long long>(tier.store.writes),
+                    static_cast<unsigned long long>(tier.store.commits),
+                    static_cast<unsigned long long>(tier.store.errors + tier.write_errors),
+                    static_cast<unsigned long long>(tier.dirty_bytes),
+                    static_cast<unsigned long long>(tier.dirty_items),
+                    static_cast<unsigned long long>(tier.readthrough_fills),
+                    tier.store.failed ? "true" : "false");
+  if (m < 0 || static_cast<std::size_t>(m) >= sizeof more) {
+    return fail(status::internal_server_error, "stats rendering failed");
+  }
+  json.append(more, static_cast<std::size_t>(m));
+  json_escape_append(tier.store.last_error, json);
+  json.append("\"}");
+  out.start(status::ok, kJson, json.size());
   out.end_headers();
-  out.body(std::string_view(body, static_cast<std::size_t>(n)));
+  out.body(json);
   return {};
 }
 
 // The two value paths (variant.hh); everything else above is shared.
-#define SERVER_INSTANTIATE_VALUE_PATH(VP)                                                \
-  template HandlerResult Handlers::dispatch<VP>(const Route&, const RequestView&,        \
-                                                ResponseWriter&);                        \
-  template HandlerResult Handlers::get_key<VP>(std::string_view, bool, ResponseWriter&); \
-  template HandlerResult Handlers::head_key<VP>(std::string_view, ResponseWriter&)
+#define SERVER_INSTANTIATE_VALUE_PATH(VP)                                                  \
+  template HandlerResult Handlers::dispatch<VP>(const Route&, const RequestView&,          \
+                                                ResponseWriter&);                          \
+  template HandlerResult Handlers::get_key<VP>(std::string_view, bool, const RequestView&, \
+                                               ResponseWriter&);                           \
+  template HandlerResult Handlers::head_key<VP>(std::string_view, const RequestView&,      \
+                                                ResponseWriter&)
 SERVER_INSTANTIATE_VALUE_PATH(CStringValue);
 SERVER_INSTANTIATE_VALUE_PATH(StringValue);
 #undef SERVER_INSTANTIATE_VALUE_PATH

@@ -4,13 +4,14 @@
 // cache hands the stored bytes to a sink that copies them straight into the output buffer.
 // dispatch, get_key and head_key take the value-path policy (variant.hh) as a template
 // argument: CStringValue is that zero-copy path, StringValue its baseline; the rest is shared.
+// With a store (ctx.tier), a miss, a write-through write and a reset defer their response
+// (response_queue.hh) and the store finishes it; a GET hit never touches the store.
 #pragma once
 
-#include <ostream>  // boost/core/detail/string_view.hpp needs it before status.hpp
-
-#include <boost/beast/http/status.hpp>
 #include <string_view>
 
+#include "server/handler_result.hh"
+#include "server/response_queue.hh"
 #include "server/response_writer.hh"
 #include "server/router.hh"
 #include "server/server_context.hh"
@@ -19,17 +20,11 @@
 
 namespace server {
 
-struct HandlerResult {
-  boost::beast::http::status status = boost::beast::http::status::ok;
-  std::string_view error;  // empty: the handler has written the response
-  std::string_view allow;  // Allow header for 405
-  bool ok() const { return error.empty(); }
-};
-
 // What the handlers need from the request besides the route.
 struct RequestView {
-  std::string_view accept;  // the Accept header (GET /key only)
-  std::string_view body;    // the request body (PUT /key/{k} only)
+  std::string_view accept;             // the Accept header (GET /key only)
+  std::string_view body;               // the request body (PUT /key/{k} only)
+  ResponseQueue* responses = nullptr;  // where a response that waits on the store is queued
 };
 
 // Does an Accept header ask for JSON? (case-insensitive "application/json"; q-values ignored)
@@ -43,16 +38,23 @@ struct Handlers {
   HandlerResult dispatch(const Route& route, const RequestView& request, ResponseWriter& out);
 
   template <class ValuePath>
-  HandlerResult get_key(std::string_view raw_key, bool json, ResponseWriter& out);
-  HandlerResult put_key(std::string_view raw_key, std::string_view value, ResponseWriter& out);
+  HandlerResult get_key(std::string_view raw_key, bool json, const RequestView& request,
+                        ResponseWriter& out);
+  HandlerResult put_key(std::string_view raw_key, std::string_view value,
+                        const RequestView& request, ResponseWriter& out);
   HandlerResult put_key_path(std::string_view raw_key, std::string_view raw_value,
-                             ResponseWriter& out);
-  HandlerResult delete_key(std::string_view raw_key, ResponseWriter& out);
+                             const RequestView& request, ResponseWriter& out);
+  HandlerResult delete_key(std::string_view raw_key, const RequestView& request,
+                           ResponseWriter& out);
   template <class ValuePath>
-  HandlerResult head_key(std::string_view raw_key, ResponseWriter& out);
+  HandlerResult head_key(std::string_view raw_key, const RequestView& request, ResponseWriter& out);
   HandlerResult head_root(ResponseWriter& out);
-  HandlerResult reset(ResponseWriter& out);
+  HandlerResult reset(std::string_view query, const RequestView& request, ResponseWriter& out);
   HandlerResult stats_json(ResponseWriter& out);
+
+  // The store side of a cache miss (GET/HEAD) and of writes (store_tier.hh).
+  HandlerResult lookup_store(std::string_view key, bool json, const RequestView& request,
+                             ResponseWriter& out);
 };
 
 }  // namespace server

@@ -27,6 +27,7 @@ BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
       stats_(stats),
       handlers_{ctx, stats},
       writer_(out_),
+      queue_(out_),
       output_high_water_(ctx.config.write_batching == WriteBatching::on
                              ? kOutputHighWater
                              : kOutputHighWaterUnbatched) {}
@@ -44,8 +45,14 @@ void BasicHttpEngine<V>::start_parser() {
 
 template <class V>
 std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
+  if (!queue_.empty()) queue_.drain();
   std::size_t used = 0;
-  while (!close_ && out_.size() < output_high_water_) {
+  while (!close_ && out_.size() < output_high_water_ && !queue_.full()) {
+    if (parser_ && parser_->is_done()) {  // a request held back behind a pending response
+      if (held_back()) break;
+      answer();
+      continue;
+    }
     if (!parser_) start_parser();
     if (used == input.size()) break;
     // Beast applies header_limit to what one put() sees, and it consumes complete fields as
@@ -75,6 +82,7 @@ std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
       if (!header_done()) break;  // rejected: the framing cannot be trusted
     }
     if (parser_->is_done()) {
+      if (!queue_.empty() && held_back()) break;
       answer();
       continue;
     }
@@ -103,9 +111,33 @@ bool BasicHttpEngine<V>::header_done() {
   }
   if (!parser_->is_done() && req.version() == 11 &&
       boost::beast::iequals(req[http::field::expect], "100-continue")) {
-    out_.append("HTTP/1.1 100 Continue\r\n\r\n");
+    respond_in_order([](ResponseWriter& w) { w.buffer().append("HTTP/1.1 100 Continue\r\n\r\n"); });
   }
   return true;
+}
+
+// Writes are PUT, DELETE and POST /reset: they change what later requests see.
+inline bool is_write(Endpoint e) {
+  return e == Endpoint::key_put_body || e == Endpoint::key_put_path || e == Endpoint::key_delete ||
+         e == Endpoint::reset;
+}
+
+template <class V>
+bool BasicHttpEngine<V>::held_back() const {
+  if (queue_.empty()) return false;
+  const auto& req = parser_->get();
+  return queue_.blocks(is_write(V::Dispatch::route(req.method(), req.target()).endpoint));
+}
+
+template <class V>
+template <class F>
+void BasicHttpEngine<V>::respond_in_order(F&& render) {
+  if (queue_.empty()) return render(writer_);
+  queued_out_.clear();
+  writer_.retarget(queued_out_);
+  render(writer_);
+  writer_.retarget(out_);
+  queue_.push_ready(std::move(queued_out_));
 }
 
 template <class V>
@@ -118,15 +150,27 @@ void BasicHttpEngine<V>::answer() {
   const bool keep_alive = req.keep_alive() && !ctx_.stopping.load(std::memory_order_relaxed) &&
                           (version == 10 || version == 11);
   writer_.begin_request(keep_alive, version == 10, head, head ? ctx_.cache.space_used() : 0);
+  // Behind a pending response, this one is rendered aside and queued (respond_in_order).
+  const bool queued = !queue_.empty();
+  if (queued) {
+    queued_out_.clear();
+    writer_.retarget(queued_out_);
+  }
+  HandlerResult result;
   if (version != 10 && version != 11) {
-    writer_.error(status::bad_request, "unsupported HTTP version");
+    result = {status::bad_request, "unsupported HTTP version", {}, false};
   } else {
     const Route route = V::Dispatch::route(method, req.target());
     RequestView view;
     if (route.endpoint == Endpoint::key_get) view.accept = req[http::field::accept];
     view.body = body_;
-    const HandlerResult result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);
-    if (!result.ok()) writer_.error(result.status, result.error, result.allow);
+    if (queue_.can_defer()) view.responses = &queue_;
+    result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);
+  }
+  if (!result.deferred && !result.ok()) writer_.error(result.status, result.error, result.allow);
+  if (queued) {
+    writer_.retarget(out_);
+    if (!result.deferred) queue_.push_ready(std::move(queued_out_));
   }
   if (!keep_alive) close_ = true;
   ++answered_;
@@ -163,7 +207,7 @@ void BasicHttpEngine<V>::reject(status s, std::string_view reason) {
   const bool head =
       parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
   writer_.begin_request(false, false, head, head ? ctx_.cache.space_used() : 0);
-  writer_.error(s, reason);
+  respond_in_order([&](ResponseWriter& w) { w.error(s, reason); });
   close_ = true;
   parser_.reset();
 }

@@ -20,6 +20,7 @@
 
 #include "server/handlers.hh"
 #include "server/header_arena.hh"
+#include "server/response_queue.hh"
 #include "server/response_writer.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
@@ -28,7 +29,8 @@
 
 namespace server {
 
-// Output beyond this stops consume() until the connection has written it (bounds pipelining).
+// Output beyond this stops consume() until the connection has written it (bounds pipelining;
+// so does kMaxQueuedResponses for responses that wait on the store).
 inline constexpr std::size_t kOutputHighWater = 256 * 1024;
 // The high-water mark with --write-batching off: any response stops consume(), so every
 // response gets its own write (the baseline). Same loop, same test, no extra branch.
@@ -52,6 +54,11 @@ class BasicHttpEngine {
   void input_overflow();
 
   std::string& output() { return out_; }
+  // The slots of responses that wait on the store; the connection sets how completions reach
+  // its thread (response_queue.hh).
+  ResponseQueue& responses() { return queue_; }
+  // Some response is still waiting on the store (a completion will resume the connection).
+  bool waiting() const { return !queue_.empty(); }
   // Call once output() has been written: clears it (keeping capacity unless it grew large).
   void output_written();
 
@@ -72,6 +79,11 @@ class BasicHttpEngine {
   // Answers an error for a request whose framing cannot be trusted, then closes.
   void reject(boost::beast::http::status s, std::string_view reason);
   bool header_done();  // framing checks and 100-continue; false if the request was rejected
+  // The complete request in the parser must wait for a pending response ahead of it.
+  bool held_back() const;
+  // Renders what `render` writes in order: into the output, or queued behind pending responses.
+  template <class F>
+  void respond_in_order(F&& render);
 
   ServerContext& ctx_;
   WorkerStats& stats_;
@@ -80,6 +92,8 @@ class BasicHttpEngine {
   std::string body_;
   std::string out_;
   ResponseWriter writer_;
+  ResponseQueue queue_;
+  std::string queued_out_;  // a response rendered while others are pending, before it is queued
   std::optional<Parser> parser_;
   std::size_t answered_ = 0;
   std::size_t header_bytes_ = 0;  // bytes the parser consumed for this request's header

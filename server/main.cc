@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/config.hh"
+#include "server/flags.hh"
 #include "server/server.hh"
 
 namespace {
@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
     while (sigwait(&shutdown_signals, &received) != 0) {
     }
     srv.stop();
+    if (srv.unflushed() > 0) {
+      std::cerr << "cache_server: " << srv.unflushed()
+                << " write-behind writes could not be made durable (the store failed)\n";
+      return 1;
+    }
     std::cout << "shut down" << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "cache_server: " << e.what() << "\n";

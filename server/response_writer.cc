@@ -19,29 +19,29 @@ void ResponseWriter::start(status s, std::string_view content_type, std::size_t 
     char digits[24];
     auto [end, ec] = std::to_chars(digits, digits + sizeof digits, content_length);
     (void)ec;
-    out_.append(kOkOctetStreamHead);
-    out_.append(digits, end);
-    out_.append("\r\n");
+    out_->append(kOkOctetStreamHead);
+    out_->append(digits, end);
+    out_->append("\r\n");
     return;
   }
   char code[8];
   auto [end, ec] = std::to_chars(code, code + sizeof code, static_cast<unsigned>(s));
   (void)ec;
-  out_.append("HTTP/1.1 ");
-  out_.append(code, end);
-  out_.push_back(' ');
+  out_->append("HTTP/1.1 ");
+  out_->append(code, end);
+  out_->push_back(' ');
   const auto reason = http::obsolete_reason(s);
-  out_.append(reason.data(), reason.size());
-  out_.append("\r\n");
+  out_->append(reason.data(), reason.size());
+  out_->append("\r\n");
   if (!content_type.empty()) header("Content-Type", content_type);
   if (s != status::no_content) header("Content-Length", static_cast<std::uint64_t>(content_length));
 }
 
 void ResponseWriter::header(std::string_view name, std::string_view value) {
-  out_.append(name);
-  out_.append(": ");
-  out_.append(value);
-  out_.append("\r\n");
+  out_->append(name);
+  out_->append(": ");
+  out_->append(value);
+  out_->append("\r\n");
 }
 
 void ResponseWriter::header(std::string_view name, std::uint64_t value) {
@@ -53,12 +53,12 @@ void ResponseWriter::header(std::string_view name, std::uint64_t value) {
 
 void ResponseWriter::end_headers() {
   if (!keep_alive_) {
-    out_.append("Connection: close\r\n");
+    out_->append("Connection: close\r\n");
   } else if (http10_) {
-    out_.append("Connection: keep-alive\r\n");
+    out_->append("Connection: keep-alive\r\n");
   }
   if (head_) header("Space-Used", static_cast<std::uint64_t>(space_used_));
-  out_.append("\r\n");
+  out_->append("\r\n");
 }
 
 void ResponseWriter::no_content(status s) {
@@ -73,9 +73,9 @@ void ResponseWriter::error(status s, std::string_view reason, std::string_view a
   if (!allow.empty()) header("Allow", allow);
   end_headers();
   if (head_) return;
-  out_.append(open);
-  json_escape_append(reason, out_);
-  out_.append(close);
+  out_->append(open);
+  json_escape_append(reason, *out_);
+  out_->append(close);
 }
 
 }  // namespace server

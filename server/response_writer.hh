@@ -24,7 +24,10 @@ class ResponseWriter {
  public:
   using status = boost::beast::http::status;
 
-  explicit ResponseWriter(std::string& out) : out_(out) {}
+  explicit ResponseWriter(std::string& out) : out_(&out) {}
+
+  // Renders into another buffer from now on (a queued response, response_queue.hh).
+  void retarget(std::string& out) { out_ = &out; }
 
   // keep_alive: the connection stays open after this response.
   // http10: the request was HTTP/1.0 (keep-alive must then be announced).
@@ -37,6 +40,8 @@ class ResponseWriter {
   }
   bool keep_alive() const { return keep_alive_; }
   bool head() const { return head_; }
+  bool http10() const { return http10_; }
+  std::size_t space_used() const { return space_used_; }
 
   // Status line, Content-Type (if not empty) and Content-Length (except for 204).
   void start(status s, std::string_view content_type, std::size_t content_length);
@@ -44,15 +49,15 @@ class ResponseWriter {
   void header(std::string_view name, std::uint64_t value);
   void end_headers();  // Connection / Space-Used as needed, then the blank line
   void body(std::string_view bytes) {
-    if (!head_) out_.append(bytes);
+    if (!head_) out_->append(bytes);
   }
-  std::string& buffer() { return out_; }
+  std::string& buffer() { return *out_; }
 
   void no_content(status s);  // a complete response without a body (204, 200 for HEAD /)
   void error(status s, std::string_view reason, std::string_view allow = {});
 
  private:
-  std::string& out_;
+  std::string* out_;
   bool keep_alive_ = true;
   bool http10_ = false;
   bool head_ = false;

@@ -1,20 +1,29 @@
 // router.hh — maps (method, target) to an endpoint, with no allocation and no decoding.
 //
-// Ordered method dispatch (route): the method is tested in order of request frequency (GET, PUT,
-// DELETE, HEAD, POST), and within GET the key route comes first, so a GET hit takes the fewest
-// comparisons. Path errors are values: unknown path → 404, known path with the wrong method →
-// 405 plus the Allow list, a method HTTP does not define → 501. The key and value segments come
-// back still percent-encoded; the handlers decode them (percent_decode.hh).
-//
-// route_naive is its baseline (--dispatch naive): the same routes and the same result for every
-// input, with the methods tested in an unfavourable order (POST, HEAD, DELETE, PUT, GET, and
-// the GET key route after /stats), so a GET hit takes the most comparisons.
+// kRouteTable is the single source of truth for the routes: one row per (method, path pattern,
+// endpoint), with the row's line of the API docs. Everything else is derived from it at compile
+// time, so a new route is one new row:
+// - route(), the ordered dispatch: the methods are tested in order of request frequency
+//   (kMethodFrequencyOrder: GET, PUT, DELETE, HEAD, POST), and within a method the rows in table
+//   order, so the GET key route (the first row) takes the fewest comparisons;
+// - route_naive(), its baseline (--dispatch naive): the same rows with the methods tested in the
+//   reverse order and the rows of a method reversed (so the GET key route comes after /stats);
+//   the same result for every input, only slower for a GET hit;
+// - the 405 Allow lists (kAllow<pattern>): the table's methods for that path, in table order;
+// - docs/api.md's route list (route_table_markdown(); router_test.cc checks the docs match).
+// Path errors are values: unknown path → 404, known path with the wrong method → 405 plus the
+// Allow list, a method HTTP does not define → 501. The key and value segments come back still
+// percent-encoded; the handlers decode them (percent_decode.hh).
 #pragma once
 
 #include <ostream>  // boost/core/detail/string_view.hpp needs it before verb.hpp
 
+#include <array>
 #include <boost/beast/http/verb.hpp>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <string>
 #include <string_view>
 
 namespace server {
@@ -33,23 +42,177 @@ enum class Endpoint : std::uint8_t {
   not_implemented,     // error: a method HTTP does not define (501)
 };
 
+// The paths the server knows (matched in router.cc). Literal patterns match the path exactly.
+enum class PathPattern : std::uint8_t {
+  key,        // /key/{k}: one segment after /key/ (may be empty: the handler answers 400)
+  key_value,  // /key/{k}/{v}: exactly two segments after /key/
+  root,       // /
+  reset,      // /reset
+  stats,      // /stats
+};
+
+constexpr std::string_view pattern_text(PathPattern p) {
+  switch (p) {
+    case PathPattern::key:
+      return "/key/{k}";
+    case PathPattern::key_value:
+      return "/key/{k}/{v}";
+    case PathPattern::root:
+      return "/";
+    case PathPattern::reset:
+      return "/reset";
+    case PathPattern::stats:
+      return "/stats";
+  }
+  return "?";
+}
+
+struct RouteRow {
+  boost::beast::http::verb method;
+  PathPattern path;
+  Endpoint endpoint;
+  std::string_view doc;  // the "result" cell of docs/api.md's route list (Markdown, one line)
+};
+
+// The routes, in the order docs/api.md lists them. Within a method, the order is the ordered
+// dispatch's test order (most frequent first).
+inline constexpr RouteRow kRouteTable[] = {
+    {boost::beast::http::verb::get, PathPattern::key, Endpoint::key_get,
+     "hit: `200`, body = the raw value, `Content-Type: application/octet-stream`. If the `Accept` "
+     "header contains `application/json` (case-insensitive, anywhere in the header; q-values are "
+     "not interpreted): `200`, `Content-Type: application/json`, body "
+     "`{\"key\": \"<k>\", \"value\": \"<v>\"}`. Miss: `404`."},
+    {boost::beast::http::verb::put, PathPattern::key, Endpoint::key_put_body,
+     "stores the request body (`Content-Length` or `Transfer-Encoding: chunked`; no body means the "
+     "empty value). `201 Created` if the key was new, `204 No Content` if it replaced a value."},
+    {boost::beast::http::verb::put, PathPattern::key_value, Endpoint::key_put_path,
+     "the course form: stores the percent-decoded `{v}` (may be empty: `PUT /key/k/`). "
+     "`201`/`204` as above. A request body is read and ignored (like any request's, it may not "
+     "exceed `--max-value`: over it, `413` and close)."},
+    {boost::beast::http::verb::delete_, PathPattern::key, Endpoint::key_delete,
+     "`204` when deleted, `404` when absent."},
+    {boost::beast::http::verb::head, PathPattern::key, Endpoint::key_head,
+     "`200` with `Content-Type: application/octet-stream` and `Content-Length` = the value's "
+     "size, no body; or `404`."},
+    {boost::beast::http::verb::head, PathPattern::root, Endpoint::root_head,
+     "`200`, `Content-Length: 0`."},
+    {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset,
+     "empties the cache and, with `--store`, the store (durably, before the answer): `204`. "
+     "`POST /reset?scope=cache` empties only the cache: the store keeps every key (write-behind "
+     "writes not yet durable still reach it) and later reads fill the cache from it again, for "
+     "cold-cache measurements. `scope=all` is the default; any other `scope` is a `400`. "
+     "Eviction counters are kept."},
+    {boost::beast::http::verb::get, PathPattern::stats, Endpoint::stats,
+     "`200`, `application/json`, see below."},
+};
+
+// The order route() tests methods in, most frequent first; route_naive() uses the reverse.
+// Every method of kRouteTable must be in it (checked below).
+inline constexpr boost::beast::http::verb kMethodFrequencyOrder[] = {
+    boost::beast::http::verb::get, boost::beast::http::verb::put, boost::beast::http::verb::delete_,
+    boost::beast::http::verb::head, boost::beast::http::verb::post};
+
 struct Route {
   Endpoint endpoint;
   std::string_view key;    // percent-encoded key segment (key_* endpoints)
   std::string_view value;  // percent-encoded value segment (key_put_path)
   std::string_view allow;  // the Allow header value (method_not_allowed)
+  std::string_view query;  // the raw query after '?' (without it), empty when none; every endpoint
 };
 
+namespace detail {
+
+// The method tokens of the table (Beast's to_string is not constexpr).
+constexpr std::string_view method_name(boost::beast::http::verb v) {
+  using boost::beast::http::verb;
+  switch (v) {
+    case verb::get:
+      return "GET";
+    case verb::put:
+      return "PUT";
+    case verb::delete_:
+      return "DELETE";
+    case verb::head:
+      return "HEAD";
+    case verb::post:
+      return "POST";
+    default:
+      return {};  // not a method the table may use (the checks below fail)
+  }
+}
+
+constexpr std::size_t allow_length(PathPattern p) {
+  std::size_t n = 0;
+  for (const RouteRow& row : kRouteTable) {
+    if (row.path == p) n += (n == 0 ? 0 : 2) + method_name(row.method).size();
+  }
+  return n;
+}
+
+template <PathPattern P>
+constexpr std::array<char, allow_length(P)> make_allow() {
+  std::array<char, allow_length(P)> out{};
+  std::size_t n = 0;
+  for (const RouteRow& row : kRouteTable) {
+    if (row.path != P) continue;
+    if (n != 0) {
+      out[n++] = ',';
+      out[n++] = ' ';
+    }
+    for (const char c : method_name(row.method)) out[n++] = c;
+  }
+  return out;
+}
+
+template <PathPattern P>
+inline constexpr std::array<char, allow_length(P)> kAllowChars = make_allow<P>();
+
+constexpr bool table_is_well_formed() {
+  for (std::size_t i = 0; i < std::size(kRouteTable); ++i) {
+    const RouteRow& row = kRouteTable[i];
+    if (method_name(row.method).empty()) return false;  // a method method_name() does not know
+    if (row.doc.find_first_of("|\n") != std::string_view::npos) return false;  // breaks the table
+    bool ordered = false;
+    for (const auto m : kMethodFrequencyOrder) ordered = ordered || m == row.method;
+    if (!ordered) return false;  // a method missing from kMethodFrequencyOrder
+    for (std::size_t j = 0; j < i; ++j) {
+      const RouteRow& other = kRouteTable[j];
+      if (other.method == row.method && other.path == row.path) return false;  // a duplicate
+      if (other.endpoint == row.endpoint) return false;  // one row per endpoint
+    }
+  }
+  return true;
+}
+static_assert(table_is_well_formed(),
+              "kRouteTable: every method must be in method_name() and kMethodFrequencyOrder, "
+              "each (method, path) pair and each endpoint may appear once, and a doc is one "
+              "Markdown table cell (no '|', no newline)");
+
+}  // namespace detail
+
+// The 405 Allow list of a path: the table's methods for it, in table order, ", "-separated.
+template <PathPattern P>
+inline constexpr std::string_view kAllow{detail::kAllowChars<P>.data(),
+                                         detail::kAllowChars<P>.size()};
+
 inline constexpr std::string_view kKeyPrefix = "/key/";
-inline constexpr std::string_view kAllowKey = "GET, PUT, DELETE, HEAD";
-inline constexpr std::string_view kAllowKeyValue = "PUT";
-inline constexpr std::string_view kAllowRoot = "HEAD";
-inline constexpr std::string_view kAllowReset = "POST";
-inline constexpr std::string_view kAllowStats = "GET";
+inline constexpr std::string_view kAllowKey = kAllow<PathPattern::key>;
+inline constexpr std::string_view kAllowKeyValue = kAllow<PathPattern::key_value>;
+inline constexpr std::string_view kAllowRoot = kAllow<PathPattern::root>;
+inline constexpr std::string_view kAllowReset = kAllow<PathPattern::reset>;
+inline constexpr std::string_view kAllowStats = kAllow<PathPattern::stats>;
+
+// The same list for a pattern known only at run time.
+std::string_view allow_list(PathPattern p);
 
 // `target` is the request-target as sent (origin-form, or absolute-form "http://host/path");
-// a query ("?...") is ignored.
+// the query ("?...") is not part of the path: it comes back in Route::query.
 Route route(boost::beast::http::verb method, std::string_view target);
 Route route_naive(boost::beast::http::verb method, std::string_view target);
+
+// docs/api.md's route list, rendered from kRouteTable: the Markdown table of routes and the
+// 404/405/501 rules with every Allow list. docs/api.md holds it verbatim between
+// "<!-- routes:begin -->" and "<!-- routes:end -->" (router_test.cc checks it).
+std::string route_table_markdown();
 
 }  // namespace server

@@ -3,16 +3,41 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/strand.hpp>
+#include <stdexcept>
 
 namespace server {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+namespace {
+
+// Opens the store --store names and puts the tier in front of it; null for --store none.
+std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) {
+  if (config.store == "none") return nullptr;
+  store::Faults faults;
+  std::string error;
+  if (!store::parse_faults(config.store_faults, faults, error)) {
+    throw std::runtime_error("invalid --store-faults: " + error);
+  }
+  std::unique_ptr<store::Store> s = store::open_store(config.store, faults, error);
+  if (!s) throw std::runtime_error("cannot open --store " + config.store + ": " + error);
+  TierOptions options;
+  options.mode = config.write_mode;
+  options.flush_interval = config.flush_interval;
+  options.max_dirty = config.max_dirty;
+  return std::make_unique<StoreTier>(cache, std::move(s), options);
+}
+
+}  // namespace
+
 Server::Server(const Config& config)
     : config_(config),
       cache_(cache_options(config_)),
       stats_(config_.threads),
-      ctx_(config_, cache_, stats_) {}
+      tier_(open_tier(config_, cache_)),
+      ctx_(config_, cache_, stats_) {
+  ctx_.tier = tier_.get();
+}
 
 Server::~Server() {
   stop();
@@ -82,6 +107,8 @@ void Server::stop() {
   for (auto& ioc : contexts_) ioc->stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  // Before the contexts go: store callbacks may still post completions into them.
+  if (tier_) unflushed_ = tier_->shutdown();
   guards_.clear();
   listeners_.clear();
   contexts_.clear();  // destroys pending handlers, and with them the connections

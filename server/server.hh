@@ -17,6 +17,7 @@
 #include "server/listener.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
+#include "server/store_tier.hh"
 
 namespace server {
 
@@ -26,7 +27,9 @@ inline constexpr std::chrono::milliseconds kDrainTime{1500};
 
 class Server {
  public:
-  explicit Server(const Config& config);  // throws std::invalid_argument from the cache
+  // Throws std::invalid_argument from the cache, std::runtime_error when the store cannot be
+  // opened (the message is the one-line reason).
+  explicit Server(const Config& config);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -36,7 +39,10 @@ class Server {
   // The address actually bound (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const { return endpoint_; }
   void start();  // launches the worker threads
-  void stop();   // graceful; idempotent; returns when every worker has exited
+  void stop();   // graceful; idempotent; returns when every worker has exited and the store
+                 // is closed (write-behind: after flushing every dirty write)
+  // After stop(): dirty writes that could not be made durable (the store had failed).
+  std::size_t unflushed() const { return unflushed_; }
 
   ServerContext& context() { return ctx_; }
 
@@ -46,6 +52,7 @@ class Server {
   Config config_;
   cache::Cache cache_;
   StatsRegistry stats_;
+  std::unique_ptr<StoreTier> tier_;  // before the contexts: outlives every connection
   ServerContext ctx_;
   std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
   std::vector<WorkGuard> guards_;
@@ -53,6 +60,7 @@ class Server {
   std::vector<std::thread> threads_;
   boost::asio::ip::tcp::endpoint endpoint_;
   bool stopped_ = false;
+  std::size_t unflushed_ = 0;
 };
 
 }  // namespace server

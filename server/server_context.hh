@@ -1,6 +1,6 @@
 // server_context.hh — the state every connection shares: configuration, the cache, the stats
-// registry, the start time and the shutdown flag. Owned by Server (or by a test/fuzzer), passed
-// by reference; nothing here is global.
+// registry, the start time, the shutdown flag and the durable tier (if any). Owned by Server (or by
+// a test/fuzzer), passed by reference; nothing here is global.
 #pragma once
 
 #include <atomic>
@@ -11,6 +11,8 @@
 #include "server/stats.hh"
 
 namespace server {
+
+class StoreTier;
 
 struct ServerContext {
   ServerContext(const Config& c, cache::Cache& k, StatsRegistry& s)
@@ -23,6 +25,7 @@ struct ServerContext {
   StatsRegistry& stats;
   const std::chrono::steady_clock::time_point started;
   std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: finish, then close
+  StoreTier* tier = nullptr;          // the durable tier behind the cache; null with --store none
 };
 
 // The cache options the server uses for a config (sharded so workers rarely share a lock).

@@ -1,6 +1,9 @@
 // Flag parsing: defaults, the sweep's thread counts, workload defaults, and one-line errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+
 #include "cli.hh"
 
 namespace bench {
@@ -128,6 +131,92 @@ TEST(Cli, HelpMentionsDefaultsAndUnits) {
   const std::string h = help_text();
   for (const char* s : {"default 127.0.0.1", "default 8080", "requests/s", "ms", "seconds",
                         "--max-threads", "--json", "--pipeline N"})
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+}
+
+// Every duration flag takes the shared syntax (common/duration.hh) and keeps its bare meaning:
+// --timeout bare = ms, -d/--duration bare = seconds, --warmup bare = a request count.
+TEST(Cli, DurationFlagsTakeUnitsAndKeepTheirBareMeaning) {
+  using namespace std::chrono_literals;
+  struct Case {
+    std::vector<std::string> args;
+    std::chrono::nanoseconds timeout, duration, warmup_time;
+    std::uint64_t warmup_requests;
+  };
+  const auto kT = std::chrono::nanoseconds(Config::kDefaultTimeout);
+  const std::uint64_t kW = Config::kDefaultWarmupRequests;
+  for (const Case& c : {
+           Case{{"--timeout", "5000"}, 5000ms, 0s, 0s, kW},
+           Case{{"--timeout", "250ms"}, 250ms, 0s, 0s, kW},
+           Case{{"--timeout", "2s"}, 2s, 0s, 0s, kW},
+           Case{{"--timeout", "0.5s"}, 500ms, 0s, 0s, kW},
+           Case{{"--timeout", "10"}, 10ms, 0s, 0s, kW},
+           Case{{"--timeout", "600s"}, 600s, 0s, 0s, kW},
+           Case{{"-d", "2.5"}, kT, 2500ms, 0s, kW},
+           Case{{"--duration", "10"}, kT, 10s, 0s, kW},
+           Case{{"-d", "500ms"}, kT, 500ms, 0s, kW},
+           Case{{"-d", "0.1s"}, kT, 100ms, 0s, kW},
+           Case{{"-d", "3s"}, kT, 3s, 0s, kW},
+           Case{{"--warmup", "0.2s"}, kT, 0s, 200ms, 0},
+           Case{{"--warmup", "300ms"}, kT, 0s, 300ms, 0},
+           Case{{"--warmup", "0s"}, kT, 0s, 0s, 0},
+           Case{{"--warmup", "250"}, kT, 0s, 0s, 250},
+           Case{{"--warmup", "0"}, kT, 0s, 0s, 0},
+       }) {
+    Config cfg;
+    std::string err;
+    ASSERT_EQ(parse(c.args, cfg, err), CliOutcome::kRun) << c.args[0] << " " << c.args[1] << err;
+    EXPECT_EQ(std::chrono::nanoseconds(cfg.timeout), c.timeout) << c.args[1];
+    EXPECT_EQ(cfg.duration, c.duration) << c.args[1];
+    EXPECT_EQ(cfg.warmup_time, c.warmup_time) << c.args[1];
+    EXPECT_EQ(cfg.warmup_requests, c.warmup_requests) << c.args[1];
+  }
+}
+
+TEST(Cli, DurationFlagsRejectGarbageWithOneLineErrors) {
+  const std::vector<std::vector<std::string>> bad = {{"--timeout", "9"},
+                                                     {"--timeout", "9ms"},
+                                                     {"--timeout", "601s"},
+                                                     {"--timeout", "-5"},
+                                                     {"--timeout", "5 s"},
+                                                     {"--timeout", "1e3"},
+                                                     {"--timeout", "inf"},
+                                                     {"--timeout", "2m"},
+                                                     {"--timeout", ""},
+                                                     {"-d", "0"},
+                                                     {"-d", "0s"},
+                                                     {"-d", "-1"},
+                                                     {"-d", "nan"},
+                                                     {"-d", "1e2"},
+                                                     {"-d", "2m"},
+                                                     {"-d", "1000001"},
+                                                     {"-d", "99999999999999999999999s"},
+                                                     {"--warmup", "2m"},
+                                                     {"--warmup", "-1s"},
+                                                     {"--warmup", "1.5"},
+                                                     {"--warmup", "s"},
+                                                     {"--warmup", "ms"},
+                                                     {"--warmup", "1000001s"},
+                                                     {"--warmup", "infs"}};
+  for (const auto& args : bad) {
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args[0] << " '" << args[1] << "'";
+    EXPECT_NE(err.find(args[0]), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--timeout", "abc"}, cfg, err), CliOutcome::kError);
+  EXPECT_NE(err.find("a bare number is ms"), std::string::npos) << err;
+  ASSERT_EQ(parse({"-d", "abc"}, cfg, err), CliOutcome::kError);
+  EXPECT_NE(err.find("a bare number is seconds"), std::string::npos) << err;
+}
+
+TEST(Cli, HelpExplainsDurations) {
+  const std::string h = help_text();
+  for (const char* s : {"--timeout DURATION", "--duration DURATION", "--warmup N | DURATION",
+                        "500ms", "2s", "a bare number is ms", "a bare number is seconds"})
     EXPECT_NE(h.find(s), std::string::npos) << s;
 }
 

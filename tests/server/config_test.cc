@@ -1,8 +1,12 @@
-// config_test.cc — unit tests of flag parsing, size/seconds parsing and validation.
+// config_test.cc — unit tests of flag parsing (flags.hh), size and duration flags, validation and
+// the start-up line (config.hh).
 #include "server/config.hh"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
+#include "server/flags.hh"
 #include "server/server_context.hh"
 
 namespace server {
@@ -49,16 +53,56 @@ TEST(ParseSize, Garbage) {
   }
 }
 
-TEST(ParseSeconds, DecimalSeconds) {
-  std::chrono::milliseconds ms{};
-  EXPECT_TRUE(parse_seconds("10", ms));
-  EXPECT_EQ(ms.count(), 10000);
-  EXPECT_TRUE(parse_seconds("0.25", ms));
-  EXPECT_EQ(ms.count(), 250);
-  EXPECT_FALSE(parse_seconds("-1", ms));
-  EXPECT_FALSE(parse_seconds("1s", ms));
-  EXPECT_FALSE(parse_seconds("", ms));
-  EXPECT_FALSE(parse_seconds("nan", ms));
+// The timeouts keep bare numbers as seconds and take the shared duration syntax
+// (common/duration.hh) too.
+TEST(DurationFlags, TimeoutsTakeBareSecondsAndUnits) {
+  struct Case {
+    std::string_view text;
+    std::int64_t ms;
+  };
+  for (const Case c : {Case{"10", 10'000}, Case{"0.25", 250}, Case{"0.5", 500}, Case{"1s", 1000},
+                       Case{"0.5s", 500}, Case{"250ms", 250}, Case{"1.5ms", 2}, Case{"0.0004", 0},
+                       Case{"31536000", 31'536'000'000}}) {
+    for (const std::string_view flag : {"--header-timeout", "--idle-timeout"}) {
+      const Config c2 = parse_ok({flag, c.text});
+      const auto got = flag == "--header-timeout" ? c2.header_timeout : c2.idle_timeout;
+      EXPECT_EQ(got.count(), c.ms) << flag << " " << c.text;
+    }
+  }
+}
+
+TEST(DurationFlags, TimeoutsRejectGarbage) {
+  for (const std::string_view text : {"-1", "", "nan", "inf", "1e3", "1m", "10 s", "s", "1.2.3",
+                                      "31536001", "9999999999999999999999"}) {
+    for (const std::string_view flag : {"--header-timeout", "--idle-timeout"}) {
+      const std::string e = parse_error({flag, text});
+      EXPECT_NE(e.find(flag), std::string::npos) << e;
+      EXPECT_NE(e.find("bare number is seconds"), std::string::npos) << e;
+    }
+  }
+  // Rounded to 0 ms: the flag parses, validation refuses it.
+  Config c = parse_ok({"--header-timeout", "0.0004s"});
+  EXPECT_NE(validate(c).find("--header-timeout"), std::string::npos);
+}
+
+TEST(DurationFlags, FlushIntervalNeedsAUnit) {
+  EXPECT_EQ(parse_ok({}).flush_interval, std::chrono::milliseconds(100));
+  EXPECT_EQ(parse_ok({"--flush-interval", "250ms"}).flush_interval.count(), 250);
+  EXPECT_EQ(parse_ok({"--flush-interval=2s"}).flush_interval.count(), 2000);
+  EXPECT_EQ(parse_ok({"--flush-interval", "0.5s"}).flush_interval.count(), 500);
+  for (const std::string_view bare : {"100", "0.5", "0"}) {
+    const std::string e = parse_error({"--flush-interval", bare});
+    EXPECT_NE(e.find("needs a unit"), std::string::npos) << e;
+  }
+  for (const std::string_view bad : {"-1s", "abc", "1m", "", "nans", "1e2ms", "400days"}) {
+    const std::string e = parse_error({"--flush-interval", bad});
+    EXPECT_NE(e.find("--flush-interval"), std::string::npos) << e;
+    EXPECT_NE(e.find("with a unit"), std::string::npos) << e;
+  }
+  EXPECT_NE(validate(parse_ok({"--flush-interval", "0ms"})).find("--flush-interval"),
+            std::string::npos);
+  EXPECT_NE(validate(parse_ok({"--flush-interval", "0.1ms"})).find("--flush-interval"),
+            std::string::npos);
 }
 
 TEST(ParseFlags, Defaults) {
@@ -76,6 +120,11 @@ TEST(ParseFlags, Defaults) {
   EXPECT_EQ(c.dispatch, DispatchKind::ordered);
   EXPECT_EQ(c.write_batching, WriteBatching::on);
   EXPECT_STREQ(variant_name(c), "optimized");
+  EXPECT_EQ(c.store, "none");
+  EXPECT_EQ(c.write_mode, WriteMode::through);
+  EXPECT_EQ(c.flush_interval, std::chrono::milliseconds(100));
+  EXPECT_EQ(c.max_dirty, 64u << 20);
+  EXPECT_EQ(c.store_faults, "");
   EXPECT_EQ(validate(c), "");
 }
 
@@ -138,9 +187,34 @@ TEST(ParseFlags, Help) {
   EXPECT_TRUE(std::holds_alternative<HelpRequested>(parse({"--help"})));
   EXPECT_TRUE(std::holds_alternative<HelpRequested>(parse({"-p", "1", "-h"})));
   const std::string usage = usage_text();
-  for (const char* flag : {"--maxmem", "--host", "--port", "--threads", "--evictor", "--max-value",
-                           "--header-timeout", "--idle-timeout", "--variant", "--lock",
-                           "--value-path", "--dispatch", "--write-batching", "-m,", "-s,", "-p,", "-t,", "-e,"}) {
+  for (const char* flag : {"--maxmem",
+                           "--host",
+                           "--port",
+                           "--threads",
+                           "--evictor",
+                           "--max-value",
+                           "--header-timeout",
+                           "--idle-timeout",
+                           "--variant",
+                           "--lock",
+                           "--value-path",
+                           "--dispatch",
+                           "--write-batching",
+                           "-m,",
+                           "-s,",
+                           "-p,",
+                           "-t,",
+                           "-e,",
+                           "--store URI",
+                           "--write-mode MODE",
+                           "--flush-interval DURATION",
+                           "--max-dirty BYTES",
+                           "--store-faults SPEC",
+                           "rocksdb:PATH",
+                           "through",
+                           "behind",
+                           "never dropped",
+                           "Durable store"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
@@ -178,6 +252,77 @@ TEST(Validate, Ranges) {
   c = Config{};
   c.header_timeout = std::chrono::milliseconds(0);
   EXPECT_NE(validate(c), "");
+}
+
+TEST(StoreFlags, Parse) {
+  const Config c = parse_ok({"--store", "rocksdb:/var/lib/cache db", "--write-mode", "behind",
+                             "--flush-interval", "50ms", "--max-dirty", "8M", "--store-faults",
+                             "read-delay=50ms,sync-error-after=10"});
+  EXPECT_EQ(c.store, "rocksdb:/var/lib/cache db");
+  EXPECT_EQ(c.write_mode, WriteMode::behind);
+  EXPECT_EQ(c.flush_interval.count(), 50);
+  EXPECT_EQ(c.max_dirty, 8u << 20);
+  EXPECT_EQ(c.store_faults, "read-delay=50ms,sync-error-after=10");
+  EXPECT_EQ(validate(c), "");
+  EXPECT_EQ(parse_ok({"--store=none", "--write-mode=through"}).write_mode, WriteMode::through);
+  EXPECT_STREQ(to_string(WriteMode::through), "through");
+  EXPECT_STREQ(to_string(WriteMode::behind), "behind");
+  const auto uri = parse_store_uri("rocksdb:rel/dir");
+  ASSERT_TRUE(uri.has_value());
+  EXPECT_EQ(uri->scheme, "rocksdb");
+  EXPECT_EQ(uri->path, "rel/dir");
+  EXPECT_EQ(parse_store_uri("none")->scheme, "none");
+}
+
+TEST(StoreFlags, Errors) {
+  for (const std::string_view bad :
+       {"rocksdb:", "rocksdb", "postgres://x", "", "None", "file:/x"}) {
+    EXPECT_EQ(parse_error({"--store", bad}),
+              "unknown --store '" + std::string(bad) + "' (want none or rocksdb:PATH)");
+    EXPECT_FALSE(parse_store_uri(bad).has_value()) << bad;
+  }
+  EXPECT_NE(parse_error({"--write-mode", "around"}).find("--write-mode"), std::string::npos);
+  EXPECT_NE(parse_error({"--max-dirty", "lots"}).find("--max-dirty"), std::string::npos);
+  EXPECT_NE(parse_error({"--store-faults"}).find("needs a value"), std::string::npos);
+  // A Config built in code gets the same --store message from validate().
+  Config c;
+  c.store = "rocksdb:";
+  EXPECT_EQ(validate(c), "unknown --store 'rocksdb:' (want none or rocksdb:PATH)");
+}
+
+TEST(StoreFlags, Validation) {
+  // The largest write (max_value + a 250-byte key) must fit in the dirty bound.
+  const Config small = parse_ok(
+      {"--store", "rocksdb:/d", "--max-value", "1M", "--max-dirty", "1048823"});  // 1M + 249
+  const std::string e = validate(small);
+  EXPECT_NE(e.find("--max-dirty"), std::string::npos) << e;
+  EXPECT_NE(e.find("--max-value + 250"), std::string::npos) << e;
+  EXPECT_NE(e.find("1048826"), std::string::npos) << e;
+  EXPECT_NE(e.find("largest write always fits"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+  EXPECT_EQ(validate(parse_ok({"--store", "rocksdb:/d", "--max-dirty", "1048826"})), "");
+  // Without a store the bound is unused, so a large --max-value still starts as before.
+  EXPECT_EQ(validate(parse_ok({"--max-value", "100M", "-m", "1G"})), "");
+  EXPECT_NE(validate(parse_ok({"--store", "rocksdb:/d", "--max-value", "100M", "-m", "1G"})), "");
+  // Fault injection needs a store.
+  const std::string f = validate(parse_ok({"--store-faults", "read-delay=5ms"}));
+  EXPECT_NE(f.find("--store-faults"), std::string::npos) << f;
+  EXPECT_EQ(validate(parse_ok({"--store", "rocksdb:/d", "--store-faults", "read-delay=5ms"})), "");
+}
+
+TEST(Describe, NamesTheStoreSettings) {
+  EXPECT_NE(describe(Config{}).find(
+                " store=none write_mode=through flush_interval_ms=100 max_dirty=67108864"),
+            std::string::npos)
+      << describe(Config{});
+  const Config c = parse_ok({"--store", "rocksdb:/secret/path", "--write-mode", "behind",
+                             "--flush-interval", "1.5s", "--max-dirty", "2M"});
+  const std::string line = describe(c);
+  EXPECT_NE(line.find(" store=rocksdb write_mode=behind flush_interval_ms=1500 max_dirty=2097152"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("/secret/path"), std::string::npos) << line;  // the scheme, not the path
+  EXPECT_EQ(line.find('\n'), std::string::npos);
 }
 
 TEST(ShardCount, EveryShardHoldsTheLargestValue) {

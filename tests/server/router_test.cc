@@ -1,7 +1,14 @@
-// router_test.cc — unit tests of method/path routing, including 404/405/501 decisions.
+// router_test.cc — unit tests of method/path routing, including 404/405/501 decisions, the query,
+// what route() and route_naive() derive from the route table, and the docs' route list.
 #include "server/router.hh"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "server/variant.hh"
 
@@ -125,6 +132,187 @@ TEST(Router, NaiveAndOrderedDispatchAgree) {
   EXPECT_EQ(NaiveDispatch::route(verb::post, "/key/a").endpoint, Endpoint::method_not_allowed);
   EXPECT_EQ(NaiveDispatch::route(verb::unknown, "/key/a").endpoint, Endpoint::not_implemented);
   EXPECT_GT(errors, 100u);
+}
+
+TEST(Router, QueryIsPassedRawForEveryEndpoint) {
+  struct Case {
+    verb method;
+    const char* target;
+    Endpoint endpoint;
+    std::string_view query;
+  };
+  for (const Case& c : {
+           Case{verb::get, "/key/abc?x=1&y", Endpoint::key_get, "x=1&y"},
+           Case{verb::get, "/key/abc", Endpoint::key_get, ""},
+           Case{verb::get, "/key/abc?", Endpoint::key_get, ""},
+           Case{verb::put, "/key/k?a", Endpoint::key_put_body, "a"},
+           Case{verb::put, "/key/k/v?n=3", Endpoint::key_put_path, "n=3"},
+           Case{verb::delete_, "/key/k?%20", Endpoint::key_delete, "%20"},
+           Case{verb::head, "/key/k?q?r", Endpoint::key_head, "q?r"},
+           Case{verb::head, "/?h", Endpoint::root_head, "h"},
+           Case{verb::post, "/reset?scope=cache", Endpoint::reset, "scope=cache"},
+           Case{verb::post, "/reset", Endpoint::reset, ""},
+           Case{verb::get, "/stats?pretty", Endpoint::stats, "pretty"},
+           Case{verb::get, "/nothing?q", Endpoint::not_found, "q"},
+           Case{verb::post, "/stats?q", Endpoint::method_not_allowed, "q"},
+           Case{verb::unknown, "/key/a?q", Endpoint::not_implemented, "q"},
+           Case{verb::post, "http://h:1/reset?scope=cache", Endpoint::reset, "scope=cache"},
+           Case{verb::head, "http://h?a/b", Endpoint::root_head,
+                "a/b"},  // the authority ends at '?'
+           Case{verb::get, "https://h/key/a/?k=/key/b", Endpoint::method_not_allowed, "k=/key/b"},
+       }) {
+    for (const Route& r : {route(c.method, c.target), route_naive(c.method, c.target)}) {
+      EXPECT_EQ(r.endpoint, c.endpoint) << c.target;
+      EXPECT_EQ(r.query, c.query) << c.target;
+    }
+  }
+  // A '?' in the key (sent as %3F) stays in the key; a raw one starts the query.
+  EXPECT_EQ(route(verb::get, "/key/a%3Fb?c").key, "a%3Fb");
+  EXPECT_EQ(route(verb::get, "/key/a%3Fb?c").query, "c");
+}
+
+// route() and route_naive() agree on every field, on a large generated set of (method, target):
+// every method Beast knows, crafted targets around each route, and random ones over the
+// characters routing looks at.
+TEST(Router, OrderedAndNaiveAgreeOnGeneratedInputs) {
+  std::vector<std::string> targets;
+  const char* prefixes[] = {"", "http://h", "https://h:8080", "http://", "HTTP://h"};
+  const char* paths[] = {"/",       "",         "*",         "/key",         "/key/",  "/key/a",
+                         "/key/a/", "/key/a/b", "/key/a/b/", "/key/a/b/c",   "/key//", "/key//v",
+                         "//key/a", "/keys/a",  "/Key/a",    "/key/%2F/%3F", "/reset", "/reset/",
+                         "/resetx", "/stats",   "/stats/",   "/statsx",      "/Stats", "/stat",
+                         "x",       "?"};
+  const char* queries[] = {"", "?", "?a=1", "?scope=cache", "?x?y", "?/key/a", "?#f"};
+  for (const char* p : prefixes) {
+    for (const char* path : paths) {
+      for (const char* q : queries) targets.push_back(std::string(p) + path + q);
+    }
+  }
+  std::mt19937_64 rng(2024);
+  const std::string alphabet = "/key?rsta%:h.p";
+  std::uniform_int_distribution<std::size_t> length(0, 14);
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  std::uniform_int_distribution<int> coin(0, 3);
+  const char* stems[] = {"/key/", "/reset", "/stats", "/", "http://h/"};
+  for (int i = 0; i < 20'000; ++i) {
+    std::string t = coin(rng) == 0 ? "" : stems[static_cast<std::size_t>(i) % std::size(stems)];
+    for (std::size_t n = length(rng); n > 0; --n) t += alphabet[pick(rng)];
+    targets.push_back(std::move(t));
+  }
+  std::size_t compared = 0;
+  std::size_t hits = 0;
+  std::size_t mismatches = 0;  // only the first 20 are reported
+  for (int m = 0; m <= static_cast<int>(verb::unlink); ++m) {
+    const verb method = static_cast<verb>(m);
+    for (const std::string& t : targets) {
+      const Route a = route(method, t);
+      const Route b = route_naive(method, t);
+      ++compared;
+      if ((a.endpoint != b.endpoint || a.key != b.key || a.value != b.value || a.allow != b.allow ||
+           a.query != b.query) &&
+          ++mismatches <= 20) {
+        ADD_FAILURE() << boost::beast::http::to_string(method) << " '" << t << "'";
+      }
+      if (a.endpoint != Endpoint::not_found && a.endpoint != Endpoint::method_not_allowed &&
+          a.endpoint != Endpoint::not_implemented) {
+        ++hits;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(compared, 500'000u);
+  EXPECT_GT(hits, 10'000u);  // the set reaches the routes, not only the errors
+}
+
+// Each row of the table routes to its endpoint; every other method on that path is a 405 whose
+// Allow list is exactly the table's methods for the path, in table order.
+TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
+  auto example = [](PathPattern p) {
+    std::string path(pattern_text(p));
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"{k}", "k1"}, {"{v}", "v1"}}) {
+      if (const auto at = path.find(from); at != std::string::npos)
+        path.replace(at, from.size(), to);
+    }
+    return path;
+  };
+  std::size_t patterns_seen = 0;
+  for (const PathPattern p : {PathPattern::key, PathPattern::key_value, PathPattern::root,
+                              PathPattern::reset, PathPattern::stats}) {
+    std::string expected_allow;
+    for (const RouteRow& row : kRouteTable) {
+      if (row.path != p) continue;
+      if (!expected_allow.empty()) expected_allow += ", ";
+      expected_allow += boost::beast::http::to_string(row.method);
+    }
+    EXPECT_EQ(allow_list(p), expected_allow) << pattern_text(p);
+    if (expected_allow.empty()) continue;
+    ++patterns_seen;
+    const std::string path = example(p);
+    for (int m = 1; m <= static_cast<int>(verb::unlink); ++m) {
+      const verb method = static_cast<verb>(m);
+      const RouteRow* row = nullptr;
+      for (const RouteRow& r : kRouteTable) {
+        if (r.path == p && r.method == method) row = &r;
+      }
+      for (const Route& got : {route(method, path), route_naive(method, path)}) {
+        if (row != nullptr) {
+          EXPECT_EQ(got.endpoint, row->endpoint) << path;
+        } else {
+          EXPECT_EQ(got.endpoint, Endpoint::method_not_allowed) << path;
+          EXPECT_EQ(got.allow, expected_allow) << path;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(patterns_seen, 5u);
+  // The named constants are the same derived lists, as documented in docs/api.md.
+  EXPECT_EQ(kAllowKey, "GET, PUT, DELETE, HEAD");
+  EXPECT_EQ(kAllowKeyValue, "PUT");
+  EXPECT_EQ(kAllowRoot, "HEAD");
+  EXPECT_EQ(kAllowReset, "POST");
+  EXPECT_EQ(kAllowStats, "GET");
+}
+
+// docs/api.md's route list is route_table_markdown(), verbatim, between its markers.
+TEST(RouteTable, DocsRouteListMatchesTheTable) {
+  const std::string path = std::string(CRANK_SOURCE_DIR) + "/docs/api.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string doc = buffer.str();
+  const std::string begin = "<!-- routes:begin -->\n";
+  const std::string end = "<!-- routes:end -->";
+  // A blank line after the begin marker and before the end marker: the table is its own block.
+  std::string expected = "\n";
+  expected += route_table_markdown();
+  expected += "\n";
+  const auto b = doc.find(begin);
+  const auto e = doc.find(end);
+  ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e)
+      << path << " needs the markers; put this block where the routes are listed:\n"
+      << begin << expected << end << "\n";
+  EXPECT_EQ(doc.find(begin, b + 1), std::string::npos) << "one routes block only";
+  const std::string block = doc.substr(b + begin.size(), e - b - begin.size());
+  EXPECT_EQ(block, expected) << path
+                             << " drifted from the route table (server/router.hh); replace its "
+                                "block with:\n"
+                             << begin << expected << end << "\n";
+}
+
+TEST(RouteTable, MarkdownListsEveryRowInTableOrder) {
+  const std::string md = route_table_markdown();
+  std::size_t at = 0;
+  for (const RouteRow& row : kRouteTable) {
+    const std::string request = "| `" + std::string(boost::beast::http::to_string(row.method)) +
+                                " " + std::string(pattern_text(row.path)) + "` | ";
+    const auto found = md.find(request, at);
+    ASSERT_NE(found, std::string::npos) << request;
+    at = found + request.size();
+  }
+  EXPECT_NE(md.find("`/key/{k}` → `GET, PUT, DELETE, HEAD`"), std::string::npos) << md;
+  EXPECT_NE(md.find("?scope=cache"), std::string::npos) << md;
 }
 
 }  // namespace

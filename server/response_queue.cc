@@ -1,0 +1,64 @@
+// response_queue.cc — see response_queue.hh.
+#include "server/response_queue.hh"
+
+namespace server {
+
+DeferredResponse::~DeferredResponse() {
+  if (slot_) {
+    finish([](ResponseWriter&) {
+      return HandlerResult{boost::beast::http::status::internal_server_error,
+                           "request abandoned by the store",
+                           {},
+                           false};
+    });
+  }
+}
+
+void DeferredResponse::finish(Render render) {
+  if (!slot_) return;
+  auto slot = std::move(slot_);
+  slot_.reset();
+  post_([queue = queue_, slot = std::move(slot), render = std::move(render)] {
+    queue->complete(*slot, render);
+  });
+}
+
+DeferredResponse ResponseQueue::defer(DeferKind kind, const ResponseWriter& writer) {
+  auto slot = std::make_shared<detail::Slot>();
+  slot->kind = kind;
+  slot->keep_alive = writer.keep_alive();
+  slot->http10 = writer.http10();
+  slot->head = writer.head();
+  slot->space_used = writer.space_used();
+  if (kind != DeferKind::write) ++pending_reads_;
+  if (kind != DeferKind::read) ++pending_writes_;
+  slots_.push_back(slot);
+  return DeferredResponse(this, std::move(slot), post_);
+}
+
+void ResponseQueue::push_ready(std::string response) {
+  auto slot = std::make_shared<detail::Slot>();
+  slot->out = std::move(response);
+  slot->done = true;
+  slots_.push_back(std::move(slot));
+}
+
+void ResponseQueue::complete(detail::Slot& slot, const Render& render) {
+  ResponseWriter writer(slot.out);
+  writer.begin_request(slot.keep_alive, slot.http10, slot.head, slot.space_used);
+  const HandlerResult r = render(writer);
+  if (!r.ok()) writer.error(r.status, r.error, r.allow);
+  slot.done = true;
+  if (slot.kind != DeferKind::write) --pending_reads_;
+  if (slot.kind != DeferKind::read) --pending_writes_;
+  if (on_complete_) on_complete_();
+}
+
+void ResponseQueue::drain() {
+  while (!slots_.empty() && slots_.front()->done) {
+    out_.append(slots_.front()->out);
+    slots_.pop_front();
+  }
+}
+
+}  // namespace server

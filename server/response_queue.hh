@@ -1,0 +1,120 @@
+// response_queue.hh — the ordered response slots of one connection, for requests whose answer
+// waits on the store (docs/server.md, "A request that waits").
+//
+// While nothing is pending the queue is empty and unused: the engine renders straight into its
+// output buffer, as it always did (the GET-hit path is unchanged: no allocation, no extra
+// syscall). A handler that needs the store calls defer(): that reserves a slot in request order
+// and returns a DeferredResponse, which the store side finishes later from any thread. finish()
+// posts the rendering to the connection's thread; the slot is rendered there and marked done.
+// Responses to later requests are rendered into slots of their own behind it. drain() (called
+// by the engine when the output buffer is not being written) moves every done slot at the head
+// into the output buffer, so responses on one connection still go out in request order.
+//
+// Ordering of effects: a request that reads waits (is not run) while an earlier write of the
+// same connection is pending, and a write waits while an earlier read is pending (blocks()),
+// so a connection's requests take effect in the order it sent them.
+// Thread safety: everything except DeferredResponse::finish runs on the connection's thread.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "server/handler_result.hh"
+#include "server/response_writer.hh"
+
+namespace server {
+
+// Most requests a connection may have answered-but-unwritten or pending at once; past it the
+// engine stops parsing (and the connection stops reading) until some are written: back-pressure.
+inline constexpr std::size_t kMaxQueuedResponses = 64;
+
+enum class DeferKind : std::uint8_t {
+  read,     // a store read (GET/HEAD miss)
+  write,    // a store write (PUT/DELETE)
+  barrier,  // both (a reset, a write-behind DELETE that must ask the store first)
+};
+
+// Renders a deferred response on the connection's thread, as a handler would have; an error
+// result is rendered as the JSON error body.
+using Render = std::function<HandlerResult(ResponseWriter&)>;
+// Runs a function on the connection's thread, keeping the connection alive until it has run
+// (or drops it when the connection is already gone).
+using Post = std::function<void(std::function<void()>)>;
+
+class ResponseQueue;
+
+namespace detail {
+struct Slot {
+  std::string out;
+  bool done = false;
+  DeferKind kind = DeferKind::read;
+  bool keep_alive = true, http10 = false, head = false;
+  std::size_t space_used = 0;
+};
+}  // namespace detail
+
+// The handle a handler hands to the store side. finish() must be called exactly once (a
+// DeferredResponse destroyed unfinished answers 500, so a lost completion cannot hang a
+// connection).
+class DeferredResponse {
+ public:
+  DeferredResponse() = default;
+  DeferredResponse(DeferredResponse&&) noexcept = default;
+  DeferredResponse& operator=(DeferredResponse&&) noexcept = default;
+  DeferredResponse(const DeferredResponse&) = delete;
+  DeferredResponse& operator=(const DeferredResponse&) = delete;
+  ~DeferredResponse();
+
+  void finish(Render render);  // any thread
+
+ private:
+  friend class ResponseQueue;
+  DeferredResponse(ResponseQueue* queue, std::shared_ptr<detail::Slot> slot, Post post)
+      : queue_(queue), slot_(std::move(slot)), post_(std::move(post)) {}
+  ResponseQueue* queue_ = nullptr;
+  std::shared_ptr<detail::Slot> slot_;
+  Post post_;
+};
+
+class ResponseQueue {
+ public:
+  explicit ResponseQueue(std::string& out) : out_(out) {}
+  ResponseQueue(const ResponseQueue&) = delete;
+  ResponseQueue& operator=(const ResponseQueue&) = delete;
+
+  // Set by the connection before any request runs: how to reach its thread, and what to do
+  // there after a slot completes (resume writing).
+  void set_post(Post post) { post_ = std::move(post); }
+  void set_on_complete(std::function<void()> f) { on_complete_ = std::move(f); }
+  bool can_defer() const { return static_cast<bool>(post_); }
+
+  bool empty() const { return slots_.empty(); }
+  bool full() const { return slots_.size() >= kMaxQueuedResponses; }
+  // Must a request of this kind wait for the pending ones ahead of it?
+  bool blocks(bool is_write) const { return is_write ? pending_reads_ > 0 : pending_writes_ > 0; }
+
+  // Reserves the current request's slot (the writer's per-request flags are kept for the
+  // rendering).
+  DeferredResponse defer(DeferKind kind, const ResponseWriter& writer);
+  // A response rendered at once while earlier ones are pending: queued behind them.
+  void push_ready(std::string response);
+  // Moves the done slots at the head into the output buffer. Call only while the output
+  // buffer is not being written.
+  void drain();
+
+ private:
+  friend class DeferredResponse;
+  void complete(detail::Slot& slot, const Render& render);  // on the connection's thread
+
+  std::string& out_;
+  std::deque<std::shared_ptr<detail::Slot>> slots_;
+  std::size_t pending_reads_ = 0;
+  std::size_t pending_writes_ = 0;
+  Post post_;
+  std::function<void()> on_complete_;
+};
+
+}  // namespace server

@@ -1,0 +1,414 @@
+// store_tier.cc — see store_tier.hh.
+#include "server/store_tier.hh"
+
+#include <future>
+#include <iostream>
+
+namespace server {
+
+using Kind = store::Write::Kind;
+
+namespace {
+
+std::size_t dirty_size(std::string_view key, std::string_view value) {
+  return key.size() + value.size();
+}
+
+bool stored(cache::SetResult s) {
+  return s == cache::SetResult::created || s == cache::SetResult::replaced;
+}
+
+}  // namespace
+
+StoreTier::StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, TierOptions options)
+    : cache_(cache), store_(std::move(store)), options_(options) {
+  if (options_.mode == WriteMode::behind) flusher_ = std::thread([this] { flusher_main(); });
+}
+
+StoreTier::~StoreTier() {
+  shutdown();
+}
+
+// --- reads --------------------------------------------------------------------------------------
+
+std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupDone done) {
+  std::lock_guard lock(mu_);
+  if (options_.mode == WriteMode::behind) {
+    if (auto it = dirty_.find(std::string(key)); it != dirty_.end()) {
+      if (it->second.tombstone) return Lookup{};
+      return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
+    }
+  }
+  std::string k(key);
+  auto [it, inserted] = inflight_.try_emplace(k);
+  if (!inserted) {
+    it->second->waiters.push_back(std::move(done));
+    return std::nullopt;
+  }
+  auto entry = std::make_shared<Inflight>();
+  entry->waiters.push_back(std::move(done));
+  entry->void_fill = pending_writes_.contains(k);
+  it->second = entry;
+  store_->read(k, [this, k, entry](store::ReadResult r) {
+    Lookup result;
+    std::vector<LookupDone> waiters;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = inflight_.find(k); it != inflight_.end() && it->second == entry) {
+        inflight_.erase(it);
+      }
+      result = on_read_locked(k, r, *entry);
+      waiters.swap(entry->waiters);
+    }
+    for (auto& w : waiters) w(result);
+  });
+  return std::nullopt;
+}
+
+StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadResult& r,
+                                            const Inflight& entry) {
+  Lookup result;
+  if (r.status.code == store::Code::not_found) return result;
+  if (!r.status.ok()) {
+    result.kind = Lookup::Kind::error;
+    result.error = "store read failed: " + r.status.message;
+    return result;
+  }
+  result.kind = Lookup::Kind::found;
+  result.value = std::make_shared<const std::string>(std::move(r.value));
+  // A fill never overwrites a newer write: none was submitted since the read began, none is
+  // still uncommitted, and the dirty buffer (newer than the store) does not hold the key.
+  if (!entry.void_fill && !pending_writes_.contains(key) && !dirty_.contains(key)) {
+    if (stored(cache_.set(key, *result.value))) ++fills_;
+  }
+  return result;
+}
+
+void StoreTier::void_fills_locked(const std::string& key) {
+  if (auto it = inflight_.find(key); it != inflight_.end()) it->second->void_fill = true;
+}
+
+// --- writes -------------------------------------------------------------------------------------
+
+std::optional<StoreTier::Outcome> StoreTier::try_put(std::string_view key, std::string_view value) {
+  if (options_.mode != WriteMode::behind) return std::nullopt;
+  std::lock_guard lock(mu_);
+  if (!waiting_.empty() || !fits_locked(key, value)) return std::nullopt;
+  return apply_dirty_locked(Kind::put, key, value);
+}
+
+std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
+  if (options_.mode != WriteMode::behind) return std::nullopt;
+  std::lock_guard lock(mu_);
+  if (!waiting_.empty() || !fits_locked(key, {})) return std::nullopt;
+  if (auto it = dirty_.find(std::string(key)); it != dirty_.end()) {
+    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}, {}};
+    return apply_dirty_locked(Kind::del, key, {});
+  }
+  if (cache_.del(key)) return apply_dirty_locked(Kind::del, key, {});
+  return std::nullopt;
+}
+
+std::optional<StoreTier::Outcome> StoreTier::put(std::string_view key, std::string_view value,
+                                                 WriteDone done) {
+  std::lock_guard lock(mu_);
+  if (options_.mode == WriteMode::through) {
+    submit_through_locked(Kind::put, key, value, std::move(done));
+    return std::nullopt;
+  }
+  return behind_locked(Kind::put, key, value, std::move(done));
+}
+
+std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone done) {
+  std::lock_guard lock(mu_);
+  if (options_.mode == WriteMode::through) {
+    submit_through_locked(Kind::del, key, {}, std::move(done));
+    return std::nullopt;
+  }
+  return behind_locked(Kind::del, key, {}, std::move(done));
+}
+
+// Write-through: the store decides (existed) and the cache follows once the commit succeeded.
+// Every cache entry came from a committed write or a fill, so the store alone says whether a
+// key existed.
+void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::string_view value,
+                                      WriteDone done) {
+  std::string k(key);
+  void_fills_locked(k);
+  ++pending_writes_[k];
+  std::shared_ptr<const std::string> v;
+  if (kind == Kind::put) v = std::make_shared<const std::string>(value);
+  std::vector<store::Write> batch(1);
+  batch[0].kind = kind;
+  batch[0].key = k;
+  if (v) batch[0].value = *v;
+  batch[0].want_existed = true;
+  store_->write(std::move(batch), [this, k = std::move(k), epoch = epoch_, kind, v,
+                                   done = std::move(done)](store::WriteResult r) {
+    Outcome o;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = pending_writes_.find(k); it != pending_writes_.end() && --it->second == 0) {
+        pending_writes_.erase(it);
+      }
+      if (r.status.ok()) {
+        const bool existed = !r.existed.empty() && r.existed[0];
+        // Applied in commit order (the store runs write callbacks in commit order); a reset
+        // since the submission voids the cache update (the store was cleared after it).
+        if (epoch == epoch_) {
+          if (kind == Kind::put) {
+            o.set = cache_.set(k, *v);
+            if (!stored(o.set)) cache_.del(k);  // never leave an older value cached
+          } else {
+            cache_.del(k);
+          }
+        }
+        if (kind == Kind::put) {
+          o.kind = existed ? Outcome::Kind::replaced : Outcome::Kind::created;
+        } else {
+          o.kind = existed ? Outcome::Kind::deleted : Outcome::Kind::absent;
+        }
+      } else {
+        o.kind = Outcome::Kind::error;
+        o.error = "store write failed: " + r.status.message;
+        log_error_locked(o.error);
+      }
+    }
+    done(o);
+  });
+}
+
+// Write-behind: into the cache and the dirty buffer at once when there is room and nobody is
+// waiting (FIFO), else queued for the flusher to admit.
+std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::string_view key,
+                                                           std::string_view value, WriteDone done) {
+  if (waiting_.empty() && fits_locked(key, value)) {
+    return kind == Kind::put ? apply_dirty_locked(Kind::put, key, value)
+                             : del_behind_locked(key, std::move(done));
+  }
+  if (store_failed_locked()) {
+    ++write_errors_;
+    return Outcome{Outcome::Kind::error,
+                   {},
+                   "dirty buffer full and the store failed: " + store_->stats().last_error};
+  }
+  waiting_.push_back(Waiting{kind, std::string(key), std::string(value), std::move(done)});
+  flusher_wake_.notify_one();
+  return std::nullopt;
+}
+
+bool StoreTier::fits_locked(std::string_view key, std::string_view value) const {
+  std::size_t freed = 0;
+  if (auto it = dirty_.find(std::string(key)); it != dirty_.end()) {
+    freed = dirty_size(key, it->second.value);
+  }
+  const std::size_t need = dirty_size(key, value);
+  return dirty_bytes_ - freed + need <= options_.max_dirty;
+}
+
+bool StoreTier::store_failed_locked() const {
+  return store_->stats().failed;
+}
+
+StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key,
+                                                 std::string_view value) {
+  std::string k(key);
+  void_fills_locked(k);
+  auto [it, inserted] = dirty_.try_emplace(k);
+  Dirty& d = it->second;
+  const bool had_value = !inserted && !d.tombstone;
+  if (!inserted) dirty_bytes_ -= dirty_size(k, d.value);
+  d.tombstone = kind == Kind::del;
+  d.value.assign(d.tombstone ? std::string_view() : value);
+  d.version = ++dirty_version_;
+  dirty_bytes_ += dirty_size(k, d.value);
+  Outcome o;
+  if (kind == Kind::del) {
+    cache_.del(k);
+    o.kind = Outcome::Kind::deleted;
+    return o;
+  }
+  // The dirty buffer holds the write whatever the cache does with it, so it is never lost to
+  // eviction (or to a cache that refuses it): reads consult the buffer before the store.
+  o.set = cache_.set(k, value);
+  if (!stored(o.set)) cache_.del(k);
+  o.kind = (had_value || o.set == cache::SetResult::replaced) ? Outcome::Kind::replaced
+                                                              : Outcome::Kind::created;
+  return o;
+}
+
+// A write-behind DELETE answers 404 only if the key is in neither the cache, the dirty buffer
+// nor the store; the store is asked only when the first two do not know.
+std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view key,
+                                                               WriteDone done) {
+  std::string k(key);
+  if (auto it = dirty_.find(k); it != dirty_.end()) {
+    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}, {}};
+    return apply_dirty_locked(Kind::del, key, {});
+  }
+  if (cache_.del(k)) return apply_dirty_locked(Kind::del, key, {});
+  store_->read(k, [this, k, done = std::move(done)](store::ReadResult r) {
+    Outcome o;
+    {
+      std::lock_guard lock(mu_);
+      if (r.status.ok()) {
+        o = apply_dirty_locked(Kind::del, k, {});
+      } else if (r.status.code == store::Code::not_found) {
+        o.kind = Outcome::Kind::absent;
+      } else {
+        o.kind = Outcome::Kind::error;
+        o.error = "store read failed: " + r.status.message;
+      }
+    }
+    done(o);
+  });
+  return std::nullopt;
+}
+
+// One line on stderr per distinct error, not one per failed request.
+void StoreTier::log_error_locked(const std::string& message) {
+  if (message == last_logged_error_) return;
+  last_logged_error_ = message;
+  std::cerr << "cache_server: " << message << std::endl;
+}
+
+// --- reset --------------------------------------------------------------------------------------
+
+void StoreTier::reset(ResetDone done) {
+  std::lock_guard lock(mu_);
+  ++epoch_;
+  for (auto& [key, entry] : inflight_) entry->void_fill = true;
+  inflight_.clear();  // later misses start fresh reads, ordered after the clear below
+  dirty_.clear();
+  dirty_bytes_ = 0;
+  cache_.reset();
+  // Under mu_: every write submitted before this point is committed before the clear, and
+  // every later one after it (store.hh ordering).
+  store_->clear([done = std::move(done)](store::Status s) { done(s); });
+}
+
+void StoreTier::reset_cache() {
+  std::lock_guard lock(mu_);
+  cache_.reset();
+}
+
+// --- write-behind flusher -----------------------------------------------------------------------
+
+void StoreTier::flusher_main() {
+  std::unique_lock lock(mu_);
+  // A write waits at most one period for the next flush, plus the commit: a quarter of the
+  // interval leaves the rest as slack for a late wake-up on a loaded machine and a slow fsync.
+  const auto period = std::max(options_.flush_interval / 4, std::chrono::milliseconds(1));
+  while (!stopping_) {
+    flusher_wake_.wait_for(lock, period, [this] {
+      return stopping_ || !waiting_.empty() || dirty_bytes_ >= options_.max_dirty / 2;
+    });
+    if (stopping_) break;
+    if (!dirty_.empty()) {
+      // A failed flush (the store failed, or a transient error) is retried after a full
+      // period, not at once: the dirty data is kept either way.
+      if (!flush_once(lock)) flusher_wake_.wait_for(lock, period, [this] { return stopping_; });
+    } else if (!waiting_.empty()) {
+      admit_and_answer(lock, false);
+    }
+  }
+}
+
+bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock) {
+  std::vector<store::Write> batch;
+  std::vector<std::pair<std::string, std::uint64_t>> versions;
+  batch.reserve(dirty_.size());
+  versions.reserve(dirty_.size());
+  for (const auto& [key, d] : dirty_) {
+    store::Write w;
+    w.kind = d.tombstone ? Kind::del : Kind::put;
+    w.key = key;
+    w.value = d.value;
+    batch.push_back(std::move(w));
+    versions.emplace_back(key, d.version);
+  }
+  std::promise<store::WriteResult> committed;
+  auto result = committed.get_future();
+  store_->write(std::move(batch),
+                [&committed](store::WriteResult r) { committed.set_value(std::move(r)); });
+  lock.unlock();
+  const store::WriteResult r = result.get();
+  lock.lock();
+  if (r.status.ok()) {
+    for (const auto& [key, version] : versions) {
+      auto it = dirty_.find(key);
+      if (it != dirty_.end() && it->second.version == version) {  // not rewritten meanwhile
+        dirty_bytes_ -= dirty_size(key, it->second.value);
+        dirty_.erase(it);
+      }
+    }
+  } else {
+    log_error_locked("write-behind flush failed, dirty writes kept: " + r.status.message);
+  }
+  admit_and_answer(lock, false);
+  return r.status.ok();
+}
+
+// Admits waiting writes in FIFO order while they fit (all of them with force), then answers
+// them outside the lock. With a failed store, waiting writes are refused (503), not kept.
+void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force) {
+  std::vector<std::pair<WriteDone, Outcome>> ready;
+  const bool failed = store_failed_locked();
+  while (!waiting_.empty()) {
+    Waiting& w = waiting_.front();
+    if (failed && !force) {
+      ++write_errors_;
+      ready.emplace_back(std::move(w.done), Outcome{Outcome::Kind::error,
+                                                    {},
+                                                    "dirty buffer full and the store failed: " +
+                                                        store_->stats().last_error});
+    } else if (force || fits_locked(w.key, w.value)) {
+      if (w.kind == Kind::put) {
+        ready.emplace_back(std::move(w.done), apply_dirty_locked(Kind::put, w.key, w.value));
+      } else if (auto o = del_behind_locked(w.key, w.done)) {
+        ready.emplace_back(std::move(w.done), *o);
+      }
+    } else {
+      break;
+    }
+    waiting_.pop_front();
+  }
+  if (ready.empty()) return;
+  lock.unlock();
+  for (auto& [done, outcome] : ready) done(outcome);
+  lock.lock();
+}
+
+std::size_t StoreTier::shutdown() {
+  std::unique_lock lock(mu_);
+  if (closed_) return 0;
+  stopping_ = true;
+  lock.unlock();
+  flusher_wake_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  lock.lock();
+  std::size_t lost = 0;
+  if (options_.mode == WriteMode::behind) {
+    admit_and_answer(lock, true);
+    if (!dirty_.empty()) flush_once(lock);
+    lost = dirty_.size();
+  }
+  closed_ = true;
+  lock.unlock();
+  store_->close();
+  return lost;
+}
+
+TierStats StoreTier::stats() const {
+  TierStats t;
+  t.scheme = store_->scheme();
+  t.store = store_->stats();
+  std::lock_guard lock(mu_);
+  t.dirty_bytes = dirty_bytes_;
+  t.dirty_items = dirty_.size();
+  t.readthrough_fills = fills_;
+  t.write_errors = write_errors_;
+  return t;
+}
+
+}  // namespace server

@@ -1,0 +1,169 @@
+// store_tier.hh — the cache in front of a durable store (docs/server.md, "The durable tier").
+//
+// It binds cache/ and store/, which know nothing of each other, and owns the rules that keep
+// them consistent:
+// - Read-through with single-flight: a miss makes at most one store read per key at a time;
+//   later misses of that key wait on the first. A fill enters the cache only if no write to the
+//   key was submitted or still pending since the read began, and no reset happened (so a fill
+//   never overwrites a newer PUT or DELETE).
+// - Write-through: the op is submitted to the store (group commit); when its commit succeeds the
+//   cache is updated, in commit order (store callbacks run in commit order on the committer),
+//   and only then is the request answered. A failed commit changes nothing and answers 503.
+// - Write-behind: the op updates the cache and a dirty buffer (key → latest value or tombstone,
+//   coalesced) at once; a flusher thread commits the buffer every flush_interval/4, so
+//   no write stays only in memory longer than flush_interval. The dirty buffer is authoritative
+//   over the store for reads, so a dirty entry evicted from the cache is never lost. Past
+//   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room.
+// - Reset: the cache, the dirty buffer and the store are emptied; in-flight fills are void.
+// Thread safety: every method may be called from any thread. One mutex (mu_) orders the
+// single-flight table, the dirty buffer, pending write counts and submissions to the store, so
+// the order in which ops reach the store is the order they were decided in. Store calls made
+// under mu_ never call back inline (store.hh), so there is no re-entry.
+// Callbacks (LookupDone, WriteDone, ResetDone) run on a store thread or the flusher, never
+// inline inside the call that started them: the caller posts them to its connection.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/cache.hh"
+#include "server/config.hh"
+#include "store/store.hh"
+
+namespace server {
+
+struct TierOptions {
+  WriteMode mode = WriteMode::through;
+  std::chrono::milliseconds flush_interval{100};
+  std::size_t max_dirty = 64u << 20;
+};
+
+struct TierStats {
+  const char* scheme = "none";
+  store::StoreStats store;
+  std::uint64_t dirty_bytes = 0;
+  std::uint64_t dirty_items = 0;
+  std::uint64_t readthrough_fills = 0;
+  std::uint64_t write_errors = 0;  // writes refused before reaching the store (it had failed)
+};
+
+class StoreTier {
+ public:
+  // What a lookup beyond the cache found.
+  struct Lookup {
+    enum class Kind : std::uint8_t { found, absent, error } kind = Kind::absent;
+    std::shared_ptr<const std::string> value;  // found
+    std::string error;                         // error: why
+  };
+  // What a write did.
+  struct Outcome {
+    enum class Kind : std::uint8_t { created, replaced, deleted, absent, error };
+    Kind kind = Kind::created;
+    cache::SetResult set = cache::SetResult::created;  // what the cache did with a PUT
+    std::string error;                                 // error: why (store failure)
+  };
+  using LookupDone = std::function<void(const Lookup&)>;
+  using WriteDone = std::function<void(const Outcome&)>;
+  using ResetDone = std::function<void(const store::Status&)>;
+
+  StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, TierOptions options);
+  ~StoreTier();
+  StoreTier(const StoreTier&) = delete;
+  StoreTier& operator=(const StoreTier&) = delete;
+
+  WriteMode mode() const { return options_.mode; }
+
+  // A GET/HEAD that missed the cache. Returns the answer at once when the dirty buffer holds the
+  // key (write-behind); otherwise reads the store (single-flight) and calls done later.
+  std::optional<Lookup> lookup(std::string_view key, LookupDone done);
+
+  // Write-behind's fast path: the answer at once when the write can be applied now (room in
+  // the dirty buffer, nobody waiting; for DELETE, the cache or the buffer knows the key);
+  // nullopt otherwise (always, in write-through), and the caller then calls put()/del().
+  std::optional<Outcome> try_put(std::string_view key, std::string_view value);
+  std::optional<Outcome> try_del(std::string_view key);
+
+  // PUT / DELETE. An immediate answer (write-behind with room) is returned; otherwise done is
+  // called later (write-through after the commit; write-behind after waiting for room, or for
+  // DELETE after the store says whether the key exists).
+  std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done);
+  std::optional<Outcome> del(std::string_view key, WriteDone done);
+
+  // POST /reset: empties the cache, the dirty buffer and the store (durably), then done.
+  void reset(ResetDone done);
+  // POST /reset?scope=cache: empties only the cache (dirty writes stay pending and are flushed).
+  void reset_cache();
+
+  TierStats stats() const;
+
+  // Flushes every dirty write (write-behind), then closes the store. Idempotent. Returns the
+  // number of dirty writes that could not be made durable (0 unless the store failed).
+  std::size_t shutdown();
+
+ private:
+  using Kind = store::Write::Kind;
+  struct Inflight {  // one store read and the misses waiting on it
+    std::vector<LookupDone> waiters;
+    bool void_fill = false;  // a write or reset happened since the read began
+  };
+  struct Dirty {  // write-behind: the latest state of one key not yet durable
+    std::string value;
+    bool tombstone = false;
+    std::uint64_t version = 0;  // tells a rewrite during a flush from the flushed state
+  };
+  struct Waiting {  // a write-behind write waiting for room under max_dirty
+    Kind kind;
+    std::string key;
+    std::string value;
+    WriteDone done;
+  };
+
+  Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
+  void void_fills_locked(const std::string& key);
+  void submit_through_locked(Kind kind, std::string_view key, std::string_view value,
+                             WriteDone done);
+  std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
+                                       WriteDone done);
+  bool fits_locked(std::string_view key, std::string_view value) const;
+  bool store_failed_locked() const;
+  Outcome apply_dirty_locked(Kind kind, std::string_view key, std::string_view value);
+  std::optional<Outcome> del_behind_locked(std::string_view key, WriteDone done);
+  void log_error_locked(const std::string& message);
+  void flusher_main();
+  // Commits the dirty buffer once (waits for the commit with mu_ released); true on success.
+  bool flush_once(std::unique_lock<std::mutex>& lock);
+  void admit_and_answer(std::unique_lock<std::mutex>& lock, bool force);
+
+  cache::Cache& cache_;
+  std::unique_ptr<store::Store> store_;
+  const TierOptions options_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Inflight>> inflight_;
+  std::unordered_map<std::string, std::uint32_t> pending_writes_;  // write-through, uncommitted
+  std::unordered_map<std::string, Dirty> dirty_;
+  std::deque<Waiting> waiting_;
+  std::size_t dirty_bytes_ = 0;
+  std::uint64_t dirty_version_ = 0;
+  std::uint64_t epoch_ = 0;  // bumped by reset: write-through applies of older epochs are void
+  std::uint64_t fills_ = 0;
+  std::uint64_t write_errors_ = 0;
+  bool stopping_ = false;
+  bool closed_ = false;
+  std::string last_logged_error_;
+  std::condition_variable flusher_wake_;
+  std::thread flusher_;
+};
+
+}  // namespace server

@@ -1,0 +1,472 @@
+// rocksdb_store.cc — RocksStore: the group committer, the batched readers, the sticky failure
+// rule and the RocksDB options (each one's reason is in store/README.md, "RocksDB options").
+#include "store/rocksdb_store.hh"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "store/timer_thread.hh"
+
+namespace store {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxKey = 250;
+// Every key (1..250 bytes) sorts in ["", kEndOfKeys) under the bytewise comparator: a key of at
+// most 250 bytes is either a proper prefix of 251 0xFF bytes or has a smaller byte first.
+const std::string kEndOfKeys(kMaxKey + 1, '\xff');
+
+// A failed write stops the store for good (store.hh); RocksDB's own automatic recovery (a
+// background Resume() after "no space", retries of retryable IO errors) would only reopen a
+// door we keep shut, and would re-sync a WAL whose failed fsync may have lost data.
+class NoAutoRecovery final : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "CrankNoAutoRecovery"; }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status,
+                            bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+};
+
+rocksdb::Options make_options(rocksdb::Env* env) {
+  rocksdb::Options o;
+  o.env = env;
+  o.create_if_missing = true;
+
+  // Durability: every commit is WriteOptions::sync (WAL write(2) + fdatasync). The WAL is
+  // flushed by each Write itself (no manual flush), recovered to the last intact record.
+  o.manual_wal_flush = false;
+  o.use_fsync = false;  // fdatasync: the data and the size, not the timestamps
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  o.max_bgerror_resume_count = 0;
+  o.listeners.push_back(std::make_shared<NoAutoRecovery>());
+
+  // Background work: one flush and one compaction at a time are plenty for small values, and
+  // leave the cores to the server's workers.
+  o.max_background_jobs = 2;
+  o.stats_dump_period_sec = 0;
+  o.stats_persist_period_sec = 0;
+  o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  o.keep_log_file_num = 2;
+  o.max_log_file_size = 1 << 20;
+
+  // Memtables: whole-key bloom so a read of an absent key skips the memtable probe.
+  o.write_buffer_size = 32 << 20;
+  o.max_write_buffer_number = 3;
+  o.memtable_whole_key_filtering = true;
+  o.memtable_prefix_bloom_size_ratio = 0.02;
+  o.level_compaction_dynamic_level_bytes = true;
+
+  // Tables: point lookups. Bloom filters (10 bits/key, ~1% false positives) keep a miss to
+  // about zero block reads; the in-block hash index finds a key without a binary search. The
+  // block cache is small: the cache tier in front of the store holds the hot values.
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = rocksdb::NewLRUCache(32 << 20);
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.whole_key_filtering = true;
+  t.optimize_filters_for_memory = true;
+  t.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
+  t.data_block_hash_table_util_ratio = 0.75;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+
+  // Compression: LZ4 when this librocksdb has it (cheap to decode on the read path), else none.
+  const auto supported = rocksdb::GetSupportedCompressions();
+  const bool lz4 =
+      std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) != supported.end();
+  o.compression = lz4 ? rocksdb::kLZ4Compression : rocksdb::kNoCompression;
+  o.bottommost_compression = o.compression;
+  return o;
+}
+
+Status to_status(const rocksdb::Status& s) {
+  if (s.ok()) return {};
+  if (s.IsNotFound()) return {Code::not_found, {}};
+  return {s.IsNoSpace() ? Code::no_space : Code::io_error, s.ToString()};
+}
+
+std::string open_error(const std::string& path, const rocksdb::Status& s) {
+  const std::string prefix = "rocksdb:" + path + ": ";
+  const std::string msg = s.ToString();
+  if (s.IsIOError() && msg.find("/LOCK") != std::string::npos) {  // "While lock file: D/LOCK: ..."
+    return prefix +
+           "the database is locked by another process (or already open in this one): " + msg;
+  }
+  return prefix + "cannot open the database: " + msg;
+}
+
+bool key_ok(std::string_view key) {
+  return !key.empty() && key.size() <= kMaxKey;
+}
+
+}  // namespace
+
+// --- open / close ----------------------------------------------------------------------------
+
+std::unique_ptr<RocksStore> RocksStore::open(const RocksOptions& options, std::string& error) {
+  if (options.path.empty()) {
+    error = "rocksdb: needs a path (rocksdb:PATH)";
+    return nullptr;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.path, ec);
+  if (ec) {
+    error = "rocksdb:" + options.path + ": cannot create the directory: " + ec.message();
+    return nullptr;
+  }
+  std::unique_ptr<rocksdb::Env> env;
+  if (options.file_system) env = rocksdb::NewCompositeEnv(options.file_system);
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status s = rocksdb::DB::Open(
+      make_options(env ? env.get() : rocksdb::Env::Default()), options.path, &raw);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  if (!s.ok()) {
+    error = open_error(options.path, s);
+    return nullptr;
+  }
+  return std::make_unique<RocksStore>(OpenKey{}, options, std::move(env), std::move(db));
+}
+
+RocksStore::RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<rocksdb::Env> env,
+                       std::unique_ptr<rocksdb::DB> db)
+    : read_delay_(options.read_delay),
+      env_(std::move(env)),
+      db_(std::move(db)),
+      timer_(std::make_unique<detail::TimerThread>()) {
+  committer_ = std::thread([this] { committer_main(); });
+  for (int i = 0; i < kReaders; ++i) readers_.emplace_back([this] { reader_main(); });
+}
+
+RocksStore::~RocksStore() {
+  close();
+  timer_.reset();  // runs the completions of operations started after close(), joins
+}
+
+void RocksStore::close() {
+  std::lock_guard close_lock(close_mu_);
+  if (closed_) return;
+  {
+    std::lock_guard lock(write_mu_);
+    write_stopping_ = true;
+  }
+  write_cv_.notify_all();
+  {
+    std::lock_guard lock(read_mu_);
+    read_stopping_ = true;
+  }
+  read_cv_.notify_all();
+  // Each thread drains its queue before it exits (operations queued before close() complete).
+  committer_.join();
+  for (auto& r : readers_) r.join();
+  timer_->drain();     // delayed reads issued before close()
+  (void)db_->Close();  // WAL already synced by every commit; a failed store may report its error
+  db_.reset();
+  env_.reset();
+  closed_ = true;
+}
+
+// --- stats -----------------------------------------------------------------------------------
+
+StoreStats RocksStore::stats() const {
+  StoreStats s;
+  s.reads = reads_.load();
+  s.writes = writes_.load();
+  s.commits = commits_.load();
+  s.errors = errors_.load();
+  s.failed = failed_.load();
+  std::lock_guard lock(error_mu_);
+  s.last_error = last_error_;
+  return s;
+}
+
+void RocksStore::count_error() {
+  errors_.fetch_add(1);
+}
+
+void RocksStore::set_failed(const std::string& why) {
+  {
+    std::lock_guard lock(error_mu_);
+    last_error_ = why;
+  }
+  failed_.store(true);
+}
+
+// --- writes ----------------------------------------------------------------------------------
+
+void RocksStore::write(std::vector<Write> batch, WriteDone done) {
+  WriteOp op{std::move(batch), std::move(done), {}, false, {}};
+  for (const Write& w : op.batch) {
+    if (!key_ok(w.key)) {
+      op.refused = "store write refused: a key must be 1.." + std::to_string(kMaxKey) +
+                   " bytes (got " + std::to_string(w.key.size()) + ")";
+      break;
+    }
+  }
+  enqueue_write(std::move(op));
+}
+
+void RocksStore::clear(ClearDone done) {
+  enqueue_write(WriteOp{{}, {}, std::move(done), true, {}});
+}
+
+// Hands a write or clear to the committer, or completes it as closed after close().
+void RocksStore::enqueue_write(WriteOp op) {
+  {
+    std::lock_guard lock(write_mu_);
+    if (!write_stopping_) {
+      write_queue_.push_back(std::move(op));
+      write_cv_.notify_one();
+      return;
+    }
+  }
+  complete_closed(std::move(op));
+}
+
+void RocksStore::complete_closed(WriteOp op) {
+  count_error();
+  timer_->post([op = std::make_shared<WriteOp>(std::move(op))] {
+    Status closed{Code::closed, "store closed"};
+    if (op->is_clear) {
+      op->on_clear(std::move(closed));
+    } else {
+      op->on_write(WriteResult{std::move(closed), {}});
+    }
+  });
+}
+
+void RocksStore::complete_write(WriteOp& op, Status status, std::vector<bool> existed) {
+  if (!status.ok()) count_error();
+  if (op.is_clear) {
+    op.on_clear(std::move(status));
+  } else {
+    if (!status.ok()) existed.clear();
+    op.on_write(WriteResult{std::move(status), std::move(existed)});
+  }
+}
+
+void RocksStore::committer_main() {
+  std::vector<WriteOp> group;
+  for (;;) {
+    {
+      std::unique_lock lock(write_mu_);
+      write_cv_.wait(lock, [this] { return write_stopping_ || !write_queue_.empty(); });
+      if (write_queue_.empty()) return;  // stopping, and everything queued is done
+      group.swap(write_queue_);
+    }
+    commit_group(group);
+    group.clear();
+  }
+}
+
+// One group: every batch queued since the last commit, in arrival order. A refused batch (bad
+// key) is answered alone; everything else goes into one WriteBatch and one synced Write.
+void RocksStore::commit_group(std::vector<WriteOp>& group) {
+  if (failed_.load()) {
+    std::string why;
+    {
+      std::lock_guard lock(error_mu_);
+      why = "store failed earlier, writes refused: " + last_error_;
+    }
+    for (auto& op : group) complete_write(op, {Code::failed, why}, {});
+    return;
+  }
+
+  // Pass 1: which keys need the database's current state to answer want_existed? Those asked
+  // about before this group touched them (and before any clear in the group).
+  std::vector<rocksdb::Slice> lookup;
+  {
+    std::unordered_set<std::string_view> touched;
+    bool cleared = false;
+    for (const auto& op : group) {
+      if (!op.refused.empty()) continue;
+      if (op.is_clear) {
+        cleared = true;
+        continue;
+      }
+      for (const Write& w : op.batch) {
+        if (!cleared && touched.insert(w.key).second && w.want_existed) lookup.emplace_back(w.key);
+      }
+    }
+  }
+  std::unordered_map<std::string_view, bool> in_db;  // key -> has a value now
+  if (!lookup.empty()) {
+    std::vector<rocksdb::PinnableSlice> values(lookup.size());
+    std::vector<rocksdb::Status> statuses(lookup.size());
+    db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), lookup.size(), lookup.data(),
+                  values.data(), statuses.data());
+    for (std::size_t i = 0; i < lookup.size(); ++i) {
+      if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
+        // Nothing was written: the group is refused, the store is not failed.
+        const Status err{Code::io_error,
+                         "store lookup before write failed: " + statuses[i].ToString()};
+        {
+          std::lock_guard lock(error_mu_);
+          last_error_ = err.message;
+        }
+        for (auto& op : group) {
+          if (!op.refused.empty()) {
+            complete_write(op, {Code::io_error, op.refused}, {});
+          } else {
+            complete_write(op, err, {});
+          }
+        }
+        return;
+      }
+      in_db.emplace(std::string_view(lookup[i].data(), lookup[i].size()), statuses[i].ok());
+    }
+  }
+
+  // Pass 2: the WriteBatch in order, and existed[] from an overlay of the group's own ops.
+  rocksdb::WriteBatch wb;
+  std::vector<std::vector<bool>> existed(group.size());
+  std::unordered_map<std::string_view, bool> now;  // keys the group has set, since any clear
+  bool cleared = false;
+  std::uint64_t ops = 0;
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    auto& op = group[g];
+    if (!op.refused.empty()) continue;
+    if (op.is_clear) {
+      wb.DeleteRange(rocksdb::Slice(), kEndOfKeys);
+      now.clear();
+      cleared = true;
+      continue;
+    }
+    existed[g].assign(op.batch.size(), false);
+    for (std::size_t i = 0; i < op.batch.size(); ++i) {
+      const Write& w = op.batch[i];
+      if (w.want_existed) {
+        if (auto it = now.find(w.key); it != now.end()) {
+          existed[g][i] = it->second;
+        } else if (!cleared) {
+          existed[g][i] = in_db.at(w.key);
+        }
+      }
+      if (w.kind == Write::Kind::put) {
+        wb.Put(w.key, w.value);
+        now[w.key] = true;
+      } else {
+        wb.Delete(w.key);
+        now[w.key] = false;
+      }
+      ++ops;
+    }
+  }
+
+  Status result;
+  if (wb.Count() > 0) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    const rocksdb::Status s = db_->Write(wo, &wb);
+    if (s.ok()) {
+      commits_.fetch_add(1);
+      writes_.fetch_add(ops);
+    } else {
+      result = to_status(s);
+      result.message = "store commit failed: " + result.message;
+      set_failed(result.message);  // sticky: never acknowledged, never retried
+    }
+  }
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    auto& op = group[g];
+    if (!op.refused.empty()) {
+      {
+        std::lock_guard lock(error_mu_);
+        if (!failed_.load()) last_error_ = op.refused;
+      }
+      complete_write(op, {Code::io_error, op.refused}, {});
+    } else {
+      complete_write(op, result, std::move(existed[g]));
+    }
+  }
+}
+
+// --- reads -----------------------------------------------------------------------------------
+
+void RocksStore::read(std::string key, ReadDone done) {
+  ReadOp op{std::move(key), std::move(done), Clock::now()};
+  {
+    std::lock_guard lock(read_mu_);
+    if (!read_stopping_) {
+      read_queue_.push_back(std::move(op));
+      read_cv_.notify_one();
+      return;
+    }
+  }
+  count_error();
+  timer_->post([done = std::move(op.done)] {
+    done(ReadResult{{Code::closed, "store closed"}, {}});
+  });
+}
+
+void RocksStore::reader_main() {
+  std::vector<ReadOp> reads;
+  for (;;) {
+    {
+      std::unique_lock lock(read_mu_);
+      read_cv_.wait(lock, [this] { return read_stopping_ || !read_queue_.empty(); });
+      if (read_queue_.empty()) return;
+      reads.swap(read_queue_);
+    }
+    serve_reads(reads);
+    reads.clear();
+  }
+}
+
+void RocksStore::serve_reads(std::vector<ReadOp>& reads) {
+  const std::size_t n = reads.size();
+  std::vector<ReadResult> results(n);
+  if (n == 1) {
+    rocksdb::PinnableSlice value;
+    const auto s =
+        db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), reads[0].key, &value);
+    results[0].status = to_status(s);
+    if (s.ok()) results[0].value.assign(value.data(), value.size());
+  } else {
+    std::vector<rocksdb::Slice> keys;
+    keys.reserve(n);
+    for (const auto& r : reads) keys.emplace_back(r.key);
+    std::vector<rocksdb::PinnableSlice> values(n);
+    std::vector<rocksdb::Status> statuses(n);
+    db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, keys.data(), values.data(),
+                  statuses.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      results[i].status = to_status(statuses[i]);
+      if (statuses[i].ok()) results[i].value.assign(values[i].data(), values[i].size());
+    }
+  }
+  reads_.fetch_add(n);
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < n; ++i) {
+    ReadResult& r = results[i];
+    if (!r.status.ok() && r.status.code != Code::not_found) {
+      count_error();
+      r.status.message = "store read failed: " + r.status.message;
+      std::lock_guard lock(error_mu_);
+      if (!failed_.load()) last_error_ = r.status.message;
+    }
+    const auto due = reads[i].issued + read_delay_;
+    if (read_delay_.count() > 0 && now < due) {
+      timer_->post(due, [done = std::move(reads[i].done), r = std::move(r)]() mutable {
+        done(std::move(r));
+      });
+    } else {
+      reads[i].done(std::move(r));
+    }
+  }
+}
+
+}  // namespace store

@@ -1,0 +1,126 @@
+// rocksdb_store.hh — RocksStore, the Store over an embedded RocksDB (store.hh is the contract;
+// store/README.md explains the design and the options).
+//
+// Threads (all owned, all joined by close()):
+// - one committer: takes every write()/clear() queued since its last commit, checks them, turns
+//   them into ONE rocksdb::WriteBatch in arrival order and commits it with one synced Write
+//   (WAL append + fdatasync), then runs every callback of the group in order. Idle, a lone write
+//   is committed at once; under load the group grows by itself while the previous sync runs.
+//   It is the only thread that writes the database, so the pre-write lookups that answer
+//   `want_existed` see exactly the state the batch applies to.
+// - kReaders readers: each takes every read queued so far and serves them with one MultiGet.
+// - a timer thread: delayed reads (fault injection) and operations started after close().
+// Sticky failure: a commit that fails (IO error, failed sync, no space) fails its whole group,
+// marks the store failed (stats().failed, last_error) and every later write/clear completes
+// with Code::failed without touching the disk. The sync is never retried. Reads keep working.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/store.hh"
+
+namespace rocksdb {
+class DB;
+class Env;
+class FileSystem;
+}  // namespace rocksdb
+
+namespace store {
+
+namespace detail {
+class TimerThread;
+}
+
+struct RocksOptions {
+  std::string path;                                  // the database directory (created)
+  std::chrono::milliseconds read_delay{0};           // fault injection: see Faults
+  std::shared_ptr<rocksdb::FileSystem> file_system;  // null: RocksDB's default (POSIX)
+};
+
+class RocksStore final : public Store {
+ public:
+  static constexpr int kReaders = 2;
+
+  // Opens (creating the directory and its parents if missing) or returns nullptr and a
+  // one-line error: the directory cannot be made, the database is locked by another process,
+  // it is corrupt, ...
+  [[nodiscard]] static std::unique_ptr<RocksStore> open(const RocksOptions& options,
+                                                        std::string& error);
+  struct OpenKey {  // only open() can construct (it opens the database first)
+   private:
+    friend class RocksStore;
+    OpenKey() = default;
+  };
+  RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<rocksdb::Env> env,
+             std::unique_ptr<rocksdb::DB> db);
+  ~RocksStore() override;
+
+  const char* scheme() const override { return "rocksdb"; }
+  void read(std::string key, ReadDone done) override;
+  void write(std::vector<Write> batch, WriteDone done) override;
+  void clear(ClearDone done) override;
+  void close() override;
+  StoreStats stats() const override;
+
+ private:
+  struct ReadOp {
+    std::string key;
+    ReadDone done;
+    std::chrono::steady_clock::time_point issued;
+  };
+  struct WriteOp {  // a write() batch, or a clear() when is_clear
+    std::vector<Write> batch;
+    WriteDone on_write;
+    ClearDone on_clear;
+    bool is_clear = false;
+    std::string refused;  // non-empty: refused before the engine (bad key), with this message
+  };
+
+  void committer_main();
+  void commit_group(std::vector<WriteOp>& group);
+  void reader_main();
+  void serve_reads(std::vector<ReadOp>& reads);
+  void complete_write(WriteOp& op, Status status, std::vector<bool> existed);
+  void enqueue_write(WriteOp op);
+  void complete_closed(WriteOp op);
+  void count_error();
+  void set_failed(const std::string& why);
+
+  const std::chrono::milliseconds read_delay_;
+  std::unique_ptr<rocksdb::Env> env_;  // outlives db_ (declared before it)
+  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<detail::TimerThread> timer_;
+
+  std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  std::vector<WriteOp> write_queue_;
+  bool write_stopping_ = false;
+
+  std::mutex read_mu_;
+  std::condition_variable read_cv_;
+  std::vector<ReadOp> read_queue_;
+  bool read_stopping_ = false;
+
+  std::mutex close_mu_;  // serializes close(); held for its whole duration
+  bool closed_ = false;
+
+  std::atomic<std::uint64_t> reads_{0};
+  std::atomic<std::uint64_t> writes_{0};
+  std::atomic<std::uint64_t> commits_{0};
+  std::atomic<std::uint64_t> errors_{0};
+  std::atomic<bool> failed_{false};  // written only by the committer
+  mutable std::mutex error_mu_;
+  std::string last_error_;
+
+  std::thread committer_;  // last: threads start once every member above exists
+  std::vector<std::thread> readers_;
+};
+
+}  // namespace store

@@ -1,0 +1,147 @@
+// store.hh — the durable tier's contract: an asynchronous key-value store that the server puts
+// behind its cache (store/README.md has the design note).
+//
+// The interface fits an embedded engine (RocksDB, rocksdb_store.hh) and a database reached over a
+// network (PostgreSQL, later) alike:
+// - Every operation completes exactly once, through its callback, on a thread the store owns;
+//   never inline inside the call that started it (so a caller may hold its own locks while
+//   starting an operation, and must not assume the callback runs on its own thread).
+// - write() is the durability point: its callback with ok means every op of the batch is durable
+//   (for RocksDB: in the WAL and fdatasync'ed). Batches that arrive while a commit is syncing are
+//   committed together by one commit (group commit); ops apply in the order write() was called,
+//   and within a batch in vector order.
+// - A failed write is never acknowledged. After a write or sync error the store is failed: it
+//   takes no more writes (they complete with Code::failed at once) and says why in stats();
+//   reads still work. A failed fsync is not retried: it can have dropped data silently.
+// - Reads see every write whose callback has run (read-your-acknowledged-writes).
+// - Write callbacks run on one thread (the committer), in commit order; read callbacks run on a
+//   reader thread (or, with an injected read delay, on the store's timer thread).
+// Thread safety: every method may be called from any thread, concurrently.
+// Ownership: the store owns its threads; close() (or the destructor) completes or fails every
+// queued operation, then joins them. No callback of an operation started before close() runs
+// after close() returns; operations started after it complete with Code::closed on the store's
+// timer thread, which the destructor joins (so they, too, never run inline).
+// Callbacks must not throw, and must not call close() or destroy the store (close() joins the
+// thread the callback runs on); they may start new operations.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace store {
+
+enum class Code : std::uint8_t {
+  ok,
+  not_found,  // read: the key has no value
+  io_error,   // the engine reported an error for this operation (message says which)
+  no_space,   // the disk is full
+  failed,     // the store refuses writes after an earlier write/sync error (sticky)
+  closed,     // the store was closed before the operation could run
+};
+const char* to_string(Code c);
+
+struct Status {
+  Code code = Code::ok;
+  std::string message;  // empty when ok; otherwise one line, for logs and 503 bodies
+  bool ok() const { return code == Code::ok; }
+};
+
+struct ReadResult {
+  Status status;      // ok (value holds the bytes), not_found, or an error
+  std::string value;  // empty unless ok
+};
+
+struct Write {
+  enum class Kind : std::uint8_t { put, del };
+  Kind kind = Kind::put;
+  std::string key;
+  std::string value;          // put only
+  bool want_existed = false;  // ask whether the key had a value just before this op
+};
+
+struct WriteResult {
+  Status status;
+  // existed[i]: op i's key had a value just before op i (only for ops with want_existed; false
+  // otherwise). Same length as the batch when ok; empty on error.
+  std::vector<bool> existed;
+};
+
+using ReadDone = std::function<void(ReadResult)>;
+using WriteDone = std::function<void(WriteResult)>;
+using ClearDone = std::function<void(Status)>;
+
+// Counters since open; read at any time from any thread.
+struct StoreStats {
+  std::uint64_t reads = 0;    // keys read (each key of a batched read counts once)
+  std::uint64_t writes = 0;   // ops committed (puts + deletes)
+  std::uint64_t commits = 0;  // durable commits (one per group commit)
+  std::uint64_t errors = 0;   // operations (read, write batch, clear) that completed with an
+                              // error other than not_found, closed ones included
+  bool failed = false;        // sticky: the store takes no more writes
+  std::string last_error;     // empty, or why the last error happened
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // The URI scheme: "rocksdb", ...
+  virtual const char* scheme() const = 0;
+
+  // Completes with ok and the value, not_found, io_error, or closed.
+  virtual void read(std::string key, ReadDone done) = 0;
+  // Completes with ok (every op durable), io_error (an engine error, or a key not 1..250 bytes:
+  // then only this batch is refused and the store is not failed), no_space, failed (sticky, see
+  // above), or closed. An empty batch completes ok without a commit.
+  virtual void write(std::vector<Write> batch, WriteDone done) = 0;
+  // Removes every key, durably, then calls done. Ordered with write(): writes queued before it
+  // are applied before it, writes queued after it after it (a clear is an op of the group
+  // commit, so it may share one commit with them). Completes like a write: ok, io_error,
+  // no_space, failed or closed.
+  virtual void clear(ClearDone done) = 0;
+
+  // Completes every queued operation (committing queued writes), then stops the store's
+  // threads. Idempotent. Operations started after close() complete with Code::closed.
+  virtual void close() = 0;
+
+  virtual StoreStats stats() const = 0;
+};
+
+// Fault injection for tests (the server's --store-faults, the store tests). Off by default.
+// Parsed from "read-delay=50ms,write-error-after=N,sync-error-after=N,no-space-after=N":
+//   read-delay         every read completes no sooner than this after it was issued
+//   write-error-after  commits after the first N fail with io_error (the write is refused)
+//   sync-error-after   the (N+1)th WAL sync fails as an fsync error would (the store fails)
+//   no-space-after     WAL appends fail with "no space" once N commits have succeeded
+// Durations take a unit: "50ms", "2s", "0.5s". Counts are non-negative integers. A commit is a
+// durable write of the engine (one group commit, or a clear); counting starts once the store is
+// open. sync-error-after also drops what the failed sync should have covered, as a failed fsync
+// can on Linux, so a refused write is absent after a restart.
+struct Faults {
+  std::chrono::milliseconds read_delay{0};
+  std::int64_t write_error_after = -1;  // -1: never
+  std::int64_t sync_error_after = -1;
+  std::int64_t no_space_after = -1;
+  bool any() const {
+    return read_delay.count() > 0 || write_error_after >= 0 || sync_error_after >= 0 ||
+           no_space_after >= 0;
+  }
+};
+// Empty string: no faults. Returns false and sets error on a bad spec.
+[[nodiscard]] bool parse_faults(std::string_view spec, Faults& out, std::string& error);
+
+// Opens the store a URI names: "rocksdb:PATH" (PATH is created if missing). Returns nullptr and a
+// one-line error on failure (unknown scheme, bad path, a locked database, ...). "none" is not a
+// store: callers handle it before calling this.
+[[nodiscard]] std::unique_ptr<Store> open_store(std::string_view uri, const Faults& faults,
+                                                std::string& error);
+
+}  // namespace store

@@ -1,0 +1,175 @@
+"""scripts/bench_store.sh (and scripts/bench_store_report.py) end to end, in --quick mode.
+
+A tiny run (0.5 s points at 1 and 8 connections, about 20 s) against a real redis-server and the
+built cache_server/bench_client must leave summary.md with every row, numbers that parse, the
+ratios computed from them, the GET-hit line and the target lines, and must stop every process it
+started. Performance is not checked. Needs redis-server/redis-benchmark (Redis 7) and the
+release build (scripts/test.sh builds it; EXPERIMENT_TEST_BUILD overrides the build directory);
+skips without them. The usage tests need nothing.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench_store.sh"
+BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
+SERVER = BUILD / "server" / "cache_server"
+CLIENT = BUILD / "client" / "bench_client"
+CONNS = (1, 8)
+
+
+def missing():
+    for tool in ("redis-server", "redis-benchmark", "redis-cli", "curl", "taskset"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (apt-get install redis-server curl util-linux)"
+    for binary in (SERVER, CLIENT):
+        if not binary.exists():
+            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
+    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    if "--store" not in helptext:
+        return f"{SERVER} has no --store flag (an older build)"
+    if len(os.sched_getaffinity(0)) < 2:
+        return "needs 2 CPUs (server and client are pinned to CPUs 0 and 1)"
+    return None
+
+
+def number(cell):
+    """A table cell as a float: '12,345' -> 12345.0; raises on 'n/a' and anything else."""
+    assert re.fullmatch(r"-?[\d,]+(\.\d+)?", cell), f"not a number: {cell!r}"
+    return float(cell.replace(",", ""))
+
+
+def table(md, header_start):
+    """The rows (lists of cells) of the Markdown table whose header begins with header_start."""
+    lines = md.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith(header_start))
+    header = [c.strip() for c in lines[i].strip("|").split("|")]
+    assert set(lines[i + 1].replace("|", "").replace("-", "").replace(":", "")) <= {""}
+    rows = []
+    for l in lines[i + 2:]:
+        if not l.startswith("|"):
+            break
+        rows.append([c.strip() for c in l.strip("|").split("|")])
+        assert len(rows[-1]) == len(header), l
+    return header, rows
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    why = missing()
+    if why:
+        pytest.skip(why)
+    out = tmp_path_factory.mktemp("bench_store") / "out"
+    p = subprocess.run(
+        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+         "--build", str(BUILD), "--out", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out, p
+
+
+def test_summary_has_every_row_and_the_ratios(run):
+    out, p = run
+    md = (out / "summary.md").read_text()
+    assert p.stdout == md  # the summary is what was printed
+    header, rows = table(md, "| conns | Redis always SET/s")
+    assert header == ["conns", "Redis always SET/s", "Redis everysec SET/s", "ours through PUT/s",
+                      "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",
+                      "behind÷none", "none PUT/s", "server CPU% thr/beh/none",
+                      "client CPU% thr/beh/none", "disk util% thr/beh/none"]
+    assert [int(r[0]) for r in rows] == list(CONNS)
+    for r in rows:
+        v = dict(zip(header, r))
+        for col in header[1:10]:
+            assert number(v[col]) > 0, col
+        assert number(v["through÷Redis-always"]) == pytest.approx(
+            number(v["ours through PUT/s"]) / number(v["Redis always SET/s"]), abs=0.01, rel=0.01)
+        assert number(v["behind÷none"]) == pytest.approx(
+            number(v["ours behind PUT/s"]) / number(v["none PUT/s"]), abs=0.01, rel=0.01)
+        assert number(v["writes/commit"]) >= 1.0  # a group commit carries at least one write
+        for col in header[10:12]:
+            cpu = [number(x) for x in v[col].split("/")]
+            assert len(cpu) == 3 and all(0 <= x <= 250 for x in cpu), col
+        util = v["disk util% thr/beh/none"].split("/")
+        assert len(util) == 3 and all(x == "n/a" or number(x) >= 0 for x in util)
+
+
+def test_get_hit_line_and_targets(run):
+    out, _ = run
+    md = (out / "summary.md").read_text()
+    m = re.search(r"GET-hit ratio \(medians of 3, 8 conns, get-popular\): with store ÷ without = "
+                  r"\*\*([\d.]+)\*\* \(rocksdb ([\d,]+) req/s \[([\d, ]+)\] vs none ([\d,]+) req/s "
+                  r"\[([\d, ]+)\]", md)
+    assert m, "no GET-hit line"
+    ratio, with_store, without = float(m[1]), number(m[2]), number(m[4])
+    runs_with = [number(x) for x in m[3].split(", ")]
+    runs_without = [number(x) for x in m[5].split(", ")]
+    assert len(runs_with) == len(runs_without) == 3
+    assert with_store == sorted(runs_with)[1] and without == sorted(runs_without)[1]
+    assert ratio == pytest.approx(with_store / without, abs=0.01, rel=0.01)
+
+    block = md.split("## Targets", 1)[1].split("```")[1]
+    lines = [l for l in block.splitlines() if l.strip()]
+    results = {re.sub(r":.*", "", l.split(" ", 1)[1]): l.split(" ", 1)[0] for l in lines[:-1]}
+    assert set(results.values()) <= {"PASS", "FAIL", "SKIP"}
+    assert results["through >= 1.0x Redis always at 8 conns"] in ("PASS", "FAIL")
+    assert results["through >= 1.0x Redis always at 50 conns"] == "SKIP"  # not in --conns
+    assert results["through >= 1.0x Redis always at 200 conns"] == "SKIP"
+    for c in CONNS:
+        assert results[f"behind >= 0.9x none at {c} conns"] in ("PASS", "FAIL")
+    assert any(k.startswith("GET hit with store >= 0.97x without") for k in results)
+    assert any(k.startswith("through >= 55,900 PUT/s at its best point") for k in results)
+    assert re.fullmatch(r"targets: \d+ PASS, \d+ FAIL, 2 SKIP", lines[-1])
+
+
+def test_detail_table_raw_files_and_cleanup(run):
+    out, p = run
+    md = (out / "summary.md").read_text()
+    header, rows = table(md, "| conns | system |")
+    systems = [(int(r[0]), r[1]) for r in rows]
+    expected = [(c, s) for c in CONNS for s in ("Redis always", "ours through", "Redis everysec",
+                                                  "ours behind", "ours none")]
+    expected += [(8, s) for _ in range(3) for s in ("GET none", "GET rocksdb")]
+    assert systems == expected
+    col = dict((h, i) for i, h in enumerate(header))
+    for r in rows:
+        assert number(r[col["ops/s"]]) > 0 and number(r[col["errors"]]) == 0
+        assert number(r[col["server CPU%"]]) >= 0 and number(r[col["client CPU%"]]) >= 0
+    # the raw files behind it, and the measured commands
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["rows"]) == len(CONNS) and len(summary["detail"]) == len(expected)
+    assert all(h == 1.0 for h in summary["get"]["hit_rates"])  # get-popular: every GET hits
+    points = [json.loads(l) for l in (out / "points.jsonl").read_text().splitlines()]
+    assert len(points) == len(expected)
+    for pt in points:
+        assert (out / pt["raw"]).exists()
+    commands = (out / "commands.txt").read_text()
+    assert "--appendfsync always" in commands and "--appendfsync everysec" in commands
+    assert "--write-mode through" in commands and "--write-mode behind" in commands
+    assert "--workload put-all" in commands and "--workload get-popular" in commands
+    assert "## How it was measured" in md and "redis-benchmark -h 127.0.0.1" in md
+    # every server the script started is gone, and so is its data directory
+    pids = [int(x) for x in re.findall(r"PID (\d+) on 127\.0\.0\.1", p.stderr)]
+    assert len(pids) == 7  # 2 Redis + 3 cache_server for PUT, 2 cache_server for GET
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or \
+            "cache_server" not in Path(f"/proc/{pid}/cmdline").read_text() and \
+            "redis-server" not in Path(f"/proc/{pid}/cmdline").read_text()
+    data = re.search(r"data in (\S+) ", p.stderr)[1]
+    assert not Path(data).exists()
+
+
+def test_help_and_bad_usage():
+    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    assert h.returncode == 0 and "--duration S" in h.stdout and "--quick" in h.stdout
+    for args, msg in ((["--conns", "1 x"], "--conns"), (["--duration", "abc"], "--duration"),
+                      (["--frobnicate"], "unknown argument"), (["--out"], "needs a value")):
+        p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+        assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
