@@ -34,7 +34,7 @@ StoreTier::~StoreTier() {
 std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupDone done) {
   std::lock_guard lock(mu_);
   if (options_.mode == WriteMode::behind) {
-    if (auto it = dirty_.find(std::string(key)); it != dirty_.end()) {
+    if (auto it = dirty_.find(key); it != dirty_.end()) {
       if (it->second.tombstone) return Lookup{};
       return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
     }
@@ -84,7 +84,7 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
   return result;
 }
 
-void StoreTier::void_fills_locked(const std::string& key) {
+void StoreTier::void_fills_locked(std::string_view key) {
   if (auto it = inflight_.find(key); it != inflight_.end()) it->second->void_fill = true;
 }
 
@@ -101,7 +101,7 @@ std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
   if (options_.mode != WriteMode::behind) return std::nullopt;
   std::lock_guard lock(mu_);
   if (!waiting_.empty() || !fits_locked(key, {})) return std::nullopt;
-  if (auto it = dirty_.find(std::string(key)); it != dirty_.end()) {
+  if (auto it = dirty_.find(key); it != dirty_.end()) {
     if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}, {}};
     return apply_dirty_locked(Kind::del, key, {});
   }
@@ -135,6 +135,10 @@ void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::stri
                                       WriteDone done) {
   std::string k(key);
   void_fills_locked(k);
+  // A key in the cache with no write of it pending is in the store too (the cache holds only
+  // committed writes and fills), so the store need not look it up: ask only about the others.
+  const bool pending = pending_writes_.contains(k);
+  const bool want_existed = pending || !cache_.get(k, [](std::string_view) {});
   ++pending_writes_[k];
   std::shared_ptr<const std::string> v;
   if (kind == Kind::put) v = std::make_shared<const std::string>(value);
@@ -142,8 +146,8 @@ void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::stri
   batch[0].kind = kind;
   batch[0].key = k;
   if (v) batch[0].value = *v;
-  batch[0].want_existed = true;
-  store_->write(std::move(batch), [this, k = std::move(k), epoch = epoch_, kind, v,
+  batch[0].want_existed = want_existed;
+  store_->write(std::move(batch), [this, k = std::move(k), epoch = epoch_, kind, v, want_existed,
                                    done = std::move(done)](store::WriteResult r) {
     Outcome o;
     {
@@ -152,7 +156,7 @@ void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::stri
         pending_writes_.erase(it);
       }
       if (r.status.ok()) {
-        const bool existed = !r.existed.empty() && r.existed[0];
+        const bool existed = !want_existed || (!r.existed.empty() && r.existed[0]);
         // Applied in commit order (the store runs write callbacks in commit order); a reset
         // since the submission voids the cache update (the store was cleared after it).
         if (epoch == epoch_) {
@@ -199,7 +203,7 @@ std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::strin
 
 bool StoreTier::fits_locked(std::string_view key, std::string_view value) const {
   std::size_t freed = 0;
-  if (auto it = dirty_.find(std::string(key)); it != dirty_.end()) {
+  if (auto it = dirty_.find(key); it != dirty_.end()) {
     freed = dirty_size(key, it->second.value);
   }
   const std::size_t need = dirty_size(key, value);

@@ -130,7 +130,7 @@ class StoreTier {
   };
 
   Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
-  void void_fills_locked(const std::string& key);
+  void void_fills_locked(std::string_view key);
   void submit_through_locked(Kind kind, std::string_view key, std::string_view value,
                              WriteDone done);
   std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
@@ -145,14 +145,24 @@ class StoreTier {
   bool flush_once(std::unique_lock<std::mutex>& lock);
   void admit_and_answer(std::unique_lock<std::mutex>& lock, bool force);
 
+  // Maps keyed by std::string that a std::string_view can look up without a copy.
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const noexcept {
+      return std::hash<std::string_view>{}(k);
+    }
+  };
+  template <class T>
+  using KeyMap = std::unordered_map<std::string, T, KeyHash, std::equal_to<>>;
+
   cache::Cache& cache_;
   std::unique_ptr<store::Store> store_;
   const TierOptions options_;
 
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Inflight>> inflight_;
-  std::unordered_map<std::string, std::uint32_t> pending_writes_;  // write-through, uncommitted
-  std::unordered_map<std::string, Dirty> dirty_;
+  KeyMap<std::shared_ptr<Inflight>> inflight_;
+  KeyMap<std::uint32_t> pending_writes_;  // write-through: submitted, not yet applied
+  KeyMap<Dirty> dirty_;
   std::deque<Waiting> waiting_;
   std::size_t dirty_bytes_ = 0;
   std::uint64_t dirty_version_ = 0;

@@ -287,8 +287,13 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
 
   // Pass 1: which keys need the database's current state to answer want_existed? Those asked
   // about before this group touched them (and before any clear in the group).
+  // (A group with no such question, e.g. a write-behind flush, skips both lookups.)
+  bool any_want_existed = false;
+  for (const auto& op : group) {
+    for (const Write& w : op.batch) any_want_existed = any_want_existed || w.want_existed;
+  }
   std::vector<rocksdb::Slice> lookup;
-  {
+  if (any_want_existed) {
     std::unordered_set<std::string_view> touched;
     bool cleared = false;
     for (const auto& op : group) {
@@ -330,16 +335,35 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
     }
   }
 
-  // Pass 2: the WriteBatch in order, and existed[] from an overlay of the group's own ops.
+  // Pass 2: existed[] from an overlay of the group's own ops, in order; and the WriteBatch.
+  // Keys go into the batch sorted, segment by segment between clears: a stable sort keeps each
+  // key's ops in their order, and ops on different keys commute inside one atomic batch. The
+  // memtable's skiplist inserts a run of sorted keys by resuming from the previous insert's
+  // position instead of searching from the top for each (the profile of write-behind flushes put
+  // that search at ~15% of the server's CPU).
   rocksdb::WriteBatch wb;
   std::vector<std::vector<bool>> existed(group.size());
   std::unordered_map<std::string_view, bool> now;  // keys the group has set, since any clear
   bool cleared = false;
   std::uint64_t ops = 0;
+  std::vector<const Write*> segment;
+  auto emit_segment = [&] {
+    std::stable_sort(segment.begin(), segment.end(),
+                     [](const Write* a, const Write* b) { return a->key < b->key; });
+    for (const Write* w : segment) {
+      if (w->kind == Write::Kind::put) {
+        wb.Put(w->key, w->value);
+      } else {
+        wb.Delete(w->key);
+      }
+    }
+    segment.clear();
+  };
   for (std::size_t g = 0; g < group.size(); ++g) {
     auto& op = group[g];
     if (!op.refused.empty()) continue;
     if (op.is_clear) {
+      emit_segment();
       wb.DeleteRange(rocksdb::Slice(), kEndOfKeys);
       now.clear();
       cleared = true;
@@ -355,16 +379,12 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
           existed[g][i] = in_db.at(w.key);
         }
       }
-      if (w.kind == Write::Kind::put) {
-        wb.Put(w.key, w.value);
-        now[w.key] = true;
-      } else {
-        wb.Delete(w.key);
-        now[w.key] = false;
-      }
+      if (any_want_existed) now[w.key] = w.kind == Write::Kind::put;
+      segment.push_back(&w);
       ++ops;
     }
   }
+  emit_segment();
 
   Status result;
   if (wb.Count() > 0) {
