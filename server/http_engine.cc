@@ -116,11 +116,15 @@ bool BasicHttpEngine<V>::header_done() {
   return true;
 }
 
+namespace {
+
 // Writes are PUT, DELETE and POST /reset: they change what later requests see.
-inline bool is_write(Endpoint e) {
+bool is_write(Endpoint e) {
   return e == Endpoint::key_put_body || e == Endpoint::key_put_path || e == Endpoint::key_delete ||
          e == Endpoint::reset;
 }
+
+}  // namespace
 
 template <class V>
 bool BasicHttpEngine<V>::held_back() const {

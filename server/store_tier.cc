@@ -102,7 +102,7 @@ std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
   std::lock_guard lock(mu_);
   if (!waiting_.empty() || !fits_locked(key, {})) return std::nullopt;
   if (auto it = dirty_.find(key); it != dirty_.end()) {
-    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}, {}};
+    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
     return apply_dirty_locked(Kind::del, key, {});
   }
   if (cache_.del(key)) return apply_dirty_locked(Kind::del, key, {});
@@ -161,8 +161,7 @@ void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::stri
         // since the submission voids the cache update (the store was cleared after it).
         if (epoch == epoch_) {
           if (kind == Kind::put) {
-            o.set = cache_.set(k, *v);
-            if (!stored(o.set)) cache_.del(k);  // never leave an older value cached
+            if (!stored(cache_.set(k, *v))) cache_.del(k);  // never leave an older value cached
           } else {
             cache_.del(k);
           }
@@ -193,7 +192,6 @@ std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::strin
   if (store_failed_locked()) {
     ++write_errors_;
     return Outcome{Outcome::Kind::error,
-                   {},
                    "dirty buffer full and the store failed: " + store_->stats().last_error};
   }
   waiting_.push_back(Waiting{kind, std::string(key), std::string(value), std::move(done)});
@@ -234,10 +232,10 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key
   }
   // The dirty buffer holds the write whatever the cache does with it, so it is never lost to
   // eviction (or to a cache that refuses it): reads consult the buffer before the store.
-  o.set = cache_.set(k, value);
-  if (!stored(o.set)) cache_.del(k);
-  o.kind = (had_value || o.set == cache::SetResult::replaced) ? Outcome::Kind::replaced
-                                                              : Outcome::Kind::created;
+  const cache::SetResult set = cache_.set(k, value);
+  if (!stored(set)) cache_.del(k);
+  o.kind = (had_value || set == cache::SetResult::replaced) ? Outcome::Kind::replaced
+                                                            : Outcome::Kind::created;
   return o;
 }
 
@@ -247,7 +245,7 @@ std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view 
                                                                WriteDone done) {
   std::string k(key);
   if (auto it = dirty_.find(k); it != dirty_.end()) {
-    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}, {}};
+    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
     return apply_dirty_locked(Kind::del, key, {});
   }
   if (cache_.del(k)) return apply_dirty_locked(Kind::del, key, {});
@@ -362,10 +360,9 @@ void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force)
     Waiting& w = waiting_.front();
     if (failed && !force) {
       ++write_errors_;
-      ready.emplace_back(std::move(w.done), Outcome{Outcome::Kind::error,
-                                                    {},
-                                                    "dirty buffer full and the store failed: " +
-                                                        store_->stats().last_error});
+      ready.emplace_back(std::move(w.done),
+                         Outcome{Outcome::Kind::error, "dirty buffer full and the store failed: " +
+                                                           store_->stats().last_error});
     } else if (force || fits_locked(w.key, w.value)) {
       if (w.kind == Kind::put) {
         ready.emplace_back(std::move(w.done), apply_dirty_locked(Kind::put, w.key, w.value));

@@ -70,8 +70,7 @@ class StoreTier {
   struct Outcome {
     enum class Kind : std::uint8_t { created, replaced, deleted, absent, error };
     Kind kind = Kind::created;
-    cache::SetResult set = cache::SetResult::created;  // what the cache did with a PUT
-    std::string error;                                 // error: why (store failure)
+    std::string error;  // error: why (store failure)
   };
   using LookupDone = std::function<void(const Lookup&)>;
   using WriteDone = std::function<void(const Outcome&)>;
