@@ -1,6 +1,6 @@
 // cache.cc — cache::Cache, the run-time-configured face of ShardedCache<Lock, Policy>.
 //
-// Options pick one of the eight (lock x evictor) instantiations once, at construction; every
+// Options pick one of the twelve (lock x evictor) instantiations once, at construction; every
 // call then costs one virtual dispatch into fully static code.
 #include "cache/cache.hh"
 
@@ -63,6 +63,10 @@ std::unique_ptr<CacheImpl> make_impl_locked(const Options& o) {
       return std::make_unique<ErasedCache<Lock, LruEviction<Lock>>>(o, o.evictor);
     case Evictor::clock:
       return std::make_unique<ErasedCache<Lock, ClockEviction>>(o, o.evictor);
+    case Evictor::s3fifo:
+      return std::make_unique<ErasedCache<Lock, S3FifoEviction>>(o, o.evictor);
+    case Evictor::sieve:
+      return std::make_unique<ErasedCache<Lock, SieveEviction>>(o, o.evictor);
   }
   throw std::invalid_argument("cache: unknown evictor");
 }
@@ -163,6 +167,10 @@ const char* to_string(Evictor e) {
       return "lru";
     case Evictor::clock:
       return "clock";
+    case Evictor::s3fifo:
+      return "s3fifo";
+    case Evictor::sieve:
+      return "sieve";
   }
   return "unknown";
 }
@@ -178,7 +186,8 @@ const char* to_string(LockScheme l) {
 }
 
 std::optional<Evictor> parse_evictor(std::string_view name) {
-  for (Evictor e : {Evictor::none, Evictor::fifo, Evictor::lru, Evictor::clock}) {
+  for (Evictor e : {Evictor::none, Evictor::fifo, Evictor::lru, Evictor::clock, Evictor::s3fifo,
+                    Evictor::sieve}) {
     if (name == to_string(e)) return e;
   }
   return std::nullopt;

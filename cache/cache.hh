@@ -7,11 +7,11 @@
 //   maxmem/shards bytes of budget and its own lock and evictor. With shards == 1 (the default)
 //   eviction order is exact and global. space_used() never exceeds maxmem, not even transiently:
 //   each shard evicts before it inserts, under its exclusive lock.
-// Eviction: FIFO, LRU, CLOCK, or none (a set that does not fit is refused with no_space).
+// Eviction: FIFO, LRU, CLOCK, S3-FIFO, SIEVE, or none (a set that does not fit is refused).
 // Thread safety: every method may be called from any thread. Reads (get) take the shard's lock
 //   in shared mode (SharedReads) or exclusively (ExclusiveAll, the baseline); writes take it
-//   exclusively. The read path mutates no evictor state except through atomics (CLOCK bit) or
-//   a separate small lock (LRU list).
+//   exclusively. The read path mutates no evictor state except through atomics (CLOCK and
+//   SIEVE bits, S3-FIFO counter) or a separate small lock (LRU list).
 // Value lifetime: get() hands the value to a ValueSink *while the shard lock is held*; the view
 //   is valid only during the call. The sink must not call back into the cache.
 #pragma once
@@ -33,13 +33,16 @@ inline constexpr double kDefaultMaxLoadFactor = 0.75;
 
 // Eviction policy, chosen at construction.
 enum class Evictor : std::uint8_t {
-  none,   // never evict: a set that does not fit is refused (SetResult::no_space)
-  fifo,   // evict the oldest insertion; hits change nothing
-  lru,    // evict the least recently used; a hit moves the entry under a small per-shard lock
-  clock,  // CLOCK (second chance) over the hash table; a hit sets an atomic bit, no lock
+  none,    // never evict: a set that does not fit is refused (SetResult::no_space)
+  fifo,    // evict the oldest insertion; hits change nothing
+  lru,     // evict the least recently used; a hit moves the entry under a small per-shard lock
+  clock,   // CLOCK (second chance) over the hash table; a hit sets an atomic bit, no lock
+  s3fifo,  // S3-FIFO: small FIFO, main CLOCK, ghost of evicted keys; a hit bumps an atomic counter
+  sieve,   // SIEVE: a FIFO list whose hand spares visited entries; a hit sets an atomic bit
 };
-// The default, chosen from the hit-ratio and throughput measurements in optimizations/README.md.
-inline constexpr Evictor kDefaultEvictor = Evictor::clock;
+// The default, chosen from the hit-ratio, memory and throughput measurements in cache/README.md
+// and optimizations/README.md (issue 16): the best hit ratio whose hit path takes no lock.
+inline constexpr Evictor kDefaultEvictor = Evictor::s3fifo;
 
 // Locking scheme, chosen at construction (the "shared_lock reads" optimization and its baseline).
 enum class LockScheme : std::uint8_t {
@@ -61,7 +64,7 @@ enum class SetResult : std::uint8_t {
 const char* to_string(SetResult r);
 const char* to_string(Evictor e);
 const char* to_string(LockScheme l);
-// Parses "none", "fifo", "lru", "clock"; nullopt for anything else.
+// Parses "none", "fifo", "lru", "clock", "s3fifo", "sieve"; nullopt for anything else.
 std::optional<Evictor> parse_evictor(std::string_view name);
 
 struct Options {

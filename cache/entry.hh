@@ -1,12 +1,13 @@
 // entry.hh — one cache entry is one heap allocation: [header][key bytes][value bytes].
 //
-// The header is 8 bytes for CLOCK and no-eviction (value length, key length) and 24 bytes for the
-// list policies, which add an intrusive prev/next hook. Keeping key and value in the same block as
-// the header means one malloc per set, one free per removal, and one cache-line neighbourhood per
-// lookup; it is what keeps per-item overhead under 48 bytes (optimizations/README.md has the
-// measurement).
+// The header is 8 bytes for CLOCK, S3-FIFO and no-eviction (value length, key length, one byte of
+// eviction state) and 24 bytes for the list policies, which add an intrusive prev/next hook.
+// Keeping key and value in the same block as the header means one malloc per set, one free per
+// removal, and one cache-line neighbourhood per lookup; it is what keeps per-item overhead under 48
+// bytes (optimizations/README.md has the measurement).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,10 @@ template <class Hook>
 struct Entry : Hook {
   std::uint32_t value_len;
   std::uint8_t key_len;
+  // Per-entry eviction state for policies that keep it beside the entry (S3-FIFO's queue bit
+  // and 2-bit frequency). It sits in what would otherwise be header padding, so it costs no
+  // memory. Atomic because a hit under a shared lock may update it.
+  std::atomic<std::uint8_t> meta{0};
 
   Entry(std::uint8_t klen, std::uint32_t vlen) : value_len(vlen), key_len(klen) {}
   Entry(const Entry&) = delete;
@@ -41,6 +46,7 @@ struct Entry : Hook {
   // What this entry counts toward maxmem.
   std::size_t charge() const { return std::size_t{key_len} + value_len; }
 };
+static_assert(sizeof(Entry<NoHook>) == 8, "the meta byte must stay inside the header padding");
 
 // Frees an entry made by make_entry. Entries live in the slot table as raw (tagged) pointers, so
 // ownership is explicit: whoever unlinks an entry from the table destroys it.

@@ -1,4 +1,5 @@
-// eviction_policies.hh — which entry leaves when a shard is full: none, FIFO, LRU, CLOCK.
+// eviction_policies.hh — which entry leaves when a shard is full: none, FIFO, LRU, CLOCK, SIEVE
+// (S3-FIFO, several structures, has s3fifo.hh).
 //
 // A policy is a type the shard is instantiated with. The shard calls, with its lock held:
 //   on_insert(e), on_remove(e)   exclusive lock
@@ -9,10 +10,18 @@
 // entry to the front under a small per-shard mutex when readers share the shard lock, because a
 // list cannot be spliced under a shared lock. CLOCK needs no list: its bit lives in the hash
 // table's slot word, the hand sweeps the slot array, and a hit only sets the bit atomically, so
-// its read path takes no exclusive lock.
+// its read path takes no exclusive lock. SIEVE keeps FIFO's list but, like CLOCK, marks a hit with
+// an atomic bit (in the entry's meta byte), so its read path takes no lock either.
+//
+// Optional hooks (S3-FIFO uses them; the shard calls them only if the policy has them):
+//   Policy(std::size_t budget)              constructed from the shard's byte budget
+//   prepare_insert(table, hash, old)        exclusive lock, before a set evicts anything; old is
+//                                           the entry being replaced, or nullptr for a new key
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "cache/entry.hh"
@@ -49,6 +58,7 @@ class IntrusiveList {
     push_front(h);
   }
   void clear() { sentinel_.prev = sentinel_.next = &sentinel_; }
+  const ListHook* sentinel() const { return &sentinel_; }
 
  private:
   ListHook sentinel_;
@@ -170,6 +180,60 @@ class ClockEviction {
 
  private:
   std::size_t hand_ = 0;
+};
+
+// SIEVE (Zhang et al., NSDI 2024): a FIFO list plus a hand. A hit sets a visited bit in the
+// entry's meta byte with an atomic OR (no lock; skipped when already set). To evict, the hand
+// walks from the oldest entry toward the newest, clearing visited bits, and evicts the first
+// unvisited entry; it stays there for the next eviction and wraps to the oldest at the newest.
+// Unlike CLOCK, survivors keep their place: new keys are examined before old hot ones. Needs the
+// list hook (insertion order), so it costs what FIFO costs per entry.
+class SieveEviction {
+ public:
+  using Hook = ListHook;
+  static constexpr bool kEvicts = true;
+  static constexpr std::uint8_t kVisited = 0x1;
+  template <class E>
+  void on_insert(E* e) {
+    e->meta.store(0, std::memory_order_relaxed);
+    list_.push_front(e);
+  }
+  template <class E>
+  void on_remove(E* e) {
+    if (hand_ == e) hand_ = newer(e);
+    IntrusiveList::unlink(e);
+  }
+  template <class E>
+  void on_hit(const SlotTable<E>&, std::size_t, E* e) const {
+    if ((e->meta.load(std::memory_order_relaxed) & kVisited) == 0)
+      e->meta.fetch_or(kVisited, std::memory_order_relaxed);
+  }
+  template <class E, class HashFn>
+  std::size_t pick_victim(SlotTable<E>& table, const HashFn& hash_of) {
+    // Terminates within one lap plus one entry: the lap clears every bit it meets.
+    ListHook* h = hand_ != nullptr ? hand_ : list_.back();
+    for (;;) {
+      E* e = static_cast<E*>(h);
+      if ((e->meta.load(std::memory_order_relaxed) & kVisited) == 0) break;
+      e->meta.store(0, std::memory_order_relaxed);
+      h = newer(h);
+      if (h == nullptr) h = list_.back();
+    }
+    hand_ = h;  // on_remove moves it on to the next newer entry
+    const E* victim = static_cast<const E*>(h);
+    return table.find(victim->key(), hash_of(victim->key()));
+  }
+  void clear() {
+    list_.clear();
+    hand_ = nullptr;
+  }
+
+ private:
+  // The entry inserted just after h, or nullptr if h is the newest.
+  ListHook* newer(ListHook* h) { return h->prev == list_.sentinel() ? nullptr : h->prev; }
+
+  IntrusiveList list_;
+  ListHook* hand_ = nullptr;  // nullptr: start at the oldest
 };
 
 }  // namespace cache::detail

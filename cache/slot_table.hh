@@ -60,6 +60,17 @@ class SlotTable {
     }
   }
 
+  // The slot holding exactly entry `e` (found by address, never dereferenced), or npos. Lets a
+  // policy that remembers (address, hash) pairs tell a live entry from a freed one.
+  std::size_t find_entry(std::uint64_t hash, const E* e) const {
+    const std::uint64_t tag = tag_of(hash);
+    for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const std::uint64_t s = load(i);
+      if (s == 0) return npos;
+      if ((s & kTagMask) == tag && untag(s) == e) return i;
+    }
+  }
+
   // Makes room for one more entry, doubling if needed. Throws std::bad_alloc with the table
   // unchanged, so callers reserve before they modify anything else.
   template <class HashFn>

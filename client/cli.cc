@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/duration.hh"
+#include "histogram.hh"
 #include "workload.hh"
 
 namespace bench {
@@ -60,6 +61,12 @@ std::optional<std::chrono::nanoseconds> parse_duration_in(const std::string& s,
   if (!d || *d < min || *d > max) return std::nullopt;
   return d;
 }
+
+// A request that times out is recorded at the time it waited, a little above --timeout (it is
+// noticed at the next wake-up): the histogram's range must hold the longest timeout with room.
+static_assert(std::chrono::nanoseconds(Config::kMaxTimeout).count() * 3 / 2 <
+                  static_cast<std::int64_t>(Histogram::kMaxTrackableNs),
+              "--timeout's upper bound must lie well inside the latency histogram's range");
 
 constexpr std::chrono::nanoseconds kMaxRunTime = std::chrono::seconds(1'000'000);  // -d, --warmup
 
@@ -132,13 +139,19 @@ Workload
 Output
       --json FILE               write {"meta": {...}, "points": [...]} to FILE
       --csv FILE                write one CSV row per point to FILE
+      --record-trace FILE       record the key of every request sent (warm-up and measured, every
+                                point, not the preload) as a trace for traces/trace_replay: one
+                                key per line, or the binary trace form if FILE ends in .bin.
+                                Threads are merged round-robin (traces/README.md)
   -q, --quiet                   no progress messages on stderr
   -h, --help                    this text
 
 Durations are a decimal number with a unit, ms or s: 500ms, 2s, 0.5s.
 
-Exit status: 0 success; 1 bad flags; 2 server unreachable; 3 run aborted (partial results saved);
-4 output file could not be written.
+Exit status: 0 success (also when responses had errors, e.g. parse errors: see the errors
+column); 1 bad flags; 2 server unreachable; 3 run aborted (a point failed, e.g. the server died or
+a ppoll/socket call of the client failed) or interrupted (Ctrl-C/SIGTERM), the finished points
+saved; 4 output file could not be written.
 )";
 }
 
@@ -196,8 +209,8 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
     } else if (flag == "--timeout") {
       auto v = need("a duration");
       if (!v) return CliOutcome::kError;
-      auto d = parse_duration_in(*v, common::BareUnit::milliseconds, std::chrono::milliseconds(10),
-                                 std::chrono::milliseconds(600'000));
+      auto d = parse_duration_in(*v, common::BareUnit::milliseconds, Config::kMinTimeout,
+                                 Config::kMaxTimeout);
       if (!d) return bad(*v, "a duration 10ms..600s such as 500ms or 5s; a bare number is ms");
       cfg.timeout = std::chrono::round<std::chrono::milliseconds>(*d);
     } else if (flag == "--threads") {
@@ -354,6 +367,11 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       auto v = need("a file name");
       if (!v) return CliOutcome::kError;
       cfg.csv_path = *v;
+    } else if (flag == "--record-trace") {
+      auto v = need("a file name");
+      if (!v) return CliOutcome::kError;
+      if (v->empty()) return bad(*v, "a file name");
+      cfg.record_trace_path = *v;
     } else {
       error = "unknown option '" + flag + "' (see --help)";
       return CliOutcome::kError;
@@ -396,6 +414,10 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       return CliOutcome::kError;
     }
     cfg.workload.miss_ratio = *miss_ratio;
+  }
+  if (!cfg.record_trace_path.empty() && cfg.workload.kind == WorkloadKind::kFixedGet) {
+    error = "--record-trace records keys; workload fixed-get has none";
+    return CliOutcome::kError;
   }
   if (cfg.workload.value_bytes > cfg.workload.max_value_bytes)
     cfg.workload.max_value_bytes = cfg.workload.value_bytes;

@@ -51,7 +51,9 @@ struct Config {
   static constexpr std::uint64_t kDefaultRequestsPerThread = 50'000;
   static constexpr std::uint64_t kDefaultWarmupRequests = 1'000;
   static constexpr std::chrono::milliseconds kDefaultTimeout{5'000};
-  static constexpr std::chrono::seconds kMaxSeriesSeconds{3'600};  // time series is capped here
+  static constexpr std::chrono::milliseconds kMinTimeout{10};
+  static constexpr std::chrono::milliseconds kMaxTimeout{600'000};  // inside the histogram's range
+  static constexpr std::chrono::seconds kMaxSeriesSeconds{3'600};   // time series is capped here
 
   std::string host = "127.0.0.1";
   std::uint16_t port = kDefaultPort;
@@ -70,6 +72,7 @@ struct Config {
   std::vector<int> pin_cpus;  // empty = no pinning; thread i -> pin_cpus[i % n]
   std::string json_path;
   std::string csv_path;
+  std::string record_trace_path;  // --record-trace: every request's key (trace_record.hh)
   bool quiet = false;
   WorkloadConfig workload;
 };

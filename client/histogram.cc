@@ -29,11 +29,10 @@ std::uint64_t Histogram::bucket_highest(std::size_t index) {
 }
 
 void Histogram::record(std::uint64_t ns) {
-  if (ns > kMaxTrackableNs) {
-    ns = kMaxTrackableNs;
-    ++saturated_;
-  }
-  ++counts_[bucket_index(ns)];
+  if (ns > kMaxTrackableNs)
+    ++above_range_;
+  else
+    ++counts_[bucket_index(ns)];
   ++count_;
   sum_ += ns;
   min_ = std::min(min_, ns);
@@ -44,14 +43,24 @@ void Histogram::merge(const Histogram& other) {
   for (std::size_t i = 0; i < kBucketCount; ++i) counts_[i] += other.counts_[i];
   count_ += other.count_;
   sum_ += other.sum_;
-  saturated_ += other.saturated_;
+  above_range_ += other.above_range_;
   min_ = std::min(min_, other.min_);
   max_ = std::max(max_, other.max_);
 }
 
 void Histogram::merge_sparse(const std::vector<std::pair<std::uint32_t, std::uint64_t>>& sparse) {
   for (const auto& [index, n] : sparse) {
-    if (index >= kBucketCount || n == 0) continue;
+    if (n == 0) continue;
+    if (index == kAboveRangeIndex) {
+      // No exact values either: count them at the range's end, a lower bound.
+      above_range_ += n;
+      count_ += n;
+      sum_ += n * (kMaxTrackableNs + 1);
+      min_ = std::min(min_, kMaxTrackableNs + 1);
+      max_ = std::max(max_, kMaxTrackableNs + 1);
+      continue;
+    }
+    if (index >= kBucketCount) continue;
     counts_[index] += n;
     count_ += n;
     // Sparse data carries no exact extremes or sum: use the bucket's bounds.
@@ -80,13 +89,14 @@ std::uint64_t Histogram::percentile_ns(double p) const {
     seen += counts_[i];
     if (seen >= rank) return std::clamp(bucket_highest(i), min_, max_);
   }
-  return max_;
+  return max_;  // the rank is among the values above the range
 }
 
 std::vector<std::pair<std::uint32_t, std::uint64_t>> Histogram::nonzero_buckets() const {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
   for (std::size_t i = 0; i < kBucketCount; ++i)
     if (counts_[i] != 0) out.emplace_back(static_cast<std::uint32_t>(i), counts_[i]);
+  if (above_range_ != 0) out.emplace_back(kAboveRangeIndex, above_range_);
   return out;
 }
 

@@ -19,55 +19,97 @@ namespace bench {
 namespace {
 
 constexpr std::size_t kInitialBuffer = 64 * 1024;
-constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
-constexpr std::uint64_t kMaxBodyBytes = 256ull * 1024 * 1024;  // refuse absurd Content-Lengths
+constexpr std::size_t kMaxHeaderBytes = 64 * 1024;  // status line + headers (+ 1xx interims)
+constexpr std::uint64_t kMaxBodyBytes = 256ull * 1024 * 1024;  // refuse absurd bodies
+constexpr std::size_t kMaxChunkLine = 1024;  // a chunk-size line, extensions included
+constexpr unsigned kMaxInterim = 16;         // 1xx responses skipped before the final one
 
-bool iequals_prefix(std::string_view line, std::string_view name) {
-  if (line.size() < name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = line[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != name[i]) return false;
-  }
+char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequals(std::string_view a, std::string_view b_lower) {
+  if (a.size() != b_lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != b_lower[i]) return false;
   return true;
 }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
 
-bool icontains(std::string_view hay, std::string_view needle_lower) {
-  if (needle_lower.size() > hay.size()) return false;
-  for (std::size_t i = 0; i + needle_lower.size() <= hay.size(); ++i)
-    if (iequals_prefix(hay.substr(i), needle_lower)) return true;
-  return false;
+// RFC 9110 token characters (header field names).
+bool is_tchar(char c) {
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// Calls f(token) for each comma-separated element of a header list value, trimmed; empty
+// elements (", ,") are skipped, as RFC 9110 section 5.6.1 asks of recipients.
+template <typename F>
+void for_each_token(std::string_view value, F&& f) {
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    const std::string_view item = trim(value.substr(0, comma));
+    if (!item.empty()) f(item);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+}
+
+// Decimal digits only (no sign, no spaces, no list): nullopt-like false on anything else or
+// on a value above kMaxBodyBytes (which also rules out overflow).
+bool parse_length(std::string_view text, std::uint64_t& out) {
+  if (text.empty() || text.size() > 20) return false;
+  std::uint64_t v = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    if (v > kMaxBodyBytes) return false;
+  }
+  out = v;
+  return true;
 }
 
 // Decodes a chunked body starting at data[0]. Returns kComplete with consumed = bytes used.
+// Every size is checked against what is left of kMaxBodyBytes before any arithmetic, so a size
+// near 2^64 is refused instead of wrapping.
 ParseResult parse_chunked(std::string_view data, std::string& body, std::size_t& consumed) {
   body.clear();
   std::size_t pos = 0;
+  std::uint64_t total = 0;
   for (;;) {
     const std::size_t eol = data.find("\r\n", pos);
+    // The bounds are decided the same way on a prefix as on the whole: a line whose end is not
+    // here yet is refused once its end could only fall past the bound.
     if (eol == std::string_view::npos)
-      return data.size() - pos > 1024 ? ParseResult::kBad : ParseResult::kNeedMore;
+      return data.size() - pos > kMaxChunkLine + 1 ? ParseResult::kBad : ParseResult::kNeedMore;
+    if (eol - pos > kMaxChunkLine) return ParseResult::kBad;
     std::string_view size_text = data.substr(pos, eol - pos);
     size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
     size_text = trim(size_text);
+    if (size_text.empty()) return ParseResult::kBad;
+    while (size_text.size() > 1 && size_text.front() == '0') size_text.remove_prefix(1);
+    if (size_text.size() > 16) return ParseResult::kBad;  // above 2^64 - 1
     std::uint64_t size = 0;
     auto [ptr, ec] =
         std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
-    if (ec != std::errc{} || ptr != size_text.data() + size_text.size() || size_text.empty())
-      return ParseResult::kBad;
+    if (ec != std::errc{} || ptr != size_text.data() + size_text.size()) return ParseResult::kBad;
+    if (size > kMaxBodyBytes - total) return ParseResult::kBad;
+    total += size;
     pos = eol + 2;
     if (size == 0) {
-      // Trailer section: header lines ended by an empty line.
+      // Trailer section: header lines ended by an empty line, bounded like the header.
+      const std::size_t trailer = pos;
       for (;;) {
         const std::size_t end = data.find("\r\n", pos);
-        if (end == std::string_view::npos) return ParseResult::kNeedMore;
+        if (end == std::string_view::npos)
+          return data.size() - trailer > kMaxHeaderBytes + 1 ? ParseResult::kBad
+                                                             : ParseResult::kNeedMore;
+        if (end - trailer > kMaxHeaderBytes) return ParseResult::kBad;
         const bool empty = end == pos;
         pos = end + 2;
         if (empty) {
@@ -76,12 +118,85 @@ ParseResult parse_chunked(std::string_view data, std::string& body, std::size_t&
         }
       }
     }
+    // size <= kMaxBodyBytes: no overflow in size + 2.
     if (data.size() - pos < size + 2) return ParseResult::kNeedMore;
-    body.append(data.substr(pos, size));
-    pos += size;
+    body.append(data.substr(pos, static_cast<std::size_t>(size)));
+    pos += static_cast<std::size_t>(size);
     if (data.substr(pos, 2) != "\r\n") return ParseResult::kBad;
     pos += 2;
   }
+}
+
+// The framing a response head announces.
+struct Head {
+  int status = 0;
+  bool http10 = false;
+  bool has_length = false;
+  std::uint64_t content_length = 0;
+  bool chunked = false;
+  bool close = false;
+};
+
+// Parses a status line and header fields (head ends with the CRLF of its last line). Strict
+// where a lenient reading could misframe the stream: exactly "HTTP/1.0" or "HTTP/1.1", three
+// digits; every field "name: value" with a token name; no bare CR or LF; no obs-fold; one
+// Content-Length of decimal digits at most (repeats are refused, even equal ones); a
+// Transfer-Encoding of exactly "chunked" (any other coding cannot be framed or verified), never
+// together with Content-Length (RFC 9112 section 6.3: a smuggling sign). Connection is a token
+// list: "close" must be a whole token ("closed" and "xclose" are not).
+bool parse_head(std::string_view head, Head& out) {
+  if (head.size() < 14 || head.substr(0, 7) != "HTTP/1." || (head[7] != '0' && head[7] != '1') ||
+      head[8] != ' ')
+    return false;
+  out.http10 = head[7] == '0';
+  for (int i = 9; i < 12; ++i)
+    if (head[i] < '0' || head[i] > '9') return false;
+  out.status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
+  if (out.status < 100) return false;
+  if (head[12] != ' ' && head[12] != '\r') return false;
+  std::size_t eol = head.find("\r\n");
+  for (const char c : head.substr(0, eol))
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  bool keep_alive = false, close = false, has_te = false;
+  std::size_t pos = eol + 2;
+  while (pos < head.size()) {
+    eol = head.find("\r\n", pos);
+    const std::string_view line = head.substr(pos, eol - pos);
+    pos = eol + 2;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) return false;
+    const std::string_view name = line.substr(0, colon);
+    for (const char c : name)
+      if (!is_tchar(c)) return false;  // also "Name :" and obs-fold (leading whitespace)
+    const std::string_view raw = line.substr(colon + 1);
+    for (const char c : raw)
+      if (c == '\r' || c == '\n' || c == '\0') return false;
+    const std::string_view value = trim(raw);
+    if (iequals(name, "content-length")) {
+      if (out.has_length) return false;  // duplicate or conflicting
+      if (!parse_length(value, out.content_length)) return false;
+      out.has_length = true;
+    } else if (iequals(name, "transfer-encoding")) {
+      if (has_te) return false;
+      has_te = true;
+      unsigned tokens = 0;
+      bool only_chunked = true;
+      for_each_token(value, [&](std::string_view t) {
+        ++tokens;
+        if (!iequals(t, "chunked")) only_chunked = false;
+      });
+      if (tokens != 1 || !only_chunked) return false;
+      out.chunked = true;
+    } else if (iequals(name, "connection")) {
+      for_each_token(value, [&](std::string_view t) {
+        if (iequals(t, "close")) close = true;
+        if (iequals(t, "keep-alive")) keep_alive = true;
+      });
+    }
+  }
+  if (out.chunked && (out.has_length || out.http10)) return false;
+  out.close = close || (out.http10 && !keep_alive);
+  return true;
 }
 
 }  // namespace
@@ -111,63 +226,44 @@ bool resolve(const std::string& host, std::uint16_t port, Endpoint& out, std::st
 
 ParseResult parse_response(std::string_view data, bool head, Response& out, std::size_t& consumed,
                            std::string& scratch) {
-  const std::size_t header_end = data.find("\r\n\r\n");
-  if (header_end == std::string_view::npos)
-    return data.size() > kMaxHeaderBytes ? ParseResult::kBad : ParseResult::kNeedMore;
-  const std::string_view headers = data.substr(0, header_end + 2);
-  // Status line: HTTP/1.x SSS reason
-  if (headers.size() < 12 || headers.substr(0, 7) != "HTTP/1.") return ParseResult::kBad;
-  const bool http10 = headers[7] == '0';
-  int status = 0;
-  auto [ptr, ec] = std::from_chars(headers.data() + 9, headers.data() + 12, status);
-  if (ec != std::errc{} || ptr != headers.data() + 12 || status < 100 || status > 999)
-    return ParseResult::kBad;
-
-  std::uint64_t content_length = 0;
-  bool has_length = false, chunked = false, close = http10, keep_alive = false;
-  std::size_t pos = headers.find("\r\n") + 2;
-  while (pos < headers.size()) {
-    const std::size_t eol = headers.find("\r\n", pos);
-    const std::string_view line = headers.substr(pos, eol - pos);
-    pos = eol + 2;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (iequals_prefix(line, "content-length:")) {
-      auto [p, e] = std::from_chars(value.data(), value.data() + value.size(), content_length);
-      if (e != std::errc{} || p != value.data() + value.size()) return ParseResult::kBad;
-      if (content_length > kMaxBodyBytes) return ParseResult::kBad;
-      has_length = true;
-    } else if (iequals_prefix(line, "transfer-encoding:")) {
-      chunked = icontains(value, "chunked");
-    } else if (iequals_prefix(line, "connection:")) {
-      if (icontains(value, "close")) close = true;
-      if (icontains(value, "keep-alive")) keep_alive = true;
+  // 1xx interim responses (100 Continue, 103 Early Hints) precede the final one: skipped.
+  std::size_t start = 0;
+  for (unsigned interim = 0;; ++interim) {
+    const std::string_view rest = data.substr(start);
+    const std::size_t header_end = rest.find("\r\n\r\n");
+    if (header_end == std::string_view::npos)  // its end would lie at data.size() - 3 or later
+      return data.size() > kMaxHeaderBytes + 3 ? ParseResult::kBad : ParseResult::kNeedMore;
+    if (start + header_end > kMaxHeaderBytes) return ParseResult::kBad;
+    Head h;
+    if (!parse_head(rest.substr(0, header_end + 2), h)) return ParseResult::kBad;
+    const std::size_t body_start = start + header_end + 4;
+    if (h.status < 200) {
+      // 101 Switching Protocols was never asked for; an interim response has no body.
+      if (h.status == 101 || interim + 1 >= kMaxInterim) return ParseResult::kBad;
+      start = body_start;
+      continue;
     }
-  }
-  if (http10 && keep_alive) close = false;
-  const std::size_t body_start = header_end + 4;
-  out.status = status;
-  out.close = close;
-  const bool no_body = head || status == 204 || status == 304 || (status >= 100 && status < 200);
-  if (no_body) {
-    out.body = {};
-    consumed = body_start;
+    out.status = h.status;
+    out.close = h.close;
+    if (head || h.status == 204 || h.status == 304) {
+      out.body = {};
+      consumed = body_start;
+      return ParseResult::kComplete;
+    }
+    if (h.chunked) {
+      std::size_t used = 0;
+      const ParseResult r = parse_chunked(data.substr(body_start), scratch, used);
+      if (r != ParseResult::kComplete) return r;
+      out.body = scratch;
+      consumed = body_start + used;
+      return r;
+    }
+    if (!h.has_length) return ParseResult::kBad;  // read-until-close bodies are not supported
+    if (data.size() - body_start < h.content_length) return ParseResult::kNeedMore;
+    out.body = data.substr(body_start, static_cast<std::size_t>(h.content_length));
+    consumed = body_start + static_cast<std::size_t>(h.content_length);
     return ParseResult::kComplete;
   }
-  if (chunked) {
-    std::size_t used = 0;
-    const ParseResult r = parse_chunked(data.substr(body_start), scratch, used);
-    if (r != ParseResult::kComplete) return r;
-    out.body = scratch;
-    consumed = body_start + used;
-    return r;
-  }
-  if (!has_length) return ParseResult::kBad;  // read-until-close bodies are not supported
-  if (data.size() - body_start < content_length) return ParseResult::kNeedMore;
-  out.body = data.substr(body_start, content_length);
-  consumed = body_start + content_length;
-  return ParseResult::kComplete;
 }
 
 const char* io_result_name(IoResult r) {
@@ -183,7 +279,7 @@ const char* io_result_name(IoResult r) {
     case IoResult::kError:
       return "io_error";
     case IoResult::kBadResponse:
-      return "bad_response";
+      return "parse";
   }
   return "?";
 }
@@ -200,6 +296,7 @@ Connection& Connection::operator=(Connection&& other) noexcept {
   if (this != &other) {
     close();
     fd_ = std::exchange(other.fd_, -1);
+    last_errno_ = other.last_errno_;
     in_ = std::move(other.in_);
     begin_ = std::exchange(other.begin_, 0);
     end_ = std::exchange(other.end_, 0);
@@ -207,6 +304,31 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     scratch_ = std::move(other.scratch_);
   }
   return *this;
+}
+
+// A failed system call: the peer reset (or, writing, closed) the connection, or another error,
+// whose errno is kept for the caller (is_local_failure()).
+IoResult Connection::error_result(int err, bool writing) {
+  if (err == ECONNRESET || (writing && err == EPIPE)) return IoResult::kClosed;
+  last_errno_ = err;
+  return IoResult::kError;
+}
+
+bool is_local_failure(int err) {
+  switch (err) {
+    case EBADF:
+    case EFAULT:
+    case EINVAL:
+    case ENOTSOCK:
+    case ENOMEM:
+    case ENOBUFS:
+    case EMFILE:
+    case ENFILE:
+    case EOPNOTSUPP:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void Connection::close() {
@@ -263,7 +385,7 @@ IoResult Connection::send_all(std::string_view data) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return IoResult::kTimeout;
-      return errno == EPIPE || errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+      return error_result(errno, true);
     }
     data.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -278,15 +400,14 @@ IoResult Connection::send_all_reading(std::string_view& data, std::chrono::milli
       continue;
     }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      return errno == EPIPE || errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return error_result(errno, true);
     // The send buffer is full: wait until it drains or responses arrive (then hand them over).
     pollfd p{fd_, POLLOUT | POLLIN, 0};
     const int rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (rc == 0) return IoResult::kTimeout;
     if (rc < 0) {
       if (errno == EINTR) continue;
-      return IoResult::kError;
+      return error_result(errno, false);
     }
     if ((p.revents & POLLIN) == 0) continue;
     drop_consumed();
@@ -298,7 +419,7 @@ IoResult Connection::send_all_reading(std::string_view& data, std::chrono::milli
     }
     if (got == 0) return IoResult::kClosed;
     if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
-      return errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+      return error_result(errno, false);
   }
   return IoResult::kOk;
 }
@@ -355,7 +476,7 @@ IoResult Connection::next_response(ReadMode mode, bool head, Response& out) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK)
       return blocking ? IoResult::kTimeout : IoResult::kNeedMore;
-    return errno == ECONNRESET ? IoResult::kClosed : IoResult::kError;
+    return error_result(errno, false);
   }
 }
 

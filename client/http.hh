@@ -1,7 +1,9 @@
 // HTTP/1.1 over one TCP connection: connecting with a timeout, sending a prepared request, and
-// parsing responses out of a reused receive buffer. The parser is deliberately minimal (status
-// line, Content-Length, chunked bodies, Connection: close) and allocation-free on the common path:
-// a response body is a view into the receive buffer, valid until the next read on the connection.
+// parsing responses out of a reused receive buffer. The parser is minimal (status line,
+// Content-Length, chunked bodies, Connection tokens, 1xx interims skipped) but strict wherever a
+// lenient reading of a hostile server could misframe the stream (see parse_response), and
+// allocation-free on the common path: a response body is a view into the receive buffer, valid
+// until the next read on the connection.
 // Every socket has send/receive timeouts, so a dead or stopped server cannot hang a thread.
 #pragma once
 
@@ -35,13 +37,25 @@ struct Response {
 
 enum class ParseResult { kComplete, kNeedMore, kBad };
 
-// Parses one response from data. On kComplete, consumed is its total length. head: the request was
-// HEAD (no body follows whatever the headers say). scratch holds a de-chunked body when needed.
+// Parses one response from data. On kComplete, consumed is its total length (1xx interim
+// responses before it included). head: the request was HEAD (no body follows whatever the
+// headers say). scratch holds a de-chunked body when needed. kBad (counted as the error kind
+// "parse") for anything that cannot be framed with certainty: a malformed status line or header
+// line, a repeated or non-decimal Content-Length, Content-Length with Transfer-Encoding, a
+// transfer coding other than "chunked", a chunk size that is not hex or would exceed the body
+// limit (256 MiB, so sizes near 2^64 cannot wrap), a body without length, 101, or a head,
+// chunk line or trailer past its bound. "Connection: close" counts only as a whole token.
+// Never reads past data; kNeedMore only while the bounds can still be met.
 ParseResult parse_response(std::string_view data, bool head, Response& out, std::size_t& consumed,
                            std::string& scratch);
 
 enum class IoResult { kOk, kNeedMore, kClosed, kTimeout, kError, kBadResponse };
+// The error kind of a result as reported in errors_by_code: "closed", "timeout", "io_error",
+// "parse" (kBadResponse), ...
 const char* io_result_name(IoResult r);
+// An errno that says the client itself failed (bad descriptor, no memory or buffers, too many
+// files, ...), not the server or the network: a measurement cannot go on after it.
+bool is_local_failure(int err);
 
 class Connection {
  public:
@@ -56,6 +70,8 @@ class Connection {
   void close();
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }
+  // The errno of the last kError result (0 if none yet).
+  int last_errno() const { return last_errno_; }
 
   // Sends all bytes (blocking, bounded by the send timeout).
   IoResult send_all(std::string_view data);
@@ -78,10 +94,12 @@ class Connection {
  private:
   enum class ReadMode { kBlocking, kNonBlocking, kBufferedOnly };
   IoResult next_response(ReadMode mode, bool head, Response& out);
+  IoResult error_result(int err, bool writing);
   void drop_consumed();
   void make_room();
 
   int fd_ = -1;
+  int last_errno_ = 0;
   std::vector<char> in_;
   std::size_t begin_ = 0;            // first unconsumed byte
   std::size_t end_ = 0;              // one past the last received byte

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "cli.hh"
+#include "interrupt.hh"
 #include "output.hh"
 #include "sweep.hh"
+#include "trace_record.hh"
 
 namespace {
 constexpr int kExitOk = 0;
@@ -30,6 +32,14 @@ int main(int argc, char** argv) {
     case bench::CliOutcome::kRun:
       break;
   }
+  // An unwritable --record-trace file is reported now, not after the whole run.
+  if (!cfg.record_trace_path.empty() &&
+      !bench::write_recorded_trace(cfg.workload, {}, cfg.record_trace_path, error)) {
+    std::cerr << "bench_client: " << error << "\n";
+    return kExitOutput;
+  }
+  // Ctrl-C / SIGTERM: the sweep stops, the finished points are written, exit 3.
+  bench::install_interrupt_handlers();
   std::string command_line = "bench_client";
   for (const auto& a : args) command_line += " " + a;
 
@@ -54,7 +64,12 @@ int main(int argc, char** argv) {
     return kExitUnreachable;
   }
   int code = kExitOk;
-  if (status == bench::SweepStatus::kAborted) {
+  if (status == bench::SweepStatus::kInterrupted) {
+    std::cerr << "bench_client: " << result.abort_reason << "; " << result.points.size()
+              << " finished point(s)"
+              << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " saved") << "\n";
+    code = kExitAborted;
+  } else if (status == bench::SweepStatus::kAborted) {
     std::cerr << "bench_client: run aborted: " << result.abort_reason
               << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " (partial results saved)")
               << "\n";
@@ -65,6 +80,12 @@ int main(int argc, char** argv) {
     code = code == kExitOk ? kExitOutput : code;
   }
   if (!cfg.csv_path.empty() && !bench::write_csv(result, cfg.csv_path, error)) {
+    std::cerr << "bench_client: " << error << "\n";
+    code = code == kExitOk ? kExitOutput : code;
+  }
+  if (!cfg.record_trace_path.empty() &&
+      !bench::write_recorded_trace(cfg.workload, result.recorded_trace, cfg.record_trace_path,
+                                   error)) {
     std::cerr << "bench_client: " << error << "\n";
     code = code == kExitOk ? kExitOutput : code;
   }

@@ -54,7 +54,7 @@ boost::json::object point_json(const PointResult& p) {
   boost::json::object codes;
   for (const auto& [code, n] : p.errors_by_code) codes[code] = n;
   o["errors_by_code"] = std::move(codes);
-  o["latency_saturated"] = p.saturated;
+  o["latency_above_range"] = p.above_range;
   o["open_loop"] = p.open_loop;
   if (p.open_loop) {
     o["target_rps"] = num3(p.target_rps);
@@ -68,7 +68,9 @@ boost::json::object point_json(const PointResult& p) {
     series.push_back({{"t_s", s.second},
                       {"requests", s.requests},
                       {"throughput_rps", num3(s.throughput_rps)},
-                      {"p99_us", num3(s.p99_us)}});
+                      {"p99_us", num3(s.p99_us)},
+                      {"timed_out", s.timed_out},
+                      {"unsent", s.unsent}});
   o["series"] = std::move(series);
   o["aborted"] = p.aborted;
   if (p.aborted) o["abort_reason"] = p.abort_reason;
@@ -102,6 +104,7 @@ boost::json::object meta_json(const SweepResult& r) {
       {"keys", m.preload.keys}, {"errors", m.preload.errors}, {"seconds", num3(m.preload.seconds)}};
   o["aborted"] = r.aborted;
   if (r.aborted) o["abort_reason"] = r.abort_reason;
+  o["interrupted"] = r.interrupted;
   return o;
 }
 
@@ -305,8 +308,10 @@ void write_point_notes(std::ostream& os, const PointResult& p) {
     os << "#   warning: target rate " << fmt(p.target_rps, 0) << " req/s not sustained (achieved "
        << fmt(p.throughput_rps, 0) << " req/s, send lag p99 " << fmt(p.send_lag_p99_us, 0)
        << " us, client cpu " << fmt(p.client_cpu_pct, 0) << "%)\n";
-  if (p.saturated)
-    os << "#   warning: " << p.saturated << " latencies exceeded 60 s and were clamped\n";
+  if (p.above_range)
+    os << "#   warning: " << p.above_range
+       << " latencies exceeded the histogram's 1000 s range (counted, not clamped; a percentile "
+          "among them is reported as the maximum)\n";
   if (p.aborted) os << "#   aborted: " << p.abort_reason << "\n";
 }
 

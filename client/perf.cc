@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "cpu.hh"
+#include "interrupt.hh"
+#include "trace_record.hh"
 #include "worker.hh"
 
 namespace bench {
@@ -45,14 +47,18 @@ std::vector<SeriesPoint> merge_series(const std::vector<std::unique_ptr<Worker>>
   std::vector<std::size_t> cursor(workers.size(), 0);  // each worker's series is in second order
   for (std::uint32_t sec = 0; sec <= last; ++sec) {
     hist->reset();
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      const auto& series = workers[i]->stats().series;
-      while (cursor[i] < series.size() && series[cursor[i]].second == sec)
-        hist->merge_sparse(series[cursor[i]++].buckets);
-    }
     SeriesPoint p;
     p.second = sec;
-    p.requests = hist->count();
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      const auto& series = workers[i]->stats().series;
+      for (; cursor[i] < series.size() && series[cursor[i]].second == sec; ++cursor[i]) {
+        const SecondSample& s = series[cursor[i]];
+        hist->merge_sparse(s.buckets);
+        p.requests += s.completed;
+        p.timed_out += s.timed_out;
+        p.unsent += s.unsent;
+      }
+    }
     const double len = std::clamp(window_s - sec, 1e-9, 1.0);
     p.throughput_rps = static_cast<double>(p.requests) / len;
     p.p99_us = static_cast<double>(hist->percentile_ns(99)) / kNsPerUs;
@@ -105,6 +111,11 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     for (auto& w : workers) threads.emplace_back([&worker = *w] { worker.run(); });
   }  // joined here
   const auto sampled_at = Clock::now();
+  if (trace_ != nullptr) {
+    std::vector<const std::vector<std::uint64_t>*> per_thread;
+    for (const auto& w : workers) per_thread.push_back(&w->recorded());
+    merge_round_robin(per_thread, *trace_);
+  }
   const auto server_cpu_end = process_cpu_seconds(cfg_.server_pid);
   const double client_cpu_end = self_cpu_seconds();
 
@@ -134,9 +145,10 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
       result.aborted = true;
       result.abort_reason = s.fatal_message;
     }
+    if (s.interrupted) result.interrupted = true;
   }
   if (!gate.started()) {
-    result.aborted = true;
+    result.aborted = !result.interrupted;
     if (result.abort_reason.empty()) result.abort_reason = "no worker reached the measured phase";
     result.hit_rate = std::numeric_limits<double>::quiet_NaN();
     result.server_cpu_pct = result.client_cpu_pct = std::numeric_limits<double>::quiet_NaN();
@@ -146,7 +158,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
   result.throughput_rps =
       result.duration_s > 0 ? static_cast<double>(result.requests) / result.duration_s : 0.0;
   result.latency = summarize(*latency);
-  result.saturated = latency->saturated();
+  result.above_range = latency->above_range();
   result.hit_rate = result.gets > 0
                         ? static_cast<double>(result.get_hits) / static_cast<double>(result.gets)
                         : std::numeric_limits<double>::quiet_NaN();
@@ -184,6 +196,10 @@ PreloadResult Bench::preload(unsigned nthreads) const {
         Response response;
         char key[WorkloadConfig::kMaxKeyBytes];
         for (std::uint64_t idx = t; idx < count; idx += nthreads) {
+          if (interrupted()) {
+            part.fatal = std::string("preload interrupted by ") + interrupt_signal_name();
+            return;
+          }
           keys_.make_value(idx, 0, value);
           request = "PUT /key/";
           request.append(key, keys_.write_key(idx, false, key));

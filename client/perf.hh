@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "config.hh"
 #include "http.hh"
@@ -22,11 +23,14 @@ class Bench {
   // Stores keys [0, preload_count) with PUT, split across nthreads connections.
   PreloadResult preload(unsigned nthreads) const;
   const KeySpace& keyspace() const { return keys_; }
+  // --record-trace: each point appends its requests' keys to *trace (null: not recorded).
+  void record_into(std::vector<std::uint64_t>* trace) { trace_ = trace; }
 
  private:
   const Config& cfg_;
   Endpoint ep_;
   KeySpace keys_;
+  std::vector<std::uint64_t>* trace_ = nullptr;
 };
 
 }  // namespace bench

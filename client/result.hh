@@ -17,10 +17,14 @@ struct LatencySummary {
 };
 
 struct SeriesPoint {
-  std::uint32_t second = 0;  // since the start of the measured window
-  std::uint64_t requests = 0;
-  double throughput_rps = 0;
+  std::uint32_t second = 0;    // since the start of the measured window
+  std::uint64_t requests = 0;  // completed in this second
+  double throughput_rps = 0;   // requests / the second's length (the last may be shorter)
+  // Over the same samples as the headline percentiles: completed, timed-out and (open loop)
+  // unsent requests of this second.
   double p99_us = 0;
+  std::uint64_t timed_out = 0;  // requests given up in this second (recorded at the time waited)
+  std::uint64_t unsent = 0;     // open loop: planned sends never issued (the window's last second)
 };
 
 struct PointResult {
@@ -37,7 +41,7 @@ struct PointResult {
   std::map<std::string, std::uint64_t> errors_by_code;  // "http_500", "mismatch", "timeout", ...
   double server_cpu_pct = 0;                            // NaN when not sampled
   double client_cpu_pct = 0;
-  std::uint64_t saturated = 0;  // latencies above the histogram's 60 s range
+  std::uint64_t above_range = 0;  // latencies above the histogram's 1000 s range (not clamped)
 
   bool open_loop = false;
   double target_rps = 0;
@@ -47,8 +51,9 @@ struct PointResult {
   std::uint64_t unsent = 0;    // open loop: planned sends left when the window ended (in latency)
 
   std::vector<SeriesPoint> series;
-  bool aborted = false;
+  bool aborted = false;  // the point failed (a worker's fatal error): its numbers are partial
   std::string abort_reason;
+  bool interrupted = false;  // SIGINT/SIGTERM arrived mid-point: the sweep drops the point
 };
 
 struct PreloadResult {
@@ -83,8 +88,12 @@ struct RunMeta {
 struct SweepResult {
   RunMeta meta;
   std::vector<PointResult> points;
-  bool aborted = false;
+  // --record-trace: one entry per request sent, points in order, each point's threads merged
+  // round-robin; entry = key index << 1 | cold (trace_record.hh).
+  std::vector<std::uint64_t> recorded_trace;
+  bool aborted = false;  // the run stopped early (a failed point, a failed preload, a signal)
   std::string abort_reason;
+  bool interrupted = false;  // stopped by SIGINT/SIGTERM; points holds the finished points only
 };
 
 }  // namespace bench

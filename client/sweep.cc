@@ -10,11 +10,9 @@
 #include <ctime>
 #include <fstream>
 
+#include "git_revision.hh"
+#include "interrupt.hh"
 #include "perf.hh"
-
-#ifndef BENCH_GIT_REVISION
-#define BENCH_GIT_REVISION "unknown"
-#endif
 
 namespace bench {
 namespace {
@@ -168,10 +166,16 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
   auto say = [&](const std::string& m) {
     if (hooks.message) hooks.message(m);
   };
+  auto stop_interrupted = [&](const std::string& during) {
+    out.interrupted = true;
+    out.aborted = true;
+    out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " " + during;
+    return SweepStatus::kInterrupted;
+  };
   RunMeta& meta = out.meta;
   meta.tool_version = kToolVersion;
   meta.date_utc = utc_now();
-  meta.git_revision = BENCH_GIT_REVISION;
+  meta.git_revision = run_time_git_revision();
   meta.command_line = command_line;
   fill_host_meta(meta);
   meta.pinning = cfg.pin_cpus.empty() ? "none" : join_ints(cfg.pin_cpus);
@@ -200,6 +204,7 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
     say("note: server /stats unavailable (" + meta.server_stats_error + "); continuing without it");
 
   Bench bench(cfg, ep);
+  if (!cfg.record_trace_path.empty()) bench.record_into(&out.recorded_trace);
   const bool wants_data = cfg.workload.kind != WorkloadKind::kFixedGet;
   // The reset belongs to the preload: --no-preload keeps whatever the server already holds.
   if (wants_data && cfg.preload && cfg.reset && meta.server_stats_available) {
@@ -213,17 +218,23 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
     say("preload: " + std::to_string(meta.preload.keys) + " keys in " +
         std::to_string(meta.preload.seconds) + " s, " + std::to_string(meta.preload.errors) +
         " errors");
+    if (interrupted()) return stop_interrupted("during the preload");
     if (!meta.preload.ok) {
       out.aborted = true;
       out.abort_reason = meta.preload.message;
       return SweepStatus::kAborted;
     }
   }
+  if (interrupted()) return stop_interrupted("before the first point");
   if (hooks.started) hooks.started(out);
 
-  for (unsigned threads : cfg.thread_counts) {
+  for (std::size_t i = 0; i < cfg.thread_counts.size(); ++i) {
+    const unsigned threads = cfg.thread_counts[i];
     PointResult point =
         bench.threaded_performance(threads, cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread);
+    if (point.interrupted)
+      return stop_interrupted("during the point with " + std::to_string(threads) +
+                              " threads (not recorded)");
     out.points.push_back(std::move(point));
     const PointResult& p = out.points.back();
     if (hooks.point_done) hooks.point_done(p);
@@ -233,6 +244,8 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
           "point with " + std::to_string(threads) + " threads aborted: " + p.abort_reason;
       return SweepStatus::kAborted;
     }
+    if (interrupted() && i + 1 < cfg.thread_counts.size())
+      return stop_interrupted("after the point with " + std::to_string(threads) + " threads");
   }
   return SweepStatus::kOk;
 }

@@ -31,7 +31,9 @@ struct SweepHooks {
   std::function<void(const PointResult&)> point_done;  // after each point
 };
 
-enum class SweepStatus { kOk, kUnreachable, kAborted };
+// kInterrupted: SIGINT/SIGTERM arrived (interrupt.hh); out.points holds the finished points, the
+// point in progress is dropped, out.interrupted and out.aborted are set.
+enum class SweepStatus { kOk, kUnreachable, kAborted, kInterrupted };
 
 SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
                       SweepResult& out);

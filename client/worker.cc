@@ -10,9 +10,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <thread>
 
 #include "cpu.hh"
+#include "interrupt.hh"
+#include "trace_record.hh"
 
 namespace bench {
 namespace {
@@ -21,6 +24,7 @@ constexpr auto kWarmupCap = std::chrono::seconds(600);       // bound on a count
 constexpr auto kMeasuredCap = std::chrono::hours(24);        // bound on a count-based point
 constexpr auto kPollSlice = std::chrono::milliseconds(100);  // multi-connection wait slice
 constexpr unsigned kMaxConsecutiveFailures = 100;            // then the thread gives up
+constexpr std::uint64_t kMaxTraceReserve = 1u << 22;  // --record-trace entries reserved up front
 
 void append_number(std::string& out, std::uint64_t n) {
   char buf[24];
@@ -76,6 +80,10 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
     fixed_request_ = "GET " + cfg_.workload.path + " HTTP/1.1\r\nHost: " + ep_.text() + "\r\n\r\n";
   }
   for (auto& link : links_) link.request.reserve(1024);
+  record_ = !cfg_.record_trace_path.empty();
+  if (record_ && plan_.requests > 0 && plan_.warmup_time.count() == 0)
+    recorded_.reserve(
+        std::min<std::uint64_t>(plan_.requests + plan_.warmup_requests, kMaxTraceReserve));
 }
 
 bool Worker::connect_all() {
@@ -121,6 +129,17 @@ void Worker::run() {
   const auto deadline = plan_.requests > 0 ? t0_ + kMeasuredCap : t0_ + plan_.duration;
   phase(plan_.requests, deadline, t0_, true);
   flush_second();
+  // Unsent planned sends go to the window's last second after later completions were flushed.
+  std::stable_sort(
+      stats_.series.begin(), stats_.series.end(),
+      [](const SecondSample& a, const SecondSample& b) { return a.second < b.second; });
+}
+
+bool Worker::local_failure(const char* what, int err) {
+  stats_.fatal = true;
+  stats_.fatal_message = std::string(what) + " failed: " + std::strerror(err) +
+                         " (a failure of the client, not of the server)";
+  return false;
 }
 
 // One phase (warm-up or measured): issue up to `limit` requests (0: no limit) until `deadline`,
@@ -137,6 +156,10 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
   std::vector<Link*> polled;
 
   for (;;) {
+    if (interrupted()) {
+      stats_.interrupted = true;
+      return false;
+    }
     auto now = Clock::now();
     const bool issuing = (limit == 0 || issued < limit) && now < deadline;
     bool idle_left = false;
@@ -206,7 +229,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
                 static_cast<long>(wait.count() % 1'000'000'000)};
     const int ready = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
-    if (ready < 0 && errno != EINTR) return false;
+    if (ready < 0 && errno != EINTR) return local_failure("ppoll", errno);
     const auto after = Clock::now();
     for (std::size_t i = 0; i < fds.size(); ++i) {
       Link& link = *polled[i];
@@ -222,6 +245,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
 // Appends the next operation's request to out and returns the operation.
 Op Worker::append_request(std::string& out) {
   const Op op = ops_.next();
+  if (record_) recorded_.push_back(trace_entry(op));
   char key[WorkloadConfig::kMaxKeyBytes];
   const std::size_t key_len = keys_.write_key(op.key, op.cold, key);
   switch (op.type) {
@@ -322,13 +346,18 @@ bool Worker::write_failed(Link& link, IoResult what, bool measured) {
 void Worker::record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
                            Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued) {
   if (interval.count() <= 0) return;
+  // Counted in the window's last second (the deadline itself starts the second after it).
+  const auto last_moment = deadline - std::chrono::nanoseconds(1);
   for (; next < deadline && (limit == 0 || issued < limit); next += interval, ++issued) {
-    stats_.latency.record(static_cast<std::uint64_t>((deadline - next).count()));
+    record_latency(static_cast<std::uint64_t>((deadline - next).count()), last_moment,
+                   Sample::kUnsent);
     ++stats_.unsent;
   }
 }
 
 bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) {
+  if (what == IoResult::kError && is_local_failure(link.conn.last_errno()))
+    return local_failure("a socket call", link.conn.last_errno());
   const std::size_t lost = link.pending.size();
   if (measured) stats_.io_errors[static_cast<std::size_t>(what)] += lost;
   // A request that timed out took at least this long; leaving it out would flatter the tail.
@@ -337,7 +366,8 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
     for (std::size_t i = 0; i + unsent < lost; ++i) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::nanoseconds>(now - link.pending.at(i).planned);
-      stats_.latency.record(static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0)));
+      record_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0)), now,
+                     Sample::kTimedOut);
     }
   }
   link.pending.clear();
@@ -439,7 +469,7 @@ void Worker::record(const Pending& request, Clock::time_point done) {
   const auto from_sent =
       std::chrono::duration_cast<std::chrono::nanoseconds>(done - request.sent).count();
   const auto corrected = static_cast<std::uint64_t>(std::max<std::int64_t>(from_planned, 0));
-  stats_.latency.record(corrected);
+  record_latency(corrected, done, Sample::kCompleted);
   if (plan_.rate_rps > 0.0) {
     stats_.latency_uncorrected.record(
         static_cast<std::uint64_t>(std::max<std::int64_t>(from_sent, 0)));
@@ -450,20 +480,28 @@ void Worker::record(const Pending& request, Clock::time_point done) {
   }
   ++stats_.completed;
   stats_.last_completion = std::max(stats_.last_completion, done);
-  const auto since = std::chrono::duration_cast<std::chrono::seconds>(done - t0_).count();
+}
+
+void Worker::record_latency(std::uint64_t ns, Clock::time_point at, Sample kind) {
+  stats_.latency.record(ns);
+  const auto since = std::chrono::duration_cast<std::chrono::seconds>(at - t0_).count();
   const auto second = static_cast<std::uint32_t>(std::max<std::int64_t>(since, 0));
   if (second != current_second_) {
     flush_second();
     current_second_ = second;
   }
-  if (second < static_cast<std::uint32_t>(Config::kMaxSeriesSeconds.count()))
-    second_hist_.record(corrected);
+  if (second < static_cast<std::uint32_t>(Config::kMaxSeriesSeconds.count())) {
+    second_hist_.record(ns);
+    ++second_counts_[static_cast<std::size_t>(kind)];
+  }
 }
 
 void Worker::flush_second() {
   if (second_hist_.count() == 0) return;
-  stats_.series.push_back(SecondSample{current_second_, second_hist_.nonzero_buckets()});
+  stats_.series.push_back(SecondSample{current_second_, second_hist_.nonzero_buckets(),
+                                       second_counts_[0], second_counts_[1], second_counts_[2]});
   second_hist_.reset();
+  second_counts_ = {};
 }
 
 }  // namespace bench

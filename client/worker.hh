@@ -1,13 +1,14 @@
 // One load-generating thread. It owns its connections, its random generator, its operation stream
-// and its histograms: nothing on the per-request path is shared with other threads (no locks, no
-// atomics). It runs a warm-up (not recorded), meets the other workers at the start gate, then the
-// measured phase, closed loop (next request as soon as a connection is free) or open loop (each
-// request has a planned send time on a constant-rate schedule; latency is measured from the planned
-// time, as wrk2 does, and the uncorrected figure from the actual send is kept as well).
-// Pipelining (closed loop): each connection keeps up to `pipeline` requests outstanding; the free
-// slots are filled by one write carrying the requests back to back, and every complete response a
-// read brought in is parsed before the freed slots are refilled (also the responses read while a
-// write is blocked, as soon as they are read).
+// and its histograms: nothing on the per-request path is shared with other threads (no locks; the
+// one atomic is the Ctrl-C flag, read relaxed once per loop turn, written only by the handler). It
+// runs a warm-up (not recorded), meets the other workers at the start gate, then the measured
+// phase, closed loop (next request as soon as a connection is free) or open loop (each request has
+// a planned send time on a constant-rate schedule; latency is measured from the planned time, as
+// wrk2 does, and the uncorrected figure from the actual send is kept as well). Pipelining (closed
+// loop): each connection keeps up to `pipeline` requests outstanding; the free slots are filled by
+// one write carrying the requests back to back, and every complete response a read brought in is
+// parsed before the freed slots are refilled (also the responses read while a write is blocked, as
+// soon as they are read).
 #pragma once
 
 #include <array>
@@ -70,10 +71,14 @@ struct WorkerPlan {
   int pin_cpu = -1;
 };
 
-// Latencies of one second of the measured window, as sparse histogram buckets.
+// Latencies of one second of the measured window, as sparse histogram buckets: the completed
+// requests, and, exactly as in the headline histogram, the timed-out requests (at the time they
+// waited, in the second they were given up) and the open loop's unsent planned sends (at their
+// lower bound, in the window's last second).
 struct SecondSample {
   std::uint32_t second = 0;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> buckets;
+  std::uint64_t completed = 0, timed_out = 0, unsent = 0;
 };
 
 struct WorkerStats {
@@ -90,9 +95,10 @@ struct WorkerStats {
   std::array<std::uint64_t, kStatusSlots> unexpected_status{};
   std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
   Clock::time_point last_completion{};
-  std::vector<SecondSample> series;
+  std::vector<SecondSample> series;  // in second order (sorted when the thread ends)
   bool fatal = false;
   std::string fatal_message;
+  bool interrupted = false;  // stopped by SIGINT/SIGTERM (interrupt.hh); the point is unfinished
 
   std::uint64_t errors() const;
 };
@@ -103,6 +109,9 @@ class Worker {
          StartGate& gate);
   void run();  // the thread body
   const WorkerStats& stats() const { return stats_; }
+  // With --record-trace: the key of every request this thread sent, in send order
+  // (trace_record.hh encoding); empty otherwise.
+  const std::vector<std::uint64_t>& recorded() const { return recorded_; }
 
  private:
   // One request on the wire: what it asked and when it was (planned to be) sent.
@@ -164,7 +173,12 @@ class Worker {
   void record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
                      Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued);
   void record(const Pending& request, Clock::time_point done);
+  enum class Sample { kCompleted, kTimedOut, kUnsent };
+  // Records a measured latency in the headline histogram and in the series' second of `at`.
+  void record_latency(std::uint64_t ns, Clock::time_point at, Sample kind);
   void flush_second();
+  // A local failure (errno of the client itself, not of the server): the point cannot go on.
+  bool local_failure(const char* what, int err);
 
   const Config& cfg_;
   const Endpoint& ep_;
@@ -176,11 +190,14 @@ class Worker {
   WorkerStats stats_;
   Histogram second_hist_;
   std::uint32_t current_second_ = 0;
+  std::array<std::uint64_t, 3> second_counts_{};  // by Sample, for current_second_
   bool verify_ = true;
   std::uint32_t version_counter_ = 0;
   unsigned consecutive_failures_ = 0;  // connection failures since the last response
   std::string value_;
   std::string fixed_request_;
+  bool record_ = false;                  // --record-trace given
+  std::vector<std::uint64_t> recorded_;  // grows amortised; merged by the caller after join
   Clock::time_point t0_{};
 };
 

@@ -13,6 +13,9 @@ server configuration and becomes one line in every figure. It writes, next to th
   nginx_vs_connections    only when nginx.json (scripts/compare_nginx.sh --json) is there: req/s
                           of cache_server and nginx against wrk connections, one line per server
                           and pipeline depth (depth 1 solid, deeper dashed)
+  miss_ratio_curves       only when miss_ratio_curves.json (traces/crosscheck.py --curves --json)
+                          is there: hit ratio against cache size per evictor, ours solid and
+                          libCacheSim's dashed (graphs/mrc.py)
 each as PNG and SVG, and prints their paths. Pipelined configurations (bench_client --pipeline N,
 label "-P N") are drawn with square markers and a dash-dot line; the three latency figures
 leave them out (their latency is per request with N outstanding: not comparable) unless every
@@ -25,6 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mrc  # noqa: E402
 from results import (PERCENTILE_FIELDS, SATURATION_RULE, NginxComparison,  # noqa: E402
                      ResultError, Series, find_result_files, load_nginx_in, load_series)
 
@@ -202,6 +206,11 @@ def main(argv: list[str]) -> int:
         print(f"plot.py: {e}", file=sys.stderr)
         return 1
     paths = plot_all(series, out_dir) + (plot_nginx(nginx, out_dir) if nginx else [])
+    try:
+        paths += mrc.plot_in(out_dir)
+    except mrc.CurveError as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 1
     for path in paths:
         print(path)
     for s in series:

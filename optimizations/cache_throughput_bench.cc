@@ -3,8 +3,8 @@
 //   BM_Get      100% hits
 //   BM_Set      100% replacements of existing keys (no growth, constant eviction-free churn)
 //   BM_Mixed95  95% get / 5% set, the shape of the "shared_lock reads" optimization
-// Arguments: evictor (0 none, 1 fifo, 2 lru, 3 clock), lock (0 shared_reads, 1 exclusive_all),
-// shards. Run: build/release/optimizations/cache_throughput_bench
+// Arguments: evictor (0 none, 1 fifo, 2 lru, 3 clock, 4 s3fifo, 5 sieve), lock (0 shared_reads, 1
+// exclusive_all), shards. Run: build/release/optimizations/cache_throughput_bench
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -103,7 +103,7 @@ void BM_Mixed95(benchmark::State& state) {
 }
 
 void matrix(benchmark::internal::Benchmark* b) {
-  for (int evictor : {0, 1, 2, 3}) {
+  for (int evictor : {0, 1, 2, 3, 4, 5}) {
     for (int lock : {0, 1}) {
       for (int shards : {1, 8}) b->Args({evictor, lock, shards});
     }

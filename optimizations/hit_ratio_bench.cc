@@ -64,7 +64,7 @@ void BM_HitRatio(benchmark::State& state) {
 }
 
 BENCHMARK(BM_HitRatio)
-    ->ArgsProduct({{1, 2, 3}, {0, 1}})  // fifo, lru, clock x without/with scan
+    ->ArgsProduct({{1, 2, 3, 4, 5}, {0, 1}})  // fifo, lru, clock, s3fifo, sieve x without/with scan
     ->ArgNames({"evictor", "scan"})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -3,10 +3,14 @@
 //
 // RSS is read from /proc/self/statm before and after filling a fresh cache. Each measurement runs
 // in a fresh process (this program re-executes itself), because a heap that has already grown and
-// been freed would hide the growth. maxmem is set high enough that nothing is evicted.
+// been freed would hide the growth. maxmem is set high enough that nothing is evicted, except in
+// the "NAME-full" rows: there maxmem holds exactly 1M items and 3M distinct keys are set, so the
+// cache has been evicting for 2M sets and any history an evictor keeps (S3-FIFO's ghost of
+// evicted hashes) is full. Their overhead is the RSS growth above the key+value bytes still held.
 //   memory_per_item            all evictors, a table on stdout
 //   memory_per_item --json     the same rows as JSON lines
-//   memory_per_item NAME       one measurement (none|fifo|lru|clock|unordered_map), one JSON line
+//   memory_per_item NAME       one measurement (none|fifo|lru|clock|s3fifo|sieve|unordered_map, or
+//                              clock-full|s3fifo-full), one JSON line
 #include <unistd.h>
 
 #include <cstdio>
@@ -53,14 +57,16 @@ int measure(const std::string& name) {
     after = resident_bytes();
     stored = m.size();
   } else {
-    const auto evictor = cache::parse_evictor(name);
+    const bool full = name.size() > 5 && name.ends_with("-full");
+    const auto evictor = cache::parse_evictor(full ? name.substr(0, name.size() - 5) : name);
     if (!evictor) {
       std::fprintf(stderr, "memory_per_item: unknown evictor '%s'\n", name.c_str());
       return 2;
     }
     before = resident_bytes();
-    cache::Cache c(kItems * (kKeyBytes + kValueBytes) * 2, cache::kDefaultMaxLoadFactor, *evictor);
-    for (std::size_t i = 0; i < kItems; ++i) {
+    cache::Cache c(kItems * (kKeyBytes + kValueBytes) * (full ? 1 : 2),
+                   cache::kDefaultMaxLoadFactor, *evictor);
+    for (std::size_t i = 0; i < kItems * (full ? 3 : 1); ++i) {
       key_of(i, key);
       c.set(std::string_view(key, kKeyBytes), value);
     }
@@ -86,7 +92,10 @@ int main(int argc, char** argv) {
   const bool json = argc == 2 && std::strcmp(argv[1], "--json") == 0;
   if (argc == 2 && !json) return measure(argv[1]);
   if (argc > 2) {
-    std::fprintf(stderr, "usage: memory_per_item [--json | none|fifo|lru|clock|unordered_map]\n");
+    std::fprintf(stderr,
+                 "usage: memory_per_item [--json | "
+                 "none|fifo|lru|clock|s3fifo|sieve|unordered_map|clock-full|"
+                 "s3fifo-full]\n");
     return 2;
   }
   char self[4096];
@@ -97,7 +106,8 @@ int main(int argc, char** argv) {
   }
   self[n] = '\0';
   if (!json) std::printf("%-14s %12s %18s\n", "store", "RSS delta MB", "overhead B/item");
-  for (const char* name : {"clock", "none", "fifo", "lru", "unordered_map"}) {
+  for (const char* name : {"clock", "s3fifo", "sieve", "none", "fifo", "lru", "unordered_map",
+                           "clock-full", "s3fifo-full"}) {
     std::string cmd = "'";
     cmd.append(self).append("' ").append(name);
     FILE* p = popen(cmd.c_str(), "r");

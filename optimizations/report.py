@@ -14,7 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
-EVICTORS = {0: "none", 1: "fifo", 2: "lru", 3: "clock"}
+EVICTORS = {0: "none", 1: "fifo", 2: "lru", 3: "clock", 4: "s3fifo", 5: "sieve"}
 LOCKS = {0: "shared", 1: "exclusive"}
 
 

@@ -6,7 +6,8 @@ usage: python scripts/report.py RESULTS_DIR
 Reads the bench_client JSON files (one per server configuration), run.json (written by
 scripts/experiment.py: machine, pinning, git revision, server flags) and, when present,
 nginx.json (scripts/compare_nginx.sh --json), MICROBENCH.md, profile/PROFILE.md
-(scripts/profile_server.sh) and peers.json. Embeds the figures
+(scripts/profile_server.sh), peers.json and miss_ratio_curves.json (traces/crosscheck.py
+--curves: hit ratio against cache size, ours beside libCacheSim). Embeds the figures
 graphs/plot.py wrote into the same directory.
 Every number in the report is copied (or reduced by median) from those files; nothing is
 measured here.
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "graphs"))
+import mrc  # noqa: E402
 from results import (SATURATION_RULE, NginxComparison, ResultError, Series,  # noqa: E402
                      find_result_files, load_nginx_in, load_series, usable)
 
@@ -229,10 +231,48 @@ def render(out_dir: Path, series: list[Series], run: dict,
     for name, title in FIGURES:
         if (out_dir / f"{name}.png").exists():
             lines += [f"### {title}", "", f"![{title}]({name}.png)", ""]
+    lines += render_miss_ratio(out_dir)
     lines += embed(out_dir / "profile" / "PROFILE.md",
                    "Server profile: syscalls, CPU and instructions per request")
     lines += embed(out_dir / "MICROBENCH.md", "Cache micro-benchmarks (optimizations/)")
     return "\n".join(lines)
+
+
+def render_miss_ratio(out_dir: Path) -> list[str]:
+    """The miss-ratio study (traces/crosscheck.py --curves): figure and table, or why not."""
+    path = out_dir / mrc.FILE_NAME
+    skipped = out_dir / "miss_ratio_curves.skipped"
+    if not path.exists():
+        if skipped.exists():
+            return ["## Hit ratio against cache size (ours beside libCacheSim)", "",
+                    f"Not run: {skipped.read_text().strip()}", ""]
+        return []
+    try:
+        doc = mrc.load(path)
+    except mrc.CurveError as e:
+        return ["## Hit ratio against cache size (ours beside libCacheSim)", "", f"Unreadable: {e}", ""]
+    meta = doc.get("meta", {})
+    lines = ["## Hit ratio against cache size (ours beside libCacheSim)", "",
+             f"Look-aside replay of the same traces through our cache library (`trace_replay`: one shard, "
+             f"room for exactly N objects of {meta.get('value_bytes', '?')} bytes) and through libCacheSim "
+             f"(N equal-size objects); every request counts. Zipf traces over {meta.get('keys', 0):,} keys, "
+             f"{meta.get('zipf_requests', 0):,} Zipf requests each, seed {meta.get('seed', '?')}. "
+             f"Command: `{meta.get('command', 'python traces/crosscheck.py --curves')}`.", ""]
+    note = mrc.libcachesim_note(doc)
+    if note:
+        lines += [f"> {note}", ""]
+    if (out_dir / f"{mrc.FIGURE_NAME}.png").exists():
+        lines += [f"![Hit ratio against cache size]({mrc.FIGURE_NAME}.png)", ""]
+    lines += ["Each cell: ours · libCacheSim's hit ratio (– where that side has no such policy).", ""]
+    lines += mrc.markdown_table(doc) + [""]
+    checks = doc.get("checks") or []
+    if checks:
+        worst = max(checks, key=lambda c: abs(c["diff_pts"]) / c["tolerance_pts"])
+        ok = all(c["ok"] for c in checks)
+        lines += [f"Agreement (LRU, FIFO within 0.2 points; S3-FIFO within 1): "
+                  f"{'all ' + str(len(checks)) + ' pairs agree' if ok else 'MISSED'}; closest to its tolerance: "
+                  f"{worst['diff_pts']:+.3f} pt ({worst['ours']} on {worst['trace']} at {worst['percent']:g}%).", ""]
+    return lines
 
 
 def embed(path: Path, title: str) -> list[str]:

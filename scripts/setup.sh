@@ -15,7 +15,8 @@ cd "$ROOT"
 
 APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libgtest-dev
               clang-16 libfuzzer-16-dev libclang-rt-16-dev librocksdb-dev
-              procps util-linux iproute2 curl python3 python3-pip)
+              procps util-linux iproute2 curl python3 python3-pip
+              prometheus)  # promtool and a real Prometheus for the /metrics tests
 PEER_PACKAGES=(nginx-light wrk redis-server redis-tools memcached linux-perf valgrind)
 
 peers=0
@@ -44,8 +45,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   log "installing: ${missing[*]}"
   $SUDO apt-get update -qq
-  # policy-rc.d 101: do not start nginx/redis/memcached services on install; the scripts start
-  # their own instances on 127.0.0.1 when they need them.
+  # policy-rc.d 101: do not start nginx/redis/memcached/prometheus services on install; the
+  # scripts and tests start their own instances on 127.0.0.1 when they need them.
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
     $SUDO chmod +x /usr/sbin/policy-rc.d; trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
@@ -59,6 +60,14 @@ if ! "$PY" -c 'import matplotlib, pytest' 2>/dev/null; then
   log "installing python packages from graphs/requirements.txt"
   "$PY" -m pip install -q -r graphs/requirements.txt 2>/dev/null \
     || "$PY" -m pip install -q --break-system-packages -r graphs/requirements.txt
+fi
+# Test-only packages (tests/requirements.txt: libcachesim for the hit-ratio cross-check). A missing
+# wheel or no network is not fatal: the cross-check test then skips and says why.
+if ! "$PY" -c 'import libcachesim' 2>/dev/null; then
+  log "installing python packages from tests/requirements.txt"
+  "$PY" -m pip install -q -r tests/requirements.txt 2>/dev/null \
+    || "$PY" -m pip install -q --break-system-packages -r tests/requirements.txt \
+    || log "warning: tests/requirements.txt not installed; the libCacheSim cross-check will skip"
 fi
 if ! command -v python >/dev/null; then   # the design card's usage says `python graphs/plot.py`
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -73,19 +73,32 @@ const char* variant_name(const Config& c) {
 std::string validate(const Config& c) {
   if (c.maxmem == 0) return "--maxmem must be at least 1 byte";
   if (c.max_value == 0) return "--max-value must be at least 1 byte";
+  // A larger --max-value would accept bodies no entry can hold (and its sums could overflow).
+  if (c.max_value > kMaxValueLimit) {
+    return "--max-value " + std::to_string(c.max_value) + " is too large: at most " +
+           std::to_string(kMaxValueLimit) + " bytes (4 GiB - 1, the largest value an entry holds)";
+  }
+  if (c.max_value > c.maxmem) {
+    return "--max-value " + std::to_string(c.max_value) + " is larger than --maxmem " +
+           std::to_string(c.maxmem) + ": no value that large could ever be stored";
+  }
   if (c.threads < 1 || c.threads > kMaxThreads) {
     return "--threads must be 1.." + std::to_string(kMaxThreads);
   }
   if (c.header_timeout.count() <= 0) return "--header-timeout must be positive";
   if (c.idle_timeout.count() <= 0) return "--idle-timeout must be positive";
+  if (c.max_connections == 0) return "--max-connections must be at least 1";
+  if (c.max_inflight < c.max_value) {
+    return "--max-inflight " + std::to_string(c.max_inflight) + " is smaller than --max-value " +
+           std::to_string(c.max_value) + ": the largest value could never be received";
+  }
   const std::optional<StoreUri> store = parse_store_uri(c.store);
   if (!store) return "unknown --store '" + c.store + "' (want none or rocksdb:PATH)";
   const bool has_store = store->scheme != "none";
   if (c.flush_interval.count() <= 0) return "--flush-interval must be at least 1ms";
   // The dirty bound only matters with a store; without one it must not reject a large
   // --max-value that worked before the store existed.
-  const std::size_t largest_write =
-      c.max_value > SIZE_MAX - cache::kMaxKeyBytes ? SIZE_MAX : c.max_value + cache::kMaxKeyBytes;
+  const std::size_t largest_write = c.max_value + cache::kMaxKeyBytes;  // ≤ 4 GiB + 249
   if (has_store && c.max_dirty < largest_write) {
     return "--max-dirty " + std::to_string(c.max_dirty) + " is too small: it must be at least " +
            "--max-value + " + std::to_string(cache::kMaxKeyBytes) + " (" +
@@ -116,7 +129,8 @@ std::string describe(const Config& c) {
   const std::optional<StoreUri> store = parse_store_uri(c.store);
   out << " store=" << (store ? store->scheme : std::string_view("invalid"))
       << " write_mode=" << to_string(c.write_mode)
-      << " flush_interval_ms=" << c.flush_interval.count() << " max_dirty=" << c.max_dirty;
+      << " flush_interval_ms=" << c.flush_interval.count() << " max_dirty=" << c.max_dirty
+      << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight;
   return out.str();
 }
 

@@ -16,11 +16,16 @@ namespace server {
 
 inline constexpr std::size_t kDefaultMaxmemBytes = 64u << 20;   // -m/--maxmem
 inline constexpr std::size_t kDefaultMaxValueBytes = 1u << 20;  // --max-value
-inline constexpr std::uint16_t kDefaultPort = 8080;             // -p/--port
-inline constexpr unsigned kDefaultThreads = 1;                  // -t/--threads
+// The largest --max-value there can be: a cache entry stores its value's length in 32 bits
+// (cache/entry.hh), so 4 GiB − 1; and never more than --maxmem (validate()).
+inline constexpr std::size_t kMaxValueLimit = 0xFFFF'FFFFu;
+inline constexpr std::uint16_t kDefaultPort = 8080;  // -p/--port
+inline constexpr unsigned kDefaultThreads = 1;       // -t/--threads
 inline constexpr unsigned kMaxThreads = 256;
-inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000};  // --header-timeout
-inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};    // --idle-timeout
+inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000};   // --header-timeout
+inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};     // --idle-timeout
+inline constexpr std::size_t kDefaultMaxConnections = 10'000;        // --max-connections
+inline constexpr std::size_t kDefaultMaxInflightBytes = 256u << 20;  // --max-inflight
 inline constexpr std::size_t kHeaderLimitBytes = 8 * 1024;  // request line + fields; over → 431
 inline constexpr unsigned kMaxShards = 16;  // cache shards, fewer when maxmem is small
 inline constexpr const char* kDefaultHost = "127.0.0.1";
@@ -70,6 +75,8 @@ struct Config {
   std::size_t max_value = kDefaultMaxValueBytes;
   std::chrono::milliseconds header_timeout = kHeaderTimeout;
   std::chrono::milliseconds idle_timeout = kIdleTimeout;
+  std::size_t max_connections = kDefaultMaxConnections;  // open at once; past it: 503 and close
+  std::size_t max_inflight = kDefaultMaxInflightBytes;   // bytes held for connections, in sum
   IoModel io_model = IoModel::per_thread;
   cache::LockScheme lock = cache::LockScheme::shared_reads;  // --lock / --variant
   ValuePathKind value_path = ValuePathKind::cstring;         // --value-path / --variant

@@ -9,8 +9,10 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 template <class V>
-Connection<V>::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats)
-    : socket_(std::move(socket)),
+Connection<V>::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
+                          ConnectionLimit::Admission admission)
+    : admission_(std::move(admission)),
+      socket_(std::move(socket)),
       timer_(socket_.get_executor()),
       input_(kInputLimitBytes),
       engine_(ctx, stats),
@@ -41,7 +43,7 @@ void Connection<V>::start() {
   engine_.responses().set_on_complete([this] { on_response_ready(); });
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  update_deadline();
+  update_deadline(clock::now());
   arm_timer(deadline_);
   read();
 }
@@ -52,7 +54,9 @@ void Connection<V>::read() {
   const std::size_t room = input_.max_size() - input_.size();
   if (room == 0) {  // the parser needs more bytes than the buffer can hold
     engine_.input_overflow();
-    return write();
+    const auto now = clock::now();
+    engine_.record_durations(now);  // the 400 it answered
+    return write(now);
   }
   reading_ = true;
   socket_.async_read_some(input_.prepare(std::min(room, kReadChunkBytes)),
@@ -67,6 +71,7 @@ void Connection<V>::on_read(const error_code& ec, std::size_t n) {
   if (ec) return close();  // EOF, reset, or cancelled by a timeout
   WorkerStats::bump(stats_.reads);
   input_.commit(n);
+  engine_.mark_arrival(clock::now());
   process();
 }
 
@@ -78,10 +83,12 @@ void Connection<V>::process() {
   input_.consume(used);
   set_busy(engine_.mid_request() || input_.size() > 0 || !engine_.output().empty() ||
            engine_.waiting());
-  if (!engine_.output().empty()) return write();
-  if (engine_.waiting()) return update_deadline();  // on_response_ready() resumes
+  const auto now = clock::now();  // ends the answered requests' timing, and sets the deadline
+  engine_.record_durations(now);
+  if (!engine_.output().empty()) return write(now);
+  if (engine_.waiting()) return update_deadline(now);  // on_response_ready() resumes
   if (engine_.must_close()) return linger();
-  update_deadline();
+  update_deadline(now);
   read();
 }
 
@@ -94,11 +101,11 @@ void Connection<V>::on_response_ready() {
 }
 
 template <class V>
-void Connection<V>::write() {
+void Connection<V>::write(clock::time_point now) {
   WorkerStats::bump(stats_.writes);
   writing_ = true;
   written_ = 0;
-  write_some();
+  write_some(now);
 }
 
 // A response's deadline is the idle timeout from its last progress, not the one left by the
@@ -106,8 +113,8 @@ void Connection<V>::write() {
 // move, and a reader that stops reading is cut off one idle timeout after it stopped. A small
 // response goes out in one write_some, as async_write would have sent it.
 template <class V>
-void Connection<V>::write_some() {
-  deadline_ = clock::now() + ctx_.config.idle_timeout;
+void Connection<V>::write_some(clock::time_point now) {
+  deadline_ = now + ctx_.config.idle_timeout;
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
   const std::string& out = engine_.output();
   socket_.async_write_some(asio::buffer(out.data() + written_, out.size() - written_),
@@ -120,7 +127,7 @@ template <class V>
 void Connection<V>::on_write_some(const error_code& ec, std::size_t n) {
   if (ec) return close();
   written_ += n;
-  if (written_ < engine_.output().size()) return write_some();
+  if (written_ < engine_.output().size()) return write_some(clock::now());
   on_write();
 }
 
@@ -132,7 +139,7 @@ void Connection<V>::on_write() {
   if (engine_.must_close() && !engine_.waiting()) return linger();
   if (input_.size() > 0 || engine_.waiting()) return process();  // pipelined or pending left
   set_busy(engine_.mid_request());
-  update_deadline();
+  update_deadline(clock::now());
   read();
 }
 
@@ -180,8 +187,7 @@ void Connection<V>::set_busy(bool busy) {
 // timeout from when that request's first bytes arrived (dribbling does not extend it). A body in
 // progress: the header timeout from the last progress.
 template <class V>
-void Connection<V>::update_deadline() {
-  const auto now = clock::now();
+void Connection<V>::update_deadline(clock::time_point now) {
   const bool in_header = (engine_.mid_request() && !engine_.header_complete()) || input_.size() > 0;
   if (in_header) {
     if (!in_header_ || header_request_ != engine_.answered()) {
@@ -216,8 +222,9 @@ SERVER_INSTANTIATE_VARIANTS(Connection);
 
 ConnectionStarter connection_starter(const Config& config) {
   return with_variant(config, []<class V>(V) -> ConnectionStarter {
-    return [](asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats) {
-      std::make_shared<Connection<V>>(std::move(socket), ctx, stats)->start();
+    return [](asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
+              ConnectionLimit::Admission admission) {
+      std::make_shared<Connection<V>>(std::move(socket), ctx, stats, std::move(admission))->start();
     };
   });
 }

@@ -11,6 +11,11 @@
 //
 // A template over the request-path Variant (variant.hh), like the engine it holds: the listener
 // starts connections through the ConnectionStarter picked once at start-up.
+//
+// Request timing (/metrics): a completed read stamps the engine's arrival time (the one clock
+// read the histograms add); process() reads the clock once after the engine ran, records the
+// durations with that reading and hands the same reading on to the write or deadline that needs
+// it, so the end of the timing costs no clock read of its own.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -37,7 +42,9 @@ inline constexpr std::size_t kLingerMaxBytes = 4 << 20;
 template <class V>
 class Connection : public std::enable_shared_from_this<Connection<V>> {
  public:
-  Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats);
+  // admission: this connection's place under --max-connections, held until it is destroyed.
+  Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
+             ConnectionLimit::Admission admission);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -51,18 +58,21 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void process();            // run the engine over buffered input, then write, read or wait
   void on_response_ready();  // a response that waited on the store was rendered
-  void write();              // start writing the engine's output
-  void write_some();         // the rest of it, with a fresh deadline
+  // `now`: a clock reading the caller just took (the deadline is computed from it).
+  void write(clock::time_point now);       // start writing the engine's output
+  void write_some(clock::time_point now);  // the rest of it, with a fresh deadline
   void on_write_some(const boost::system::error_code& ec, std::size_t n);
   void on_write();  // all of it written
   void linger();    // half-close, drain, then close
   void close();
 
   void set_busy(bool busy);
-  void update_deadline();
+  void update_deadline(clock::time_point now);
   void arm_timer(clock::time_point at);
   void on_timer(const boost::system::error_code& ec);
 
+  // First, so it is destroyed last: the place under the cap is given back after the socket closed.
+  ConnectionLimit::Admission admission_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer input_;
@@ -83,7 +93,8 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
 };
 
 // Creates and starts a Connection of one variant; connection_starter(config) picks which.
-using ConnectionStarter = void (*)(boost::asio::ip::tcp::socket, ServerContext&, WorkerStats&);
+using ConnectionStarter = void (*)(boost::asio::ip::tcp::socket, ServerContext&, WorkerStats&,
+                                   ConnectionLimit::Admission);
 ConnectionStarter connection_starter(const Config& config);
 
 }  // namespace server

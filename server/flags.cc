@@ -3,6 +3,7 @@
 // Config. Durations use the syntax both binaries share (common/duration.hh).
 #include "server/flags.hh"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -110,11 +111,30 @@ bool apply_threads(Config& c, std::string_view v, std::string& e) {
   if (!parse_int(v, c.threads)) e = "invalid --threads '" + std::string(v) + "'";
   return e.empty();
 }
+bool apply_max_connections(Config& c, std::string_view v, std::string& e) {
+  if (!parse_int(v, c.max_connections) || c.max_connections == 0) {
+    e = "invalid --max-connections '" + std::string(v) + "' (want a whole number, at least 1)";
+  }
+  return e.empty();
+}
+bool apply_max_inflight(Config& c, std::string_view v, std::string& e) {
+  if (!parse_size(v, c.max_inflight) || c.max_inflight == 0) {
+    e = "invalid --max-inflight '" + std::string(v) + "' (want BYTES with optional K/M/G)";
+  }
+  return e.empty();
+}
 bool apply_evictor(Config& c, std::string_view v, std::string& e) {
   if (auto ev = cache::parse_evictor(v)) {
     c.evictor = *ev;
   } else {
-    e = "unknown --evictor '" + std::string(v) + "' (want none, fifo, lru or clock)";
+    // The names the library knows, so a new evictor shows up here by itself.
+    std::string names;
+    for (unsigned u = 0; u <= 255; ++u) {
+      const auto candidate = static_cast<cache::Evictor>(u);
+      if (cache::parse_evictor(cache::to_string(candidate)) != candidate) continue;
+      names += (names.empty() ? "" : ", ") + std::string(cache::to_string(candidate));
+    }
+    e = "unknown --evictor '" + std::string(v) + "' (want one of: " + names + ")";
   }
   return e.empty();
 }
@@ -251,13 +271,24 @@ constexpr FlagSpec kFlags[] = {
      apply_port},
     {kCacheGroup, "-t", "--threads", "N", "worker threads (default 1)", apply_threads},
     {kCacheGroup, "-e", "--evictor", "NAME",
-     "none, fifo, lru or clock (default: the library's, clock)", apply_evictor},
-    {kCacheGroup, "", "--max-value", "BYTES", "largest value accepted, K/M/G suffixes (default 1M)",
+     "none, fifo, lru, clock, sieve or s3fifo (default: the library's, s3fifo)", apply_evictor},
+    {kCacheGroup, "", "--max-value", "BYTES",
+     "largest value accepted, K/M/G suffixes, at most --maxmem\n"
+     "(default 1M, or --maxmem if smaller)",
      apply_max_value},
     {kConnectionGroup, "", "--header-timeout", "DURATION",
      "time allowed to send a request header (default 10s)", apply_header_timeout},
     {kConnectionGroup, "", "--idle-timeout", "DURATION",
      "keep-alive idle time before closing (default 60s)", apply_idle_timeout},
+    {kConnectionGroup, "", "--max-connections", "N",
+     "connections open at once; past it a new one gets 503 and is\n"
+     "closed (default 10000)",
+     apply_max_connections},
+    {kConnectionGroup, "", "--max-inflight", "BYTES",
+     "bytes held for all connections together: bodies being\n"
+     "received, unwritten responses, writes waiting on the store;\n"
+     "past it new requests get 503 (default 256M)",
+     apply_max_inflight},
     {kConnectionGroup, "", "--io-model", "NAME",
      "per-thread (default) or shared; see docs/server.md", apply_io_model},
     {kVariantGroup, "", "--variant", "NAME", "optimized (default) or baseline: sets the four below",
@@ -363,6 +394,12 @@ ParseResult parse_flags(const std::vector<std::string_view>& args) {
     std::string error;
     spec->apply(config, value, error);  // succeeded above
   }
+  // The default --max-value (1M) shrinks to a smaller --maxmem, so `-m 512K` alone starts; a
+  // --max-value given explicitly is kept, and validate() refuses it if it is above --maxmem.
+  const bool max_value_given = std::any_of(args.begin(), args.end(), [](std::string_view a) {
+    return a == "--max-value" || a.starts_with("--max-value=");
+  });
+  if (!max_value_given) config.max_value = std::min(config.max_value, config.maxmem);
   return config;
 }
 

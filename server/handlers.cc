@@ -2,11 +2,11 @@
 #include "server/handlers.hh"
 
 #include <array>
-#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "server/json_escape.hh"
+#include "server/metrics.hh"
 #include "server/percent_decode.hh"
 #include "server/store_tier.hh"
 
@@ -43,19 +43,31 @@ DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
   return {std::string_view(storage.data(), r.size), {}};
 }
 
-void render_json_value(std::string_view key, std::string_view value, ResponseWriter& out) {
+// Renders a value's JSON form; false (nothing rendered) when --max-inflight has no room for it.
+bool render_json_value(std::string_view key, std::string_view value, ResponseWriter& out) {
   constexpr std::string_view open = "{\"key\": \"", middle = "\", \"value\": \"", close = "\"}";
-  out.start(status::ok, kJson,
-            open.size() + json_escaped_size(key) + middle.size() + json_escaped_size(value) +
-                close.size());
+  const std::size_t size = open.size() + json_escaped_size(key) + middle.size() +
+                           json_escaped_size(value) + close.size();
+  if (!out.head() && !out.admit(size)) return false;
+  out.start(status::ok, kJson, size);
   out.end_headers();
-  if (out.head()) return;
+  if (out.head()) return true;
   std::string& b = out.buffer();
   b.append(open);
   json_escape_append(key, b);
   b.append(middle);
   json_escape_append(value, b);
   b.append(close);
+  return true;
+}
+
+// Renders a value as is; false (nothing rendered) when --max-inflight has no room for it.
+bool render_raw_value(std::string_view value, ResponseWriter& out) {
+  if (!out.head() && !out.admit(value.size())) return false;
+  out.start(status::ok, kOctetStream, value.size());
+  out.end_headers();
+  out.body(value);
+  return true;
 }
 
 // What a lookup beyond the cache answers (a HEAD's body is dropped by the writer).
@@ -63,14 +75,10 @@ HandlerResult render_lookup(const StoreTier::Lookup& found, std::string_view key
                             ResponseWriter& out) {
   switch (found.kind) {
     case StoreTier::Lookup::Kind::found:
-      if (json) {
-        render_json_value(key, *found.value, out);
-      } else {
-        out.start(status::ok, kOctetStream, found.value->size());
-        out.end_headers();
-        out.body(*found.value);
+      if (json ? render_json_value(key, *found.value, out) : render_raw_value(*found.value, out)) {
+        return {};
       }
-      return {};
+      return fail(status::service_unavailable, kInflightFull);
     case StoreTier::Lookup::Kind::absent:
       return fail(status::not_found, "key not found");
     case StoreTier::Lookup::Kind::error:
@@ -149,6 +157,8 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
       return reset(route.query, request, out);
     case Endpoint::stats:
       return stats_json(out);
+    case Endpoint::metrics:
+      return metrics_text(out);
     case Endpoint::not_found:
       return fail(status::not_found, "no such path");
     case Endpoint::method_not_allowed:
@@ -168,19 +178,18 @@ HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const Reque
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
   bool hit;
+  bool admitted = true;  // --max-inflight had room for the body
   if (!json) {
-    hit = ValuePath::read(ctx.cache, k.key, [&out](std::string_view value) {
-      out.start(status::ok, kOctetStream, value.size());
-      out.end_headers();
-      out.body(value);
+    hit = ValuePath::read(ctx.cache, k.key, [&out, &admitted](std::string_view value) {
+      admitted = render_raw_value(value, out);
     });
   } else {
-    hit = ValuePath::read(ctx.cache, k.key, [&out, &k](std::string_view value) {
-      render_json_value(k.key, value, out);
+    hit = ValuePath::read(ctx.cache, k.key, [&out, &k, &admitted](std::string_view value) {
+      admitted = render_json_value(k.key, value, out);
     });
   }
   WorkerStats::bump(hit ? stats.hits : stats.misses);
-  if (hit) return {};
+  if (hit) return admitted ? HandlerResult{} : fail(status::service_unavailable, kInflightFull);
   if (ctx.tier != nullptr) return lookup_store(k.key, json, request, out);
   return fail(status::not_found, "key not found");
 }
@@ -334,64 +343,20 @@ HandlerResult Handlers::reset(std::string_view query, const RequestView& request
   return {};
 }
 
+// /stats and /metrics render the one list of counters (metrics.hh).
 HandlerResult Handlers::stats_json(ResponseWriter& out) {
-  const cache::Stats c = ctx.cache.stats();
-  const StatsTotals t = ctx.stats.sum();
-  const double uptime =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
-  char body[1024];
-  const int n = std::snprintf(
-      body, sizeof body,
-      "{\"items\": %zu, \"space_used\": %zu, \"maxmem\": %zu, \"hits\": %llu, "
-      "\"misses\": %llu, \"sets\": %llu, \"deletes\": %llu, \"evictions\": %llu, "
-      "\"requests\": %llu, \"reads\": %llu, \"writes\": %llu, \"connections\": %llu, "
-      "\"total_connections\": %llu, "
-      "\"threads\": %u, \"evictor\": \"%s\", \"uptime_s\": %.3f, \"io_model\": \"%s\", "
-      "\"shards\": %u, \"max_value\": %zu, \"variant\": \"%s\", \"lock\": \"%s\", "
-      "\"value_path\": \"%s\", \"dispatch\": \"%s\", \"write_batching\": \"%s\"}",
-      c.items, c.space_used, c.maxmem, static_cast<unsigned long long>(t.hits),
-      static_cast<unsigned long long>(t.misses), static_cast<unsigned long long>(t.sets),
-      static_cast<unsigned long long>(t.deletes), static_cast<unsigned long long>(c.evictions),
-      static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.reads),
-      static_cast<unsigned long long>(t.writes),
-      static_cast<unsigned long long>(t.open_connections()),
-      static_cast<unsigned long long>(t.connections_opened), ctx.config.threads,
-      cache::to_string(ctx.cache.evictor()), uptime, to_string(ctx.config.io_model),
-      ctx.cache.shards(), ctx.config.max_value, variant_name(ctx.config),
-      cache::to_string(ctx.cache.lock_scheme()), to_string(ctx.config.value_path),
-      to_string(ctx.config.dispatch), to_string(ctx.config.write_batching));
-  if (n < 0 || static_cast<std::size_t>(n) >= sizeof body) {
-    return fail(status::internal_server_error, "stats rendering failed");
-  }
-  // The durable tier's counters (all zero without a store).
-  std::string json(body, static_cast<std::size_t>(n) - 1);  // without the closing brace
-  TierStats tier;
-  if (ctx.tier != nullptr) tier = ctx.tier->stats();
-  char more[512];
-  const int m =
-      std::snprintf(more, sizeof more,
-                    ", \"store\": \"%s\", \"write_mode\": \"%s\", \"store_reads\": %llu, "
-                    "\"store_writes\": %llu, \"store_commits\": %llu, \"store_errors\": %llu, "
-                    "\"dirty_bytes\": %llu, \"dirty_items\": %llu, \"readthrough_fills\": %llu, "
-                    "\"store_failed\": %s, \"store_error\": \"",
-                    tier.scheme, to_string(ctx.config.write_mode),
-                    static_cast<unsigned long long>(tier.store.reads),
-                    static_cast<unsigned long long>(tier.store.writes),
-                    static_cast<unsigned long long>(tier.store.commits),
-                    static_cast<unsigned long long>(tier.store.errors + tier.write_errors),
-                    static_cast<unsigned long long>(tier.dirty_bytes),
-                    static_cast<unsigned long long>(tier.dirty_items),
-                    static_cast<unsigned long long>(tier.readthrough_fills),
-                    tier.store.failed ? "true" : "false");
-  if (m < 0 || static_cast<std::size_t>(m) >= sizeof more) {
-    return fail(status::internal_server_error, "stats rendering failed");
-  }
-  json.append(more, static_cast<std::size_t>(m));
-  json_escape_append(tier.store.last_error, json);
-  json.append("\"}");
+  const std::string json = render_stats_json(take_snapshot(ctx));
   out.start(status::ok, kJson, json.size());
   out.end_headers();
   out.body(json);
+  return {};
+}
+
+HandlerResult Handlers::metrics_text(ResponseWriter& out) {
+  const std::string text = render_prometheus(take_snapshot(ctx), ctx.stats.sum_timings());
+  out.start(status::ok, kPrometheusContentType, text.size());
+  out.end_headers();
+  out.body(text);
   return {};
 }
 

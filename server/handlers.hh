@@ -51,6 +51,7 @@ struct Handlers {
   HandlerResult head_root(ResponseWriter& out);
   HandlerResult reset(std::string_view query, const RequestView& request, ResponseWriter& out);
   HandlerResult stats_json(ResponseWriter& out);
+  HandlerResult metrics_text(ResponseWriter& out);  // GET /metrics (Prometheus text format)
 
   // The store side of a cache miss (GET/HEAD) and of writes (store_tier.hh).
   HandlerResult lookup_store(std::string_view key, bool json, const RequestView& request,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <new>
 
@@ -30,8 +31,13 @@ class HeaderArena {
   }
 
   void deallocate(void* p, std::size_t align) noexcept {
-    auto* b = static_cast<std::byte*>(p);
-    if (block_ && b >= block_.get() && b < block_.get() + kBytes) {
+    // Is p inside the block? p may point into another object (a spilled field), and ordering
+    // pointers into different objects with < or >= is unspecified; std::less gives the
+    // implementation's total order over all pointers, which is what this test needs.
+    const auto* b = static_cast<const std::byte*>(p);
+    const std::byte* first = block_.get();
+    constexpr std::less<const std::byte*> before;
+    if (block_ && !before(b, first) && before(b, first + kBytes)) {
       if (--live_ == 0) used_ = 0;
       return;
     }

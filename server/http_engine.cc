@@ -15,6 +15,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "server/http_date.hh"
 #include "server/router.hh"
 
 namespace server {
@@ -30,7 +31,48 @@ BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
       queue_(out_),
       output_high_water_(ctx.config.write_batching == WriteBatching::on
                              ? kOutputHighWater
-                             : kOutputHighWaterUnbatched) {}
+                             : kOutputHighWaterUnbatched) {
+  queue_.set_timings(&stats.timings);
+  writer_.set_budget(&ctx.inflight);
+}
+
+template <class V>
+BasicHttpEngine<V>::~BasicHttpEngine() {
+  if (charged_ != 0) ctx_.inflight.sub(charged_);
+}
+
+template <class V>
+bool BasicHttpEngine<V>::reserve_body(std::size_t n) {
+  if (!ctx_.inflight.try_add(n)) return false;
+  charged_ += n;
+  body_reserved_ += n;
+  return true;
+}
+
+template <class V>
+void BasicHttpEngine<V>::settle() {
+  const std::size_t output = out_.size() > kUnchargedBytes ? out_.size() : 0;
+  const std::size_t holding = output + queue_.held_bytes() + body_reserved_;
+  if (holding > charged_) {
+    ctx_.inflight.add(holding - charged_);
+  } else if (holding < charged_) {
+    ctx_.inflight.sub(charged_ - holding);
+  }
+  charged_ = holding;
+}
+
+template <class V>
+void BasicHttpEngine<V>::record_durations(std::chrono::steady_clock::time_point now) {
+  if (untimed_total_ == 0) return;
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - arrival_).count();
+  const std::uint64_t ns = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0;
+  for (std::size_t c = 0; c < kRouteClassCount; ++c) {
+    if (untimed_[c] == 0) continue;
+    stats_.timings.observe(static_cast<RouteClass>(c), ns, untimed_[c]);
+    untimed_[c] = 0;
+  }
+  untimed_total_ = 0;
+}
 
 template <class V>
 void BasicHttpEngine<V>::start_parser() {
@@ -45,6 +87,7 @@ void BasicHttpEngine<V>::start_parser() {
 
 template <class V>
 std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
+  refresh_http_date();  // once per batch: every response below carries this second's Date
   if (!queue_.empty()) queue_.drain();
   std::size_t used = 0;
   while (!close_ && out_.size() < output_high_water_ && !queue_.full()) {
@@ -81,6 +124,13 @@ std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
       header_checked_ = true;
       if (!header_done()) break;  // rejected: the framing cannot be trusted
     }
+    // A chunked body has no announced length: it is charged as it grows, 64 KiB at a time,
+    // and refused as soon as the budget has no room for it.
+    if (body_.size() > body_reserved_ && body_.size() > kUnchargedBytes && parser_->chunked() &&
+        !reserve_body(std::max(body_.size() - body_reserved_, kUnchargedBytes))) {
+      reject(status::service_unavailable, kInflightFull);
+      break;
+    }
     if (parser_->is_done()) {
       if (!queue_.empty() && held_back()) break;
       answer();
@@ -88,6 +138,7 @@ std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
     }
     if (n == 0) break;  // no progress without an error: wait for more bytes
   }
+  settle();
   return used;
 }
 
@@ -108,6 +159,13 @@ bool BasicHttpEngine<V>::header_done() {
       reject(status::not_implemented, "unsupported transfer coding");
       return false;
     }
+  }
+  // --max-inflight: a body announced by Content-Length is charged before any of it is read, and
+  // refused (503, then close: its bytes are not read) when the budget has no room for it.
+  if (const auto length = parser_->content_length();
+      length && *length > kUnchargedBytes && !reserve_body(static_cast<std::size_t>(*length))) {
+    reject(status::service_unavailable, kInflightFull);
+    return false;
   }
   if (!parser_->is_done() && req.version() == 11 &&
       boost::beast::iequals(req[http::field::expect], "100-continue")) {
@@ -161,10 +219,14 @@ void BasicHttpEngine<V>::answer() {
     writer_.retarget(queued_out_);
   }
   HandlerResult result;
+  RouteClass timing = RouteClass::other;
+  bool changes_state = false;
   if (version != 10 && version != 11) {
     result = {status::bad_request, "unsupported HTTP version", {}, false};
   } else {
     const Route route = V::Dispatch::route(method, req.target());
+    timing = route_class(route.endpoint);
+    changes_state = is_write(route.endpoint);
     RequestView view;
     if (route.endpoint == Endpoint::key_get) view.accept = req[http::field::accept];
     view.body = body_;
@@ -172,6 +234,18 @@ void BasicHttpEngine<V>::answer() {
     result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);
   }
   if (!result.deferred && !result.ok()) writer_.error(result.status, result.error, result.allow);
+  // --max-inflight: a large response body was admitted by the handler (ResponseWriter::admit,
+  // before rendering it; refused, the handler answered 503 instead).
+  charged_ += writer_.take_admitted();
+  // A write that waits on the store holds its body there until the store answers.
+  if (result.deferred && changes_state && body_.size() > kUnchargedBytes) {
+    queue_.hold_last(body_.size());
+  }
+  if (result.deferred) {
+    queue_.time_last(arrival_, timing);  // timed when the store has answered
+  } else {
+    count_answer(timing);
+  }
   if (queued) {
     writer_.retarget(out_);
     if (!result.deferred) queue_.push_ready(std::move(queued_out_));
@@ -179,6 +253,7 @@ void BasicHttpEngine<V>::answer() {
   if (!keep_alive) close_ = true;
   ++answered_;
   parser_.reset();
+  body_reserved_ = 0;  // the body is consumed; settle() gives its charge back
   if (body_.capacity() > kRetainedBufferBytes) std::string().swap(body_);
 }
 
@@ -212,8 +287,10 @@ void BasicHttpEngine<V>::reject(status s, std::string_view reason) {
       parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
   writer_.begin_request(false, false, head, head ? ctx_.cache.space_used() : 0);
   respond_in_order([&](ResponseWriter& w) { w.error(s, reason); });
+  count_answer(RouteClass::other);
   close_ = true;
   parser_.reset();
+  body_reserved_ = 0;  // the body is discarded; settle() gives its charge back
 }
 
 template <class V>
@@ -225,6 +302,7 @@ template <class V>
 void BasicHttpEngine<V>::output_written() {
   out_.clear();
   if (out_.capacity() > kRetainedBufferBytes) std::string().swap(out_);
+  if (charged_ != 0) settle();
 }
 
 SERVER_INSTANTIATE_VARIANTS(BasicHttpEngine);

@@ -10,10 +10,20 @@
 // The engine is a template over the request-path Variant (variant.hh): V::Dispatch routes and
 // V::ValuePath reads values. All four variants are compiled in http_engine.cc; HttpEngine is the
 // optimized one, which the tests and the fuzzer use.
+//
+// Request durations (/metrics): the connection stamps when input arrived (mark_arrival) and,
+// after consume(), hands over the clock reading it takes anyway for its deadline
+// (record_durations); every request answered in between is timed from that arrival to that
+// reading, in the histogram of its route class. The engine only counts answers per class (no
+// clock read, no allocation per request). A response that waits on the store is timed by the
+// queue when it is ready (response_queue.hh).
 #pragma once
 
+#include <array>
 #include <boost/beast/http/parser.hpp>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,11 +47,15 @@ inline constexpr std::size_t kOutputHighWater = 256 * 1024;
 inline constexpr std::size_t kOutputHighWaterUnbatched = 1;
 // Storage kept after a request; bigger bodies/outputs are released once answered.
 inline constexpr std::size_t kRetainedBufferBytes = 64 * 1024;
+static_assert(kUnchargedBytes == kRetainedBufferBytes, "uncharged = what a connection keeps");
 
 template <class V>
 class BasicHttpEngine {
  public:
   BasicHttpEngine(ServerContext& ctx, WorkerStats& stats);
+  ~BasicHttpEngine();  // gives back what it charged to --max-inflight
+  BasicHttpEngine(const BasicHttpEngine&) = delete;
+  BasicHttpEngine& operator=(const BasicHttpEngine&) = delete;
 
   // Parses and answers the complete requests at the front of `input`; returns the bytes used.
   // Stops early when the output reaches the high-water mark (kOutputHighWater, or
@@ -69,12 +83,20 @@ class BasicHttpEngine {
   // Requests answered so far on this connection (tells one request's header phase from the next).
   std::size_t answered() const { return answered_; }
 
+  // Request timing (see the top of this file). Without these calls nothing is timed.
+  void mark_arrival(std::chrono::steady_clock::time_point at) { arrival_ = at; }
+  void record_durations(std::chrono::steady_clock::time_point now);
+
  private:
   using Fields = boost::beast::http::basic_fields<ArenaAllocator<char>>;
   using Parser = boost::beast::http::request_parser<ValueBody, ArenaAllocator<char>>;
 
   void start_parser();
   void answer();  // the parser holds a complete request
+  void count_answer(RouteClass c) {
+    ++untimed_[static_cast<std::size_t>(c)];
+    ++untimed_total_;
+  }
   void answer_parse_error(const boost::beast::error_code& ec);
   // Answers an error for a request whose framing cannot be trusted, then closes.
   void reject(boost::beast::http::status s, std::string_view reason);
@@ -84,6 +106,11 @@ class BasicHttpEngine {
   // Renders what `render` writes in order: into the output, or queued behind pending responses.
   template <class F>
   void respond_in_order(F&& render);
+  // --max-inflight: charges n more body bytes if the budget has room; false otherwise.
+  bool reserve_body(std::size_t n);
+  // Brings the charge to what the connection holds now (output, queued responses, writes
+  // waiting on the store, the current body's reservation).
+  void settle();
 
   ServerContext& ctx_;
   WorkerStats& stats_;
@@ -100,6 +127,11 @@ class BasicHttpEngine {
   bool header_checked_ = false;   // header_done() ran for the current request
   bool close_ = false;
   const std::size_t output_high_water_;
+  std::chrono::steady_clock::time_point arrival_{};        // of the input being answered
+  std::array<std::uint32_t, kRouteClassCount> untimed_{};  // answered, not yet recorded
+  std::uint32_t untimed_total_ = 0;
+  std::size_t charged_ = 0;        // bytes this connection has added to ctx.inflight
+  std::size_t body_reserved_ = 0;  // of them, for the body being received
 };
 
 using HttpEngine = BasicHttpEngine<OptimizedVariant>;

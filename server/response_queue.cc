@@ -1,6 +1,8 @@
 // response_queue.cc — see response_queue.hh.
 #include "server/response_queue.hh"
 
+#include "server/http_date.hh"
+
 namespace server {
 
 DeferredResponse::~DeferredResponse() {
@@ -44,6 +46,7 @@ void ResponseQueue::push_ready(std::string response) {
 }
 
 void ResponseQueue::complete(detail::Slot& slot, const Render& render) {
+  refresh_http_date();  // rendered outside the engine's consume(): this thread may be idle-stale
   ResponseWriter writer(slot.out);
   writer.begin_request(slot.keep_alive, slot.http10, slot.head, slot.space_used);
   const HandlerResult r = render(writer);
@@ -54,9 +57,24 @@ void ResponseQueue::complete(detail::Slot& slot, const Render& render) {
   if (on_complete_) on_complete_();
 }
 
+void ResponseQueue::time_last(std::chrono::steady_clock::time_point arrival, RouteClass c) {
+  if (slots_.empty() || slots_.back()->done) return;
+  slots_.back()->timed = true;
+  slots_.back()->timing = c;
+  slots_.back()->arrival = arrival;
+}
+
 void ResponseQueue::drain() {
+  std::chrono::steady_clock::time_point now{};
   while (!slots_.empty() && slots_.front()->done) {
-    out_.append(slots_.front()->out);
+    const detail::Slot& slot = *slots_.front();
+    out_.append(slot.out);
+    if (slot.timed && timings_ != nullptr) {
+      if (now == std::chrono::steady_clock::time_point{}) now = std::chrono::steady_clock::now();
+      const auto ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - slot.arrival).count();
+      timings_->observe(slot.timing, ns > 0 ? static_cast<std::uint64_t>(ns) : 0);
+    }
     slots_.pop_front();
   }
 }

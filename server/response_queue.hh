@@ -14,8 +14,12 @@
 // same connection is pending, and a write waits while an earlier read is pending (blocks()),
 // so a connection's requests take effect in the order it sent them.
 // Thread safety: everything except DeferredResponse::finish runs on the connection's thread.
+// Timing (/metrics): the engine tags a deferred slot with its request's arrival and route class
+// (time_last); drain() records its duration when it moves the rendered response to the output
+// (one clock read per drain that moves a tagged slot; only responses that waited pay it).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -23,6 +27,7 @@
 #include <string>
 
 #include "server/handler_result.hh"
+#include "server/request_timing.hh"
 #include "server/response_writer.hh"
 
 namespace server {
@@ -53,6 +58,10 @@ struct Slot {
   DeferKind kind = DeferKind::read;
   bool keep_alive = true, http10 = false, head = false;
   std::size_t space_used = 0;
+  std::size_t held = 0;  // bytes a write waiting on the store holds there (hold_last())
+  bool timed = false;    // time_last() tagged it: drain() records its duration
+  RouteClass timing = RouteClass::other;
+  std::chrono::steady_clock::time_point arrival{};
 };
 }  // namespace detail
 
@@ -90,6 +99,8 @@ class ResponseQueue {
   void set_post(Post post) { post_ = std::move(post); }
   void set_on_complete(std::function<void()> f) { on_complete_ = std::move(f); }
   bool can_defer() const { return static_cast<bool>(post_); }
+  // Where drain() records the durations of tagged slots (the worker's histograms).
+  void set_timings(RequestTimings* timings) { timings_ = timings; }
 
   bool empty() const { return slots_.empty(); }
   bool full() const { return slots_.size() >= kMaxQueuedResponses; }
@@ -101,6 +112,19 @@ class ResponseQueue {
   DeferredResponse defer(DeferKind kind, const ResponseWriter& writer);
   // A response rendered at once while earlier ones are pending: queued behind them.
   void push_ready(std::string response);
+  // Tags the slot defer() reserved last: its request arrived at `arrival`, of class `c`.
+  void time_last(std::chrono::steady_clock::time_point arrival, RouteClass c);
+  // The slot defer() reserved last is a write whose body (n bytes) waits in the store.
+  void hold_last(std::size_t n) {
+    if (!slots_.empty() && !slots_.back()->done) slots_.back()->held = n;
+  }
+  // Bytes the queue holds: rendered responses waiting their turn, and bodies of pending writes
+  // (for --max-inflight; walks at most kMaxQueuedResponses slots, only while some are queued).
+  std::size_t held_bytes() const {
+    std::size_t n = 0;
+    for (const auto& s : slots_) n += s->done ? s->out.size() : s->held;
+    return n;
+  }
   // Moves the done slots at the head into the output buffer. Call only while the output
   // buffer is not being written.
   void drain();
@@ -115,6 +139,7 @@ class ResponseQueue {
   std::size_t pending_writes_ = 0;
   Post post_;
   std::function<void()> on_complete_;
+  RequestTimings* timings_ = nullptr;
 };
 
 }  // namespace server

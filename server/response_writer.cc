@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "server/http_date.hh"
 #include "server/json_escape.hh"
 
 namespace server {
@@ -52,6 +53,7 @@ void ResponseWriter::header(std::string_view name, std::uint64_t value) {
 }
 
 void ResponseWriter::end_headers() {
+  out_->append(http_date_line());
   if (!keep_alive_) {
     out_->append("Connection: close\r\n");
   } else if (http10_) {

@@ -2,9 +2,9 @@
 // buffer (no Beast serializer, no header container, no allocation once the buffer is warm).
 //
 // Per request the engine calls begin_request() with what it knows about the connection; the
-// writer then adds the Connection header when needed, the Space-Used header on every HEAD
-// response, and drops bodies of HEAD responses. error() is the one place that renders the JSON
-// error body {"error": "<reason>"}.
+// writer then adds the Date header (http_date.hh) to every response, the Connection header when
+// needed and the Space-Used header on every HEAD response, and drops bodies of HEAD responses.
+// error() is the one place that renders the JSON error body {"error": "<reason>"}.
 #pragma once
 
 #include <ostream>  // boost/core/detail/string_view.hpp needs it before status.hpp
@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "server/inflight_budget.hh"
 
 namespace server {
 
@@ -47,11 +50,24 @@ class ResponseWriter {
   void start(status s, std::string_view content_type, std::size_t content_length);
   void header(std::string_view name, std::string_view value);
   void header(std::string_view name, std::uint64_t value);
-  void end_headers();  // Connection / Space-Used as needed, then the blank line
+  void end_headers();  // Date, Connection / Space-Used as needed, then the blank line
   void body(std::string_view bytes) {
     if (!head_) out_->append(bytes);
   }
   std::string& buffer() { return *out_; }
+
+  // --max-inflight: before rendering a body of n bytes, a handler asks; false (nothing charged)
+  // when the budget has no room, and the handler answers 503 instead. Bodies of at most
+  // kUnchargedBytes, and a writer with no budget (set_budget), are always admitted.
+  bool admit(std::size_t n) {
+    if (n <= kUnchargedBytes || budget_ == nullptr) return true;
+    if (!budget_->try_add(n)) return false;
+    admitted_ += n;
+    return true;
+  }
+  void set_budget(InflightBudget* budget) { budget_ = budget; }
+  // What admit() charged since the last call (the engine adds it to what it holds).
+  std::size_t take_admitted() { return std::exchange(admitted_, 0); }
 
   void no_content(status s);  // a complete response without a body (204, 200 for HEAD /)
   void error(status s, std::string_view reason, std::string_view allow = {});
@@ -62,6 +78,8 @@ class ResponseWriter {
   bool http10_ = false;
   bool head_ = false;
   std::size_t space_used_ = 0;
+  InflightBudget* budget_ = nullptr;
+  std::size_t admitted_ = 0;
 };
 
 }  // namespace server

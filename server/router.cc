@@ -223,6 +223,8 @@ std::string_view allow_list(PathPattern p) {
       return kAllow<PathPattern::reset>;
     case PathPattern::stats:
       return kAllow<PathPattern::stats>;
+    case PathPattern::metrics:
+      return kAllow<PathPattern::metrics>;
   }
   return {};
 }

@@ -10,7 +10,9 @@
 //   reverse order and the rows of a method reversed (so the GET key route comes after /stats);
 //   the same result for every input, only slower for a GET hit;
 // - the 405 Allow lists (kAllow<pattern>): the table's methods for that path, in table order;
-// - docs/api.md's route list (route_table_markdown(); router_test.cc checks the docs match).
+// - docs/api.md's route list (route_table_markdown(); router_test.cc checks the docs match);
+// - the request-duration histogram a request is timed in (route_class(), /metrics): the row's
+//   RouteClass, or `other` for the error endpoints.
 // Path errors are values: unknown path → 404, known path with the wrong method → 405 plus the
 // Allow list, a method HTTP does not define → 501. The key and value segments come back still
 // percent-encoded; the handlers decode them (percent_decode.hh).
@@ -26,6 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include "server/request_timing.hh"
+
 namespace server {
 
 enum class Endpoint : std::uint8_t {
@@ -37,6 +41,7 @@ enum class Endpoint : std::uint8_t {
   root_head,           // HEAD   /
   reset,               // POST   /reset
   stats,               // GET    /stats
+  metrics,             // GET    /metrics
   not_found,           // error: unknown path (404)
   method_not_allowed,  // error: known path, wrong method (405, see allow)
   not_implemented,     // error: a method HTTP does not define (501)
@@ -49,6 +54,7 @@ enum class PathPattern : std::uint8_t {
   root,       // /
   reset,      // /reset
   stats,      // /stats
+  metrics,    // /metrics
 };
 
 constexpr std::string_view pattern_text(PathPattern p) {
@@ -63,6 +69,8 @@ constexpr std::string_view pattern_text(PathPattern p) {
       return "/reset";
     case PathPattern::stats:
       return "/stats";
+    case PathPattern::metrics:
+      return "/metrics";
   }
   return "?";
 }
@@ -71,39 +79,43 @@ struct RouteRow {
   boost::beast::http::verb method;
   PathPattern path;
   Endpoint endpoint;
+  RouteClass timing;     // the request-duration histogram its requests are timed in (/metrics)
   std::string_view doc;  // the "result" cell of docs/api.md's route list (Markdown, one line)
 };
 
 // The routes, in the order docs/api.md lists them. Within a method, the order is the ordered
 // dispatch's test order (most frequent first).
 inline constexpr RouteRow kRouteTable[] = {
-    {boost::beast::http::verb::get, PathPattern::key, Endpoint::key_get,
+    {boost::beast::http::verb::get, PathPattern::key, Endpoint::key_get, RouteClass::get,
      "hit: `200`, body = the raw value, `Content-Type: application/octet-stream`. If the `Accept` "
      "header contains `application/json` (case-insensitive, anywhere in the header; q-values are "
      "not interpreted): `200`, `Content-Type: application/json`, body "
      "`{\"key\": \"<k>\", \"value\": \"<v>\"}`. Miss: `404`."},
-    {boost::beast::http::verb::put, PathPattern::key, Endpoint::key_put_body,
+    {boost::beast::http::verb::put, PathPattern::key, Endpoint::key_put_body, RouteClass::put,
      "stores the request body (`Content-Length` or `Transfer-Encoding: chunked`; no body means the "
      "empty value). `201 Created` if the key was new, `204 No Content` if it replaced a value."},
-    {boost::beast::http::verb::put, PathPattern::key_value, Endpoint::key_put_path,
+    {boost::beast::http::verb::put, PathPattern::key_value, Endpoint::key_put_path, RouteClass::put,
      "the course form: stores the percent-decoded `{v}` (may be empty: `PUT /key/k/`). "
      "`201`/`204` as above. A request body is read and ignored (like any request's, it may not "
      "exceed `--max-value`: over it, `413` and close)."},
-    {boost::beast::http::verb::delete_, PathPattern::key, Endpoint::key_delete,
+    {boost::beast::http::verb::delete_, PathPattern::key, Endpoint::key_delete, RouteClass::delete_,
      "`204` when deleted, `404` when absent."},
-    {boost::beast::http::verb::head, PathPattern::key, Endpoint::key_head,
+    {boost::beast::http::verb::head, PathPattern::key, Endpoint::key_head, RouteClass::head,
      "`200` with `Content-Type: application/octet-stream` and `Content-Length` = the value's "
      "size, no body; or `404`."},
-    {boost::beast::http::verb::head, PathPattern::root, Endpoint::root_head,
+    {boost::beast::http::verb::head, PathPattern::root, Endpoint::root_head, RouteClass::head,
      "`200`, `Content-Length: 0`."},
-    {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset,
+    {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset, RouteClass::reset,
      "empties the cache and, with `--store`, the store (durably, before the answer): `204`. "
      "`POST /reset?scope=cache` empties only the cache: the store keeps every key (write-behind "
      "writes not yet durable still reach it) and later reads fill the cache from it again, for "
      "cold-cache measurements. `scope=all` is the default; any other `scope` is a `400`. "
      "Eviction counters are kept."},
-    {boost::beast::http::verb::get, PathPattern::stats, Endpoint::stats,
+    {boost::beast::http::verb::get, PathPattern::stats, Endpoint::stats, RouteClass::stats,
      "`200`, `application/json`, see below."},
+    {boost::beast::http::verb::get, PathPattern::metrics, Endpoint::metrics, RouteClass::metrics,
+     "`200`, `text/plain; version=0.0.4; charset=utf-8`: the `/stats` counters and the "
+     "request-duration histograms in the Prometheus text format, see below."},
 };
 
 // The order route() tests methods in, most frequent first; route_naive() uses the reverse.
@@ -201,6 +213,27 @@ inline constexpr std::string_view kAllowKeyValue = kAllow<PathPattern::key_value
 inline constexpr std::string_view kAllowRoot = kAllow<PathPattern::root>;
 inline constexpr std::string_view kAllowReset = kAllow<PathPattern::reset>;
 inline constexpr std::string_view kAllowStats = kAllow<PathPattern::stats>;
+inline constexpr std::string_view kAllowMetrics = kAllow<PathPattern::metrics>;
+
+namespace detail {
+constexpr std::size_t kEndpointCount = static_cast<std::size_t>(Endpoint::not_implemented) + 1;
+
+constexpr std::array<RouteClass, kEndpointCount> make_route_classes() {
+  std::array<RouteClass, kEndpointCount> out{};
+  out.fill(RouteClass::other);
+  for (const RouteRow& row : kRouteTable) out[static_cast<std::size_t>(row.endpoint)] = row.timing;
+  return out;
+}
+inline constexpr std::array<RouteClass, kEndpointCount> kRouteClasses = make_route_classes();
+}  // namespace detail
+
+// The histogram an endpoint's requests are timed in: its row's class; `other` for the errors.
+constexpr RouteClass route_class(Endpoint e) {
+  return detail::kRouteClasses[static_cast<std::size_t>(e)];
+}
+static_assert(route_class(Endpoint::key_get) == RouteClass::get &&
+                  route_class(Endpoint::not_found) == RouteClass::other,
+              "route classes come from kRouteTable");
 
 // The same list for a pattern known only at run time.
 std::string_view allow_list(PathPattern p);

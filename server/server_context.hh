@@ -1,6 +1,6 @@
 // server_context.hh — the state every connection shares: configuration, the cache, the stats
-// registry, the start time, the shutdown flag and the durable tier (if any). Owned by Server (or by
-// a test/fuzzer), passed by reference; nothing here is global.
+// registry, the start time, the connection cap, the shutdown flag and the durable tier (if any).
+// Owned by Server (or by a test/fuzzer), passed by reference; nothing here is global.
 #pragma once
 
 #include <atomic>
@@ -8,6 +8,8 @@
 
 #include "cache/cache.hh"
 #include "server/config.hh"
+#include "server/connection_limit.hh"
+#include "server/inflight_budget.hh"
 #include "server/stats.hh"
 
 namespace server {
@@ -16,7 +18,12 @@ class StoreTier;
 
 struct ServerContext {
   ServerContext(const Config& c, cache::Cache& k, StatsRegistry& s)
-      : config(c), cache(k), stats(s), started(std::chrono::steady_clock::now()) {}
+      : config(c),
+        cache(k),
+        stats(s),
+        started(std::chrono::steady_clock::now()),
+        connections(c.max_connections),
+        inflight(c.max_inflight) {}
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
 
@@ -24,6 +31,8 @@ struct ServerContext {
   cache::Cache& cache;
   StatsRegistry& stats;
   const std::chrono::steady_clock::time_point started;
+  ConnectionLimit connections;        // --max-connections: the open ones hold an admission
+  InflightBudget inflight;            // --max-inflight: bytes held for connections, in sum
   std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: finish, then close
   StoreTier* tier = nullptr;          // the durable tier behind the cache; null with --store none
 };

@@ -26,8 +26,23 @@ StatsTotals StatsRegistry::sum() const {
     t.connections_opened += w.connections_opened.load(relaxed);
     t.busy_started += w.busy_started.load(relaxed);
   }
+  t.rejected_connections = rejected_connections_.load(relaxed);
   if (t.connections_opened < t.connections_closed) t.connections_opened = t.connections_closed;
   if (t.busy_started < t.busy_finished) t.busy_started = t.busy_finished;
+  return t;
+}
+
+TimingTotals StatsRegistry::sum_timings() const {
+  TimingTotals t;
+  for (std::size_t i = 0; i < count_; ++i) {
+    const RequestTimings& w = workers_[i].timings;
+    for (std::size_t c = 0; c < kRouteClassCount; ++c) {
+      for (std::size_t b = 0; b < kBucketCount; ++b) {
+        t.by_class[c].buckets[b] += w.by_class[c].buckets[b].load(std::memory_order_relaxed);
+      }
+      t.by_class[c].sum_ns += w.by_class[c].sum_ns.load(std::memory_order_relaxed);
+    }
+  }
   return t;
 }
 

@@ -7,7 +7,7 @@
 //   key was submitted or still pending since the read began, and no reset happened (so a fill
 //   never overwrites a newer PUT or DELETE).
 // - Write-through: the op is submitted to the store (group commit); when its commit succeeds the
-//   cache is updated, in commit order (store callbacks run in commit order on the committer),
+//   cache is updated, in commit order (store write callbacks run in commit order, on one thread),
 //   and only then is the request answered. A failed commit changes nothing and answers 503.
 // - Write-behind: the op updates the cache and a dirty buffer (key → latest value or tombstone,
 //   coalesced) at once; a flusher thread commits the buffer every flush_interval/4, so

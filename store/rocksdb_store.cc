@@ -147,6 +147,7 @@ RocksStore::RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<roc
       env_(std::move(env)),
       db_(std::move(db)),
       timer_(std::make_unique<detail::TimerThread>()) {
+  completer_ = std::thread([this] { completer_main(); });
   committer_ = std::thread([this] { committer_main(); });
   for (int i = 0; i < kReaders; ++i) readers_.emplace_back([this] { reader_main(); });
 }
@@ -171,6 +172,12 @@ void RocksStore::close() {
   read_cv_.notify_all();
   // Each thread drains its queue before it exits (operations queued before close() complete).
   committer_.join();
+  {
+    std::lock_guard lock(complete_mu_);
+    complete_stopping_ = true;
+  }
+  complete_cv_.notify_all();
+  completer_.join();  // after the committer: every group it committed is answered first
   for (auto& r : readers_) r.join();
   timer_->drain();     // delayed reads issued before close()
   (void)db_->Close();  // WAL already synced by every commit; a failed store may report its error
@@ -208,7 +215,9 @@ void RocksStore::set_failed(const std::string& why) {
 // --- writes ----------------------------------------------------------------------------------
 
 void RocksStore::write(std::vector<Write> batch, WriteDone done) {
-  WriteOp op{std::move(batch), std::move(done), {}, false, {}};
+  WriteOp op;
+  op.batch = std::move(batch);
+  op.on_write = std::move(done);
   for (const Write& w : op.batch) {
     if (!key_ok(w.key)) {
       op.refused = "store write refused: a key must be 1.." + std::to_string(kMaxKey) +
@@ -220,7 +229,10 @@ void RocksStore::write(std::vector<Write> batch, WriteDone done) {
 }
 
 void RocksStore::clear(ClearDone done) {
-  enqueue_write(WriteOp{{}, {}, std::move(done), true, {}});
+  WriteOp op;
+  op.on_clear = std::move(done);
+  op.is_clear = true;
+  enqueue_write(std::move(op));
 }
 
 // Hands a write or clear to the committer, or completes it as closed after close().
@@ -248,27 +260,75 @@ void RocksStore::complete_closed(WriteOp op) {
   });
 }
 
+// Records an op's outcome; the completer runs its callback (completer_main).
 void RocksStore::complete_write(WriteOp& op, Status status, std::vector<bool> existed) {
-  if (!status.ok()) count_error();
-  if (op.is_clear) {
-    op.on_clear(std::move(status));
-  } else {
-    if (!status.ok()) existed.clear();
-    op.on_write(WriteResult{std::move(status), std::move(existed)});
+  if (!status.ok()) {
+    count_error();
+    existed.clear();
   }
+  op.result = std::move(status);
+  op.existed = std::move(existed);
 }
 
 void RocksStore::committer_main() {
   std::vector<WriteOp> group;
   for (;;) {
+    std::uint64_t taken = 0;
     {
       std::unique_lock lock(write_mu_);
       write_cv_.wait(lock, [this] { return write_stopping_ || !write_queue_.empty(); });
       if (write_queue_.empty()) return;  // stopping, and everything queued is done
       group.swap(write_queue_);
+      taken = ++groups_taken_;
     }
     commit_group(group);
-    group.clear();
+    // The callbacks go to the completer, so the next group's commit (its fdatasync, mostly
+    // waiting on the disk) overlaps them instead of following them.
+    {
+      std::lock_guard lock(complete_mu_);
+      completed_.push_back(std::move(group));
+    }
+    complete_cv_.notify_one();
+    group = {};
+    std::unique_lock lock(write_mu_);
+    write_cv_.wait(lock, [&] { return hold_after_group_ != taken || write_stopping_; });
+  }
+}
+
+void RocksStore::hold_committer_after_next_commit() {
+  std::lock_guard lock(write_mu_);
+  hold_after_group_ = groups_taken_ + 1;
+}
+
+void RocksStore::release_committer() {
+  {
+    std::lock_guard lock(write_mu_);
+    hold_after_group_ = 0;
+  }
+  write_cv_.notify_all();
+}
+
+// Runs the callbacks of committed groups, group after group and op after op within a group:
+// commit order, on one thread.
+void RocksStore::completer_main() {
+  std::vector<std::vector<WriteOp>> groups;
+  for (;;) {
+    {
+      std::unique_lock lock(complete_mu_);
+      complete_cv_.wait(lock, [this] { return complete_stopping_ || !completed_.empty(); });
+      if (completed_.empty()) return;  // stopping, and every committed group is answered
+      groups.swap(completed_);
+    }
+    for (auto& group : groups) {
+      for (auto& op : group) {
+        if (op.is_clear) {
+          op.on_clear(std::move(op.result));
+        } else {
+          op.on_write(WriteResult{std::move(op.result), std::move(op.existed)});
+        }
+      }
+    }
+    groups.clear();
   }
 }
 

@@ -4,10 +4,13 @@
 // Threads (all owned, all joined by close()):
 // - one committer: takes every write()/clear() queued since its last commit, checks them, turns
 //   them into ONE rocksdb::WriteBatch in arrival order and commits it with one synced Write
-//   (WAL append + fdatasync), then runs every callback of the group in order. Idle, a lone write
-//   is committed at once; under load the group grows by itself while the previous sync runs.
+//   (WAL append + fdatasync), then hands the group to the completer and takes the next one.
+//   Idle, a lone write is committed at once; under load the group grows by itself while the
+//   previous sync runs.
 //   It is the only thread that writes the database, so the pre-write lookups that answer
 //   `want_existed` see exactly the state the batch applies to.
+// - one completer: runs the callbacks of committed groups in commit order (group after group,
+//   op after op), so the next commit's sync overlaps them rather than waiting for them.
 // - kReaders readers: each takes every read queued so far and serves them with one MultiGet.
 // - a timer thread: delayed reads (fault injection) and operations started after close().
 // Sticky failure: a commit that fails (IO error, failed sync, no space) fails its whole group,
@@ -69,6 +72,12 @@ class RocksStore final : public Store {
   void close() override;
   StoreStats stats() const override;
 
+  // Tests only (a seam, like the fault injection): after committing the next group it takes (the
+  // one holding the next write submitted) the committer waits until release_committer() (or
+  // close()), so everything submitted meanwhile forms one group.
+  void hold_committer_after_next_commit();
+  void release_committer();
+
  private:
   struct ReadOp {
     std::string key;
@@ -80,10 +89,13 @@ class RocksStore final : public Store {
     WriteDone on_write;
     ClearDone on_clear;
     bool is_clear = false;
-    std::string refused;  // non-empty: refused before the engine (bad key), with this message
+    std::string refused;        // non-empty: refused before the engine (bad key), with this message
+    Status result;              // set by the committer (complete_write) ...
+    std::vector<bool> existed;  // ... for the completer to hand to the callback
   };
 
   void committer_main();
+  void completer_main();
   void commit_group(std::vector<WriteOp>& group);
   void reader_main();
   void serve_reads(std::vector<ReadOp>& reads);
@@ -102,6 +114,13 @@ class RocksStore final : public Store {
   std::condition_variable write_cv_;
   std::vector<WriteOp> write_queue_;
   bool write_stopping_ = false;
+  std::uint64_t groups_taken_ = 0;      // by the committer, under write_mu_
+  std::uint64_t hold_after_group_ = 0;  // hold_committer_after_next_commit(); 0: none
+
+  std::mutex complete_mu_;
+  std::condition_variable complete_cv_;
+  std::vector<std::vector<WriteOp>> completed_;  // committed groups, callbacks not yet run
+  bool complete_stopping_ = false;
 
   std::mutex read_mu_;
   std::condition_variable read_cv_;
@@ -119,7 +138,8 @@ class RocksStore final : public Store {
   mutable std::mutex error_mu_;
   std::string last_error_;
 
-  std::thread committer_;  // last: threads start once every member above exists
+  std::thread completer_;  // last: threads start once every member above exists
+  std::thread committer_;
   std::vector<std::thread> readers_;
 };
 

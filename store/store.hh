@@ -14,7 +14,8 @@
 //   takes no more writes (they complete with Code::failed at once) and says why in stats();
 //   reads still work. A failed fsync is not retried: it can have dropped data silently.
 // - Reads see every write whose callback has run (read-your-acknowledged-writes).
-// - Write callbacks run on one thread (the committer), in commit order; read callbacks run on a
+// - Write callbacks run on one thread (RocksStore: its completer), in commit order, after their
+//   commit; read callbacks run on a
 //   reader thread (or, with an injected read delay, on the store's timer thread).
 // Thread safety: every method may be called from any thread, concurrently.
 // Ownership: the store owns its threads; close() (or the destructor) completes or fails every

@@ -252,7 +252,8 @@ TEST(Options, CourseConstructorUsesDefaults) {
 }
 
 TEST(Names, EvictorNamesRoundTrip) {
-  for (Evictor e : {Evictor::none, Evictor::fifo, Evictor::lru, Evictor::clock}) {
+  for (Evictor e : {Evictor::none, Evictor::fifo, Evictor::lru, Evictor::clock, Evictor::s3fifo,
+                    Evictor::sieve}) {
     EXPECT_EQ(cache::parse_evictor(cache::to_string(e)), e);
   }
   EXPECT_EQ(cache::parse_evictor("LRU"), std::nullopt);

@@ -2,7 +2,8 @@
 // lock scheme and a sharded layout. Every value carries the seed it was generated from, so a
 // reader detects a torn or mixed value; a monitor thread checks space_used() <= maxmem while the
 // others run. Under ThreadSanitizer (CI's tsan build) this is also the data-race proof for the
-// shared-lock read path (CLOCK's atomic bit, LRU's touch mutex).
+// shared-lock read path (CLOCK's and SIEVE's atomic bits, S3-FIFO's atomic counter, LRU's touch
+// mutex).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -108,16 +109,16 @@ TEST_P(Stress, NoTornValuesAndNeverOverBudget) {
   EXPECT_EQ(c.space_used(), held);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Stress,
-                         ::testing::Combine(::testing::Values(Evictor::clock, Evictor::lru,
-                                                              Evictor::fifo, Evictor::none),
-                                            ::testing::Values(LockScheme::shared_reads,
-                                                              LockScheme::exclusive_all),
-                                            ::testing::Values(1u, 4u)),
-                         [](const auto& info) {
-                           return std::string(cache::to_string(std::get<0>(info.param))) + "_" +
-                                  cache::to_string(std::get<1>(info.param)) + "_" +
-                                  std::to_string(std::get<2>(info.param)) + "shards";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, Stress,
+    ::testing::Combine(::testing::Values(Evictor::clock, Evictor::s3fifo, Evictor::sieve,
+                                         Evictor::lru, Evictor::fifo, Evictor::none),
+                       ::testing::Values(LockScheme::shared_reads, LockScheme::exclusive_all),
+                       ::testing::Values(1u, 4u)),
+    [](const auto& info) {
+      return std::string(cache::to_string(std::get<0>(info.param))) + "_" +
+             cache::to_string(std::get<1>(info.param)) + "_" +
+             std::to_string(std::get<2>(info.param)) + "shards";
+    });
 
 }  // namespace

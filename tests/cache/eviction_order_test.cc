@@ -11,6 +11,7 @@ namespace {
 using cache::Cache;
 using cache::Evictor;
 using cache::LockScheme;
+using cache::SetResult;
 
 Cache make(Evictor e, LockScheme lock, std::size_t maxmem = 6) {
   cache::Options o;
@@ -122,10 +123,11 @@ TEST_P(EvictionOrder, ClockEvictsEvenWhenAllAreReferenced) {
   EXPECT_EQ(c.stats().evictions, 1u);
 }
 
-// Hot keys touched between insertions survive a long one-pass scan under CLOCK and LRU; FIFO
-// loses them. This is the behaviour the hit-ratio benchmark measures at scale.
-TEST_P(EvictionOrder, HotKeysSurviveAScanUnderClockAndLru) {
-  for (Evictor e : {Evictor::clock, Evictor::lru, Evictor::fifo}) {
+// Hot keys touched between insertions survive a long one-pass scan under CLOCK, S3-FIFO, SIEVE and
+// LRU;
+// FIFO loses them. This is the behaviour the hit-ratio benchmark measures at scale.
+TEST_P(EvictionOrder, HotKeysSurviveAScanUnderClockS3FifoAndLru) {
+  for (Evictor e : {Evictor::clock, Evictor::s3fifo, Evictor::sieve, Evictor::lru, Evictor::fifo}) {
     Cache c = make(e, GetParam(), 20);  // 10 entries
     const std::string hot[] = {"h", "i", "j", "k", "l"};
     for (const auto& h : hot) c.set(h, "1");
@@ -143,6 +145,178 @@ TEST_P(EvictionOrder, HotKeysSurviveAScanUnderClockAndLru) {
     }
   }
 }
+
+// SIEVE, with maxmem 6 (3 entries). The hand starts at the oldest entry, spares (and clears)
+// visited ones on its way to the newest, evicts the first unvisited one and stays there.
+TEST_P(EvictionOrder, SieveEvictsTheFirstUnvisitedFromTheOldest) {
+  Cache c = make(Evictor::sieve, GetParam());
+  c.set("a", "1");
+  c.set("b", "1");
+  c.set("c", "1");
+  ASSERT_TRUE(c.get("a", [](std::string_view) {}));
+  c.set("d", "1");  // hand: a (visited, cleared) -> b evicted; hand now at c
+  bool b = c.get("b", [](std::string_view) {});
+  EXPECT_FALSE(b);
+  c.set("e", "1");  // hand at c: unvisited, evicted (a keeps its place but lost its bit)
+  bool a = false, cc = false, d = false, e = false;
+  c.get("c", [&](std::string_view) { cc = true; });
+  EXPECT_FALSE(cc);
+  c.set("f", "1");  // hand moves on to d (newer than c): visited by nothing -> evicted
+  c.get("a", [&](std::string_view) { a = true; });
+  c.get("d", [&](std::string_view) { d = true; });
+  c.get("e", [&](std::string_view) { e = true; });
+  EXPECT_TRUE(a);
+  EXPECT_FALSE(d);
+  EXPECT_TRUE(e);
+  EXPECT_EQ(c.stats().evictions, 3u);
+}
+
+TEST_P(EvictionOrder, SieveWrapsAroundWhenEverythingWasVisited) {
+  Cache c = make(Evictor::sieve, GetParam());
+  c.set("a", "1");
+  c.set("b", "1");
+  c.set("c", "1");
+  for (const char* k : {"a", "b", "c"}) ASSERT_TRUE(c.get(k, [](std::string_view) {}));
+  c.set("d", "1");  // one lap clears every bit, then the oldest (a) goes
+  EXPECT_FALSE(has(c, "a"));
+  EXPECT_TRUE(has(c, "b") && has(c, "c") && has(c, "d"));
+  EXPECT_EQ(c.size(), 3u);
+}
+
+// S3-FIFO, pinned to libCacheSim's semantics. maxmem 40 holds 20 two-byte entries: small gets
+// 10% of the bytes (2 entries), main 18, the ghost remembers 18 entries' worth of hashes. Before
+// the first eviction, a full small sends new keys to main, so after fill() small holds a, b (a
+// oldest) and main holds c..t.
+class S3Fifo : public ::testing::TestWithParam<LockScheme> {
+ protected:
+  Cache c = make(Evictor::s3fifo, GetParam(), 40);
+  void fill() {
+    for (char k = 'a'; k <= 't'; ++k) ASSERT_EQ(c.set(std::string(1, k), "1"), SetResult::created);
+    ASSERT_EQ(c.size(), 20u);
+    ASSERT_EQ(c.stats().evictions, 0u);
+  }
+  void hit(char k, int times = 1) {
+    for (int i = 0; i < times; ++i) ASSERT_TRUE(c.get(std::string(1, k), [](std::string_view) {}));
+  }
+  void hit_range(char from, char to, int times = 1) {
+    for (char k = from; k <= to; ++k) hit(k, times);
+  }
+  // Which of the keys a..z are present. Probing is a hit and bumps frequencies: only at the end.
+  std::string present() {
+    std::string out;
+    for (char k = 'a'; k <= 'z'; ++k) {
+      if (c.get(std::string(1, k), [](std::string_view) {})) out += k;
+    }
+    return out;
+  }
+};
+
+TEST_P(S3Fifo, AKeySeenOnceLeavesFromSmall) {
+  fill();
+  hit_range('c', 't');  // main's frequencies do not protect small's entries
+  c.set("u", "1");      // small's oldest, a, leaves; u joins small
+  EXPECT_EQ(present(), "bcdefghijklmnopqrstu");
+  EXPECT_EQ(c.stats().evictions, 1u);
+}
+
+TEST_P(S3Fifo, OneHitInSmallIsNotEnoughToMoveToMain) {
+  fill();
+  hit('a');  // frequency 1: below libCacheSim's move-to-main threshold of 2
+  c.set("u", "1");
+  EXPECT_EQ(present(), "bcdefghijklmnopqrstu");
+}
+
+TEST_P(S3Fifo, TwoHitsInSmallMoveTheKeyToMain) {
+  fill();
+  hit('a', 2);
+  c.set("u",
+        "1");  // a moves to main (frequency 0); small goes on to its next entry, b, which leaves
+  hit('a');
+  hit_range('d', 't');  // main's only cold entry is now c
+  c.set("v", "1");      // main holds more than its share: main's hand evicts c
+  EXPECT_EQ(present(), "adefghijklmnopqrstuv");
+  EXPECT_EQ(c.stats().evictions, 2u);
+}
+
+TEST_P(S3Fifo, AGhostHitGoesStraightToMain) {
+  fill();
+  c.set("u", "1");  // a leaves small and its hash enters the ghost; small: b u
+  c.set("a", "2");  // ghost hit: small's b leaves, a enters main; small: u
+  EXPECT_TRUE(c.del("t"));
+  c.set("x", "1");  // fits; small: u x
+  c.set("y", "1");  // small's u leaves
+  c.set("z", "1");  // small's x leaves; a, in main, was never in small's way
+  EXPECT_EQ(present(), "acdefghijklmnopqrsyz");
+  EXPECT_EQ(c.get("a"), "2");
+}
+
+// The ghost remembers 36 bytes' worth of keys that left small (18 entries here). Each fresh key
+// after fill() pushes one more key out of small into the ghost. Whether "a" came back into main
+// shows in the next set: main over its share evicts from main, so small's oldest survives.
+TEST_P(S3Fifo, TheGhostRemembersExactlyItsWindow) {
+  for (int fresh : {18, 19}) {
+    Cache g = make(Evictor::s3fifo, GetParam(), 40);
+    for (char k = 'a'; k <= 't'; ++k) g.set(std::string(1, k), "1");
+    std::string keys;  // fresh keys A, B, ...: the first pushes a into the ghost
+    for (int i = 0; i < fresh; ++i) keys += static_cast<char>('A' + i);
+    for (char k : keys) g.set(std::string(1, k), "1");
+    const std::string newest(1, keys.back());  // small holds the last two fresh keys
+    g.set("a", "2");  // 18: a is the ghost's oldest, still remembered, and goes to main
+    g.set("Z", "1");
+    const bool newest_survived = g.get(newest).has_value();
+    if (fresh == 18) {
+      EXPECT_TRUE(newest_survived) << "a should have gone to main (ghost hit)";
+    } else {
+      EXPECT_FALSE(newest_survived) << "a should have been forgotten and gone to small";
+    }
+  }
+}
+
+TEST_P(S3Fifo, MainSkipsHitEntriesAndEvictsTheFirstColdOne) {
+  fill();
+  hit_range('c', 't', 3);  // every main entry at the 2-bit maximum
+  hit('a', 2);
+  c.set("u", "1");  // a moves to main with frequency 0; b leaves small
+  c.set("v", "1");  // main is over its share: the hand lowers the hot entries and evicts a
+  EXPECT_EQ(present(), "cdefghijklmnopqrstuv");
+}
+
+TEST_P(S3Fifo, ReplacingAValueKeepsItsQueueAndFrequency) {
+  fill();
+  hit('a', 2);
+  EXPECT_EQ(c.set("a", "2"), SetResult::replaced);  // stays in small with frequency 2
+  c.set("u", "1");  // small's oldest live entry, b, leaves; small: a u
+  c.set("v", "1");  // a (frequency 2) moves to main, u leaves
+  EXPECT_EQ(present(), "acdefghijklmnopqrstv");
+  EXPECT_EQ(c.get("a"), "2");
+}
+
+TEST_P(S3Fifo, DeletedSmallEntriesAreSkipped) {
+  fill();
+  EXPECT_TRUE(c.del("a"));  // its queue record in small goes stale
+  c.set("u", "1");          // fits: small b u
+  EXPECT_EQ(c.stats().evictions, 0u);
+  c.set("v", "1");  // the stale record is skipped; b leaves
+  EXPECT_EQ(present(), "cdefghijklmnopqrstuv");
+  EXPECT_EQ(c.stats().evictions, 1u);
+  EXPECT_EQ(c.space_used(), 40u);
+}
+
+TEST_P(S3Fifo, ManyReplacementsWithoutEvictionStayConsistent) {
+  Cache big = make(Evictor::s3fifo, GetParam(), 4000);
+  for (int round = 0; round < 200; ++round) {
+    for (int i = 0; i < 100; ++i) big.set("key" + std::to_string(i), std::to_string(round));
+    if (round % 3 == 0) big.del("key" + std::to_string(round % 100));
+  }
+  EXPECT_EQ(big.stats().evictions, 0u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(big.get("key" + std::to_string(i)), "199");
+}
+
+INSTANTIATE_TEST_SUITE_P(Locks, S3Fifo,
+                         ::testing::Values(LockScheme::shared_reads, LockScheme::exclusive_all),
+                         [](const auto& info) {
+                           return std::string(cache::to_string(info.param));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Locks, EvictionOrder,
                          ::testing::Values(LockScheme::shared_reads, LockScheme::exclusive_all),

@@ -62,7 +62,8 @@ TEST_P(NoAlloc, GetMissAllocatesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Evictors, NoAlloc,
-                         ::testing::Values(cache::Evictor::clock, cache::Evictor::lru,
+                         ::testing::Values(cache::Evictor::clock, cache::Evictor::s3fifo,
+                                           cache::Evictor::sieve, cache::Evictor::lru,
                                            cache::Evictor::fifo, cache::Evictor::none),
                          [](const auto& info) {
                            return std::string(cache::to_string(info.param));

@@ -1,7 +1,8 @@
 // Thousands of random operations against a simple reference model. With one shard, FIFO, LRU
 // and no-eviction caches must agree with the model exactly (every result, every value, the
-// accounting); CLOCK must return the latest value on a hit, miss deleted keys and account
-// exactly for what it holds. space_used() <= maxmem is checked after every step, everywhere.
+// accounting); CLOCK, S3-FIFO and SIEVE must return the latest value on a hit, miss deleted keys
+// and account exactly for what it holds. space_used() <= maxmem is checked after every step,
+// everywhere.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -212,7 +213,8 @@ TEST_P(ApproximateModel, NeverStaleAndAccountsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, ApproximateModel,
-                         ::testing::Combine(::testing::Values(Evictor::clock, Evictor::lru,
+                         ::testing::Combine(::testing::Values(Evictor::clock, Evictor::s3fifo,
+                                                              Evictor::sieve, Evictor::lru,
                                                               Evictor::fifo),
                                             ::testing::Values(1u, 4u)),
                          [](const auto& info) {

@@ -62,6 +62,20 @@ TEST(Cli, ExplicitThreadsAndOtherFlags) {
   EXPECT_EQ(cfg.workload.seed, 9u);
 }
 
+TEST(Cli, RecordTraceTakesAFileAndNeedsKeys) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--record-trace", "etc.txt"}, cfg, err), CliOutcome::kRun) << err;
+  EXPECT_EQ(cfg.record_trace_path, "etc.txt");
+  Config fixed;
+  EXPECT_EQ(parse({"--path", "/mem", "--record-trace", "t.bin"}, fixed, err), CliOutcome::kError);
+  EXPECT_EQ(err, "--record-trace records keys; workload fixed-get has none");
+  Config missing;
+  err.clear();
+  EXPECT_EQ(parse({"--record-trace"}, missing, err), CliOutcome::kError);
+  EXPECT_EQ(err, "--record-trace needs a file name");
+}
+
 TEST(Cli, PathImpliesFixedGet) {
   Config cfg;
   std::string err;

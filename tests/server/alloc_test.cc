@@ -14,7 +14,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -68,6 +71,39 @@ TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
       << "allocations over " << kMeasured << " GET hits";
 }
 
+// The request-duration histograms (/metrics) on the GET-hit path: the engine is driven the way
+// Connection drives it (arrival stamped, durations recorded after each consume) and records
+// every measured GET, without allocating.
+TEST(SteadyStateAllocations, EngineGetHitsTimedForMetricsAllocateNothing) {
+  testing::EngineHarness h;
+  ASSERT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
+  std::string responses;
+  responses.reserve(1 << 20);
+  h.pending.reserve(4096);
+  auto one_get = [&] {
+    h.pending.append(kGet);
+    responses.clear();
+    h.engine.mark_arrival(std::chrono::steady_clock::now());
+    const std::size_t used = h.engine.consume(h.pending);
+    h.pending.erase(0, used);
+    h.engine.record_durations(std::chrono::steady_clock::now());
+    responses += h.engine.output();
+    h.engine.output_written();
+  };
+  for (int i = 0; i < kWarmup; ++i) one_get();
+  ASSERT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
+  const std::uint64_t before = counting_new::allocations();
+  for (int i = 0; i < kMeasured; ++i) one_get();
+  const std::uint64_t after = counting_new::allocations();
+  EXPECT_EQ(after - before, 0u) << "allocations over " << kMeasured << " timed GET hits";
+  const TimingTotals totals = h.stats.sum_timings();
+  std::uint64_t timed = 0;
+  for (const std::uint64_t b : totals.by_class[static_cast<std::size_t>(RouteClass::get)].buckets) {
+    timed += b;
+  }
+  EXPECT_EQ(timed, static_cast<std::uint64_t>(kWarmup + kMeasured));
+}
+
 // The baseline copies each value into a std::string (100 bytes: past the small-string buffer).
 TEST(SteadyStateAllocations, BaselineValuePathAllocatesPerGetHit) {
   Config baseline;
@@ -115,35 +151,44 @@ class Client {
 };
 
 // Runs keep-alive GET hits through a whole in-process server; returns the allocations counted
-// (every thread's, the store's included) during the measured ones.
+// (every thread's, the store's included) during the measured ones (the fewest of three rounds).
 std::uint64_t server_get_hit_allocations(Config config) {
   config.port = 0;
   Server srv(config);
   EXPECT_EQ(srv.listen(), "");
   srv.start();
   EXPECT_EQ(srv.context().cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
+  // The response with its Date header's value left out (it changes every second).
   const std::string expected =
       "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\n" +
       std::string(100, 'v');
+  const std::size_t response_size = expected.size() + std::string_view("Date: \r\n").size() + 29;
   char buf[512];
-  EXPECT_LT(expected.size(), sizeof buf);
+  EXPECT_LT(response_size, sizeof buf);
   Client client(srv.local_endpoint().port());
   EXPECT_TRUE(client.connected());
   bool ok = true;
   for (int i = 0; i < kWarmup && ok; ++i) {
-    ok = client.exchange(kGet, sizeof kGet - 1, buf, expected.size());
+    ok = client.exchange(kGet, sizeof kGet - 1, buf, response_size);
   }
   EXPECT_TRUE(ok);
-  EXPECT_EQ(std::string(buf, expected.size()), expected);
-  const std::uint64_t before = counting_new::allocations();
-  for (int i = 0; i < kMeasured && ok; ++i) {
-    ok = client.exchange(kGet, sizeof kGet - 1, buf, expected.size());
+  EXPECT_EQ(server::testing::without_dates(std::string_view(buf, response_size)), expected);
+  // The count covers every thread, so a background thread's own work (RocksDB tidies up for a
+  // while after it opens) can land in a round. The fewest over three rounds is what the GET
+  // path itself allocates: an allocation per request would show in every round, thousands of
+  // times.
+  std::uint64_t fewest = UINT64_MAX;
+  for (int round = 0; round < 3 && fewest != 0; ++round) {
+    const std::uint64_t before = counting_new::allocations();
+    for (int i = 0; i < kMeasured && ok; ++i) {
+      ok = client.exchange(kGet, sizeof kGet - 1, buf, response_size);
+    }
+    fewest = std::min(fewest, counting_new::allocations() - before);
   }
-  const std::uint64_t after = counting_new::allocations();
   EXPECT_TRUE(ok);
-  EXPECT_EQ(std::string(buf, expected.size()), expected);
+  EXPECT_EQ(server::testing::without_dates(std::string_view(buf, response_size)), expected);
   srv.stop();
-  return after - before;
+  return fewest;
 }
 
 TEST(SteadyStateAllocations, ServerGetHitsOverSocketAllocateNothing) {

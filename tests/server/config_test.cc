@@ -170,9 +170,10 @@ TEST(ParseFlags, ShortAndLongForms) {
   EXPECT_EQ(s.port, 0);
   EXPECT_EQ(s.threads, 4u);
   EXPECT_EQ(s.evictor, cache::Evictor::lru);
-  const Config l = parse_ok({"--maxmem", "2K", "--host", "0.0.0.0", "--port=9", "--threads=2",
-                             "--evictor", "fifo", "--max-value", "10K", "--header-timeout", "0.5",
-                             "--idle-timeout=3", "--io-model", "shared"});
+  const Config l =
+      parse_ok({"--maxmem", "2K", "--host", "0.0.0.0", "--port=9", "--threads=2", "--evictor",
+                "fifo", "--max-value", "10K", "--header-timeout", "0.5", "--idle-timeout=3",
+                "--io-model", "shared", "--max-connections", "500"});
   EXPECT_EQ(l.maxmem, 2048u);
   EXPECT_EQ(l.port, 9);
   EXPECT_EQ(l.threads, 2u);
@@ -181,6 +182,16 @@ TEST(ParseFlags, ShortAndLongForms) {
   EXPECT_EQ(l.header_timeout.count(), 500);
   EXPECT_EQ(l.idle_timeout.count(), 3000);
   EXPECT_EQ(l.io_model, IoModel::shared);
+  EXPECT_EQ(l.max_connections, 500u);
+  EXPECT_EQ(parse_ok({"--max-inflight", "64M"}).max_inflight, 64u << 20);
+  EXPECT_EQ(s.max_inflight, kDefaultMaxInflightBytes);
+  EXPECT_NE(parse_error({"--max-inflight", "lots"}).find("--max-inflight"), std::string::npos);
+  EXPECT_NE(validate(parse_ok({"--max-inflight", "512K"})).find("smaller than --max-value"),
+            std::string::npos);
+  EXPECT_EQ(s.max_connections, kDefaultMaxConnections);
+  EXPECT_NE(describe(l).find(" max_connections=500"), std::string::npos) << describe(l);
+  EXPECT_NE(parse_error({"--max-connections", "0"}).find("--max-connections"), std::string::npos);
+  EXPECT_NE(parse_error({"--max-connections", "-5"}).find("--max-connections"), std::string::npos);
 }
 
 TEST(ParseFlags, Help) {
@@ -193,6 +204,8 @@ TEST(ParseFlags, Help) {
                            "--threads",
                            "--evictor",
                            "--max-value",
+                           "--max-connections",
+                           "--max-inflight",
                            "--header-timeout",
                            "--idle-timeout",
                            "--variant",
@@ -252,6 +265,27 @@ TEST(Validate, Ranges) {
   c = Config{};
   c.header_timeout = std::chrono::milliseconds(0);
   EXPECT_NE(validate(c), "");
+}
+
+// --max-value above min(--maxmem, 4 GiB - 1) is refused at start, with the reason.
+TEST(Validate, MaxValueBounds) {
+  EXPECT_EQ(validate(parse_ok({"-m", "1M", "--max-value", "1M"})), "");  // equal is fine
+  // The default --max-value shrinks to a smaller --maxmem; an explicit one does not.
+  EXPECT_EQ(parse_ok({"-m", "1K"}).max_value, 1024u);
+  EXPECT_EQ(validate(parse_ok({"-m", "1K"})), "");
+  EXPECT_EQ(parse_ok({"-m", "4M"}).max_value, 1u << 20);
+  EXPECT_EQ(parse_ok({"-m", "1K", "--max-value=2K"}).max_value, 2048u);
+  std::string e = validate(parse_ok({"-m", "1M", "--max-value", "2M"}));
+  EXPECT_NE(e.find("--max-value 2097152 is larger than --maxmem 1048576"), std::string::npos) << e;
+  e = validate(parse_ok({"-m", "1K", "--max-value", "1025"}));
+  EXPECT_NE(e.find("larger than --maxmem"), std::string::npos) << e;
+  EXPECT_EQ(validate(parse_ok({"-m", "8G", "--max-value", "4294967295", "--max-inflight", "4G"})),
+            "");
+  e = validate(parse_ok({"-m", "8G", "--max-value", "4G"}));
+  EXPECT_NE(e.find("at most 4294967295 bytes"), std::string::npos) << e;
+  // The largest sizes the parser takes do not wrap any sum the validation makes.
+  e = validate(parse_ok({"-m", "18446744073709551615", "--max-value", "18446744073709551615"}));
+  EXPECT_NE(e.find("too large"), std::string::npos) << e;
 }
 
 TEST(StoreFlags, Parse) {

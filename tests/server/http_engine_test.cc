@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "engine_harness.hh"
+#include "server/http_date.hh"
 
 namespace server {
 namespace {
@@ -32,6 +34,132 @@ TEST(HttpEngine, PutGetDeleteRoundTrip) {
   EXPECT_TRUE(miss.starts_with("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"));
   EXPECT_TRUE(miss.ends_with("\r\n\r\n{\"error\": \"key not found\"}"));
   EXPECT_FALSE(h.engine.must_close());
+}
+
+TEST(HttpDate, FormatsImfFixdate) {
+  char out[kHttpDateSize];
+  format_http_date(784111777, out);  // RFC 9110's example
+  EXPECT_EQ(std::string_view(out, kHttpDateSize), "Sun, 06 Nov 1994 08:49:37 GMT");
+  format_http_date(0, out);
+  EXPECT_EQ(std::string_view(out, kHttpDateSize), "Thu, 01 Jan 1970 00:00:00 GMT");
+  format_http_date(951782400, out);  // a leap day
+  EXPECT_EQ(std::string_view(out, kHttpDateSize), "Tue, 29 Feb 2000 00:00:00 GMT");
+  format_http_date(4102444799, out);
+  EXPECT_EQ(std::string_view(out, kHttpDateSize), "Thu, 31 Dec 2099 23:59:59 GMT");
+}
+
+TEST(HttpDate, NowIsTheCurrentSecond) {
+  const std::time_t before = std::time(nullptr);
+  const std::string now(http_date_now());
+  const std::time_t after = std::time(nullptr);
+  // The coarse clock may trail the precise one by a tick (a few ms), hence before - 1.
+  bool matched = false;
+  for (std::time_t t = before - 1; t <= after && !matched; ++t) {
+    char text[kHttpDateSize];
+    format_http_date(t, text);
+    matched = now == std::string_view(text, kHttpDateSize);
+  }
+  EXPECT_TRUE(matched) << now;
+  EXPECT_TRUE(testing::is_imf_fixdate(now)) << now;
+}
+
+// RFC 9110 §6.6.1: every response of an origin server with a clock carries Date, errors and
+// bodiless responses included; exactly one per response.
+TEST(HttpEngine, EveryResponseCarriesOneDate) {
+  EngineHarness h;
+  std::string raw;
+  h.pending =
+      "PUT /key/k HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+      "GET /key/k HTTP/1.1\r\n\r\n"
+      "HEAD /key/k HTTP/1.1\r\n\r\n"
+      "GET /key/nope HTTP/1.1\r\n\r\n"
+      "DELETE /key/k HTTP/1.1\r\n\r\n"
+      "GET /stats HTTP/1.1\r\n\r\n"
+      "BREW /key/k HTTP/1.1\r\n\r\n"
+      "GET /nowhere HTTP/1.1\r\n\r\n"
+      "GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n";  // 400, then close
+  h.drain(raw);
+  EXPECT_EQ(count(raw, "HTTP/1.1 "), 9u) << raw;
+  EXPECT_EQ(count(raw, "\r\nDate: "), 9u) << raw;
+  for (auto p = raw.find("\r\nDate: "); p != std::string::npos; p = raw.find("\r\nDate: ", p + 1)) {
+    EXPECT_TRUE(testing::is_imf_fixdate(std::string_view(raw).substr(p + 8, 29))) << raw;
+    EXPECT_EQ(raw.substr(p + 8 + 29, 2), "\r\n");
+  }
+}
+
+// --max-inflight: a body announced over the budget is refused before it is read; one that
+// fits is charged while it is received and given back once answered.
+TEST(HttpEngine, InflightBudgetRefusesAnnouncedBodiesThatDoNotFit) {
+  Config c;
+  c.max_inflight = 1 << 20;
+  EngineHarness h(c);
+  const std::string big(600 * 1024, 'v');
+  // Half of a 600 KiB body: charged in full as soon as the header is in.
+  const std::string head =
+      "PUT /key/a HTTP/1.1\r\nContent-Length: " + std::to_string(big.size()) + "\r\n\r\n";
+  h.engine.consume(head + big.substr(0, 1000));
+  EXPECT_EQ(h.ctx.inflight.used(), big.size());
+  // A second connection announcing as much does not fit: 503 before its body, then close.
+  BasicHttpEngine<OptimizedVariant> second(h.ctx, h.stats.worker(0));  // the same budget
+  second.consume(head);
+  EXPECT_TRUE(second.output().starts_with("HTTP/1.1 503 ")) << second.output();
+  EXPECT_NE(second.output().find("--max-inflight"), std::string::npos);
+  EXPECT_TRUE(second.must_close());
+  EXPECT_EQ(h.ctx.inflight.used(), big.size());
+  // The first body completes: stored, and its charge given back.
+  const std::size_t used = h.engine.consume(big.substr(1000));
+  EXPECT_EQ(used, big.size() - 1000);
+  EXPECT_TRUE(h.engine.output().starts_with("HTTP/1.1 201 ")) << h.engine.output();
+  h.engine.output_written();
+  EXPECT_EQ(h.ctx.inflight.used(), 0u);
+  EXPECT_EQ(h.ctx.inflight.high_water(), big.size());
+  // Small bodies are part of a connection's fixed footprint: never charged.
+  EXPECT_EQ(h.feed("PUT /key/s HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"),
+            "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(h.ctx.inflight.used(), 0u);
+}
+
+TEST(HttpEngine, InflightBudgetRefusesAChunkedBodyAsItCrossesTheBudget) {
+  Config c;
+  c.max_inflight = 256 * 1024;
+  c.max_value = 256 * 1024;
+  EngineHarness h(c);
+  std::string req = "PUT /key/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string chunk(32 * 1024, 'x');
+  for (int i = 0; i < 7; ++i) req += "8000\r\n" + chunk + "\r\n";  // 224 KiB: fits
+  req += "0\r\n\r\n";
+  EXPECT_TRUE(h.feed(req).starts_with("HTTP/1.1 201 "));
+  EXPECT_EQ(h.ctx.inflight.used(), 0u);
+  // The same body while another connection holds 200 KiB: refused as it crosses the budget.
+  ASSERT_TRUE(h.ctx.inflight.try_add(200 * 1024));
+  const std::string out = h.feed("PUT /key/d HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                                 req.substr(req.find("8000")));
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 503 ")) << out.substr(0, 200);
+  EXPECT_TRUE(h.engine.must_close());
+  h.ctx.inflight.sub(200 * 1024);
+  EXPECT_EQ(h.ctx.inflight.used(), 0u);
+  EXPECT_FALSE(h.cache.get("d", [](std::string_view) {}));
+}
+
+// A large rendering of a read (here a value's JSON form) counts until it is written, and is
+// replaced by a 503 when the budget has no room for it; a write's answer is always kept.
+TEST(HttpEngine, InflightBudgetCountsUnwrittenResponses) {
+  Config c;
+  c.max_inflight = 1 << 20;
+  EngineHarness h(c);
+  ASSERT_EQ(h.cache.set("big", std::string(300 * 1024, '\xff')), cache::SetResult::created);
+  const std::string get_json = "GET /key/big HTTP/1.1\r\nAccept: application/json\r\n\r\n";
+  h.engine.consume(get_json);  // not written yet: ~1.2 MiB of escapes would not fit
+  EXPECT_TRUE(h.engine.output().starts_with("HTTP/1.1 503 ")) << h.engine.output().substr(0, 80);
+  EXPECT_FALSE(h.engine.must_close());
+  h.engine.output_written();
+  EXPECT_EQ(h.ctx.inflight.used(), 0u);
+  // The raw value (300 KiB) fits: charged while unwritten, given back once written.
+  h.engine.consume("GET /key/big HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(h.engine.output().starts_with("HTTP/1.1 200 "));
+  EXPECT_EQ(h.ctx.inflight.used(), h.engine.output().size());
+  h.engine.output_written();
+  EXPECT_EQ(h.ctx.inflight.used(), 0u);
 }
 
 TEST(HttpEngine, PipelinedRequestsAnsweredInOrderEvenByteByByte) {

@@ -43,6 +43,9 @@ TEST(Router, FixedRoutes) {
   EXPECT_EQ(route(verb::head, "/").endpoint, Endpoint::root_head);
   EXPECT_EQ(route(verb::post, "/reset").endpoint, Endpoint::reset);
   EXPECT_EQ(route(verb::get, "/stats").endpoint, Endpoint::stats);
+  EXPECT_EQ(route(verb::get, "/metrics").endpoint, Endpoint::metrics);
+  EXPECT_EQ(route(verb::get, "/metrics?x").endpoint, Endpoint::metrics);
+  EXPECT_EQ(route(verb::get, "/metrics/x").endpoint, Endpoint::not_found);
 }
 
 TEST(Router, QueryIsIgnored) {
@@ -238,7 +241,7 @@ TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
   };
   std::size_t patterns_seen = 0;
   for (const PathPattern p : {PathPattern::key, PathPattern::key_value, PathPattern::root,
-                              PathPattern::reset, PathPattern::stats}) {
+                              PathPattern::reset, PathPattern::stats, PathPattern::metrics}) {
     std::string expected_allow;
     for (const RouteRow& row : kRouteTable) {
       if (row.path != p) continue;
@@ -265,13 +268,14 @@ TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
       }
     }
   }
-  EXPECT_EQ(patterns_seen, 5u);
+  EXPECT_EQ(patterns_seen, 6u);
   // The named constants are the same derived lists, as documented in docs/api.md.
   EXPECT_EQ(kAllowKey, "GET, PUT, DELETE, HEAD");
   EXPECT_EQ(kAllowKeyValue, "PUT");
   EXPECT_EQ(kAllowRoot, "HEAD");
   EXPECT_EQ(kAllowReset, "POST");
   EXPECT_EQ(kAllowStats, "GET");
+  EXPECT_EQ(kAllowMetrics, "GET");
 }
 
 // docs/api.md's route list is route_table_markdown(), verbatim, between its markers.

@@ -262,7 +262,7 @@ def test_large_body_over_limit_is_answered_not_reset(start_server):
 
 
 def test_value_larger_than_maxmem_is_413(start_server):
-    srv = start_server("-m", "2K")
+    srv = start_server("-m", "2K", "--max-value", "2K")  # key + value over maxmem, value not
     assert_json_error(put(srv, "big", b"v" * 2048), 413)
     assert put(srv, "fits", b"v" * 1000).status == 201
 
@@ -374,3 +374,29 @@ def test_server_survives_malformed_input(server):
             except (ConnectionResetError, BrokenPipeError):
                 pass
     assert exchange(server, "HEAD", "/").status == 200
+
+
+# --- Date (RFC 9110 §6.6.1) -------------------------------------------------------------------
+
+def test_every_response_carries_a_current_date(server):
+    """200, 201, 204, 404, 400, 405 and /stats responses all carry one IMF-fixdate Date header
+    within a few seconds of this machine's clock."""
+    from email.utils import parsedate_to_datetime
+
+    responses = [
+        put(server, "d", b"v"),
+        exchange(server, "GET", "/key/d"),
+        exchange(server, "HEAD", "/key/d"),
+        exchange(server, "GET", "/key/absent"),
+        exchange(server, "GET", "/key/%zz"),
+        exchange(server, "PATCH", "/key/d"),
+        exchange(server, "GET", "/stats"),
+        exchange(server, "DELETE", "/key/d"),
+    ]
+    for resp in responses:
+        raw = resp.raw_head.decode("latin-1")
+        assert raw.count("\r\nDate: ") == 1, raw
+        value = resp.headers["date"]
+        assert len(value) == 29 and value.endswith(" GMT"), value
+        when = parsedate_to_datetime(value).timestamp()
+        assert abs(when - time.time()) < 5, (value, time.time())

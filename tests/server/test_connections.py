@@ -350,7 +350,7 @@ def test_help_lists_flags(server_bin):
     assert r.returncode == 0
     for flag in ("-m, --maxmem", "-s, --host", "-p, --port", "-t, --threads", "-e, --evictor",
                  "--max-value", "--header-timeout", "--idle-timeout", "--variant", "--lock",
-                 "--value-path", "--dispatch"):
+                 "--value-path", "--dispatch", "--max-connections", "--max-inflight"):
         assert flag in r.stdout
 
 
@@ -358,7 +358,8 @@ def test_help_lists_flags(server_bin):
                                   ["-e", "random"], ["-p"], ["--max-value", "0"],
                                   ["-s", "not-an-address", "-p", "0"], ["-s", "192.0.2.1", "-p", "0"],
                                   ["--variant", "fast"], ["--variant"], ["--lock", "none"],
-                                  ["--value-path", "char"], ["--dispatch", "random"]])
+                                  ["--value-path", "char"], ["--dispatch", "random"],
+                                  ["--max-connections", "0"], ["-m", "1M", "--max-value", "2M"]])
 def test_bad_flags_give_one_line_error(server_bin, args):
     r = run_bin(server_bin, *args)
     assert r.returncode != 0
@@ -379,6 +380,17 @@ def test_startup_prints_effective_config(start_server):
     for part in ("maxmem=2097152", "threads=2", "evictor=fifo", "max_value=4096", "host=127.0.0.1"):
         assert part in config
     assert srv.port > 0
+
+
+def test_docs_config_line_is_what_the_server_prints(start_server):
+    """docs/api.md shows the start-up line of `cache_server -p 0` (with -s 127.0.0.1, the
+    default): every field, in order, with the defaults' values."""
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "api.md")
+    with open(docs, encoding="utf-8") as f:
+        documented = [line.strip() for line in f if line.startswith("config maxmem=")]
+    assert len(documented) == 1, documented
+    srv = start_server()
+    assert srv.stdout_lines[0].decode() == documented[0]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/rocksdb_store.hh"
 #include "store/store.hh"
 
 namespace {
@@ -161,31 +162,25 @@ std::string value_of(store::Store& s, const std::string& key) {
   return r.value;
 }
 
-// Holds the committer inside a write callback, so everything submitted meanwhile queues up and
-// forms the next group. release() (or the destructor) lets it go.
+// Holds the committer after a commit of its own (one write, "__gate"), so everything submitted
+// meanwhile queues up and forms the next group. release() (or the destructor) lets it go.
 class CommitterGate {
  public:
-  explicit CommitterGate(store::Store& s) {
-    auto f = entered_.get_future();
-    s.write({put("__gate", "1", false)},
-            [this, held = held_.get_future().share()](const store::WriteResult&) {
-              entered_.set_value();
-              held.wait();
-            });
+  explicit CommitterGate(store::Store& s) : store_(dynamic_cast<store::RocksStore&>(s)) {
+    store_.hold_committer_after_next_commit();
+    std::promise<void> committed;
+    auto f = committed.get_future();
+    store_.write({put("__gate", "1", false)},
+                 [&committed](const store::WriteResult&) { committed.set_value(); });
     wait_for(f);
   }
   ~CommitterGate() { release(); }
   CommitterGate(const CommitterGate&) = delete;
   CommitterGate& operator=(const CommitterGate&) = delete;
-  void release() {
-    if (!released_) held_.set_value();
-    released_ = true;
-  }
+  void release() { store_.release_committer(); }
 
  private:
-  std::promise<void> entered_;  // set by the callback before it blocks on held_
-  std::promise<void> held_;
-  bool released_ = false;
+  store::RocksStore& store_;
 };
 
 // --- open_store / parse_faults -------------------------------------------------------------

@@ -1,0 +1,415 @@
+// s3fifo.hh — S3-FIFO eviction (Yang et al., SOSP 2023) and its ghost queue of key hashes.
+//
+// Owns: the small FIFO (a queue of entry addresses), the main FIFO (the slot table as a clock
+// face, as CLOCK does), the ghost of recently evicted one-hit keys, and the byte split between
+// small and main. Kept apart from eviction_policies.hh because it is several structures, not a
+// hook. The semantics follow libCacheSim's S3FIFO.c (the authors' simulator), so the two can be
+// cross-checked on the same traces:
+//   - small gets 10% of the shard's bytes, main the rest, the ghost remembers the keys that left
+//     small during the last 90% of the shard's bytes worth of such departures (fingerprints);
+//   - a new key goes to small, or to main if its hash is in the ghost (the ghost forgets it);
+//     until the first eviction, once small is full new keys go straight to main;
+//   - a hit adds 1 to a 2-bit frequency (capped at 3) in the entry's meta byte, atomically: the
+//     read path takes no exclusive lock and writes nothing once the counter is saturated;
+//   - evict from main if main holds more than its share or small is empty, else from small;
+//   - small's oldest entry moves to main (frequency reset to 0) if it was hit at least twice
+//     (libCacheSim's move-to-main threshold, 2), else it leaves and its hash enters the ghost;
+//   - main's hand visits entries in a fixed scattered order; one with frequency > 0 is
+//     decremented and skipped, the first with frequency 0 leaves.
+// Deviation, for memory: libCacheSim's main queue is a linked FIFO; ours is the slot table with
+// a clock hand (no per-entry queue link), so a key promoted to main first meets the hand after a
+// uniformly random part of a revolution rather than after exactly one; the ghost is approximate
+// (see GhostFifo). cache/README.md and optimizations/README.md measure both against libCacheSim.
+//
+// Entries replaced by a set keep their queue and frequency. Entries removed while in small leave
+// a stale (address, hash) record in small's queue: a record counts only if the table still holds
+// that exact address under that hash, in small, so freed memory is never dereferenced.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <new>
+
+#include "cache/entry.hh"
+#include "cache/slot_table.hh"
+
+namespace cache::detail {
+
+// The ghost: which keys left small recently, as 16-bit fingerprints stamped with the time they
+// left, where time counts the bytes of every entry that has entered the ghost. A fingerprint is
+// remembered while less than `window_bytes` of later ghost entries have followed it: a FIFO of
+// that many bytes, as libCacheSim's ghost is, without a queue. The table is a two-choice hash
+// of 8-slot buckets of 32-bit words (fingerprint << 16 | coarse time), sized for the number of
+// entries the cache holds, about 4.3 bytes per cached entry; a slot whose time is out of the
+// window is free. Only touched under the shard's exclusive lock.
+//
+// libCacheSim's ghost FIFO frees a record's room when a ghost hit removes it, so the others stay
+// longer; here the window is stretched by 1 / (1 - the recent fraction of records removed by
+// hits) to match. Approximations, all toward forgetting or a rare false hit: a fingerprint is 16
+// bits (a false hit sends a new key to main instead of small); when both buckets are full of
+// live fingerprints the oldest is dropped; growing the table forgets everything.
+class GhostFifo {
+ public:
+  explicit GhostFifo(std::size_t window_bytes)
+      : window_(window_bytes), effective_window_(window_bytes) {
+    while ((window_ >> shift_) >= kWindowUnits) ++shift_;
+  }
+
+  // Forgets the key of `hash` if remembered; true if it was.
+  bool remove(std::uint64_t hash) {
+    std::uint32_t* slot = find(hash);
+    if (slot == nullptr) return false;
+    *slot = 0;
+    removed_ += 1;
+    update_window();
+    return true;
+  }
+
+  // Remembers the key of `hash`, which held `charge` bytes (a no-op if already remembered).
+  // `items` is the number of entries the cache holds now; it sizes the table.
+  // Never throws, so an eviction cannot fail halfway.
+  void insert(std::uint64_t hash, std::size_t charge, std::size_t items) noexcept {
+    if (charge > window_ || !fit(items) || find(hash) != nullptr) return;
+    const std::uint32_t word = (fingerprint(hash) << 16) | (now_unit() & 0xffff);
+    now_ += charge;
+    std::uint32_t* b1 = bucket(hash);
+    std::uint32_t* b2 = bucket(hash * 0x9E3779B97F4A7C15ULL >> 32);
+    std::uint32_t* target = nullptr;
+    const std::uint32_t now = now_unit(), limit = live_limit();
+    unsigned free1 = 0, free2 = 0;
+    for (std::size_t i = 0; i < kWays; ++i) {
+      free1 += !live(b1[i], now, limit);
+      free2 += !live(b2[i], now, limit);
+    }
+    std::uint32_t* b = free1 >= free2 ? b1 : b2;
+    if (free1 == 0 && free2 == 0) {  // drop the oldest of the 16
+      target = b1;
+      for (std::uint32_t* bb : {b1, b2}) {
+        for (std::size_t i = 0; i < kWays; ++i) {
+          if (age(bb[i]) > age(*target)) target = &bb[i];
+        }
+      }
+    } else {
+      for (std::size_t i = 0; i < kWays && target == nullptr; ++i) {
+        if (!live(b[i])) target = &b[i];
+      }
+    }
+    *target = word;
+    inserted_ += 1;
+    if (inserted_ > kRateHistory) {  // exponential decay of the hit-rate estimate
+      inserted_ /= 2;
+      removed_ /= 2;
+    }
+    update_window();
+    sweep_one();
+  }
+
+  void clear() {
+    table_.reset();
+    buckets_ = 0;
+    now_ = 0;
+    cursor_ = 0;
+    inserted_ = removed_ = 0;
+    effective_window_ = window_;
+  }
+
+ private:
+  static constexpr std::size_t kWays = 8;
+  static constexpr std::uint64_t kWindowUnits = 8192;  // time wraps at 65536 units: 8 windows
+  static constexpr double kRateHistory = 4096;         // ghost insertions the hit rate spans
+
+  static std::uint32_t fingerprint(std::uint64_t hash) {
+    const auto fp = static_cast<std::uint32_t>(hash >> 48);
+    return fp == 0 ? 1 : fp;
+  }
+  std::uint32_t now_unit() const { return static_cast<std::uint32_t>(now_ >> shift_); }
+  // Units of time since the word was stamped (time runs in units of 2^shift_ bytes).
+  std::uint32_t age(std::uint32_t word) const { return (now_unit() - word) & 0xffff; }
+  bool live(std::uint32_t word) const { return live(word, now_unit(), live_limit()); }
+  // The same test with the per-call parts hoisted out of the bucket loops (for speed): age <<
+  // shift_ <= effective_window_ exactly when age <= effective_window_ >> shift_, and an age is at
+  // most 0xffff.
+  std::uint32_t live_limit() const {
+    const std::uint64_t limit = effective_window_ >> shift_;
+    return limit > 0x10000 ? 0x10000 : static_cast<std::uint32_t>(limit);
+  }
+  static bool live(std::uint32_t word, std::uint32_t now, std::uint32_t limit) {
+    return word != 0 && ((now - word) & 0xffff) <= limit;
+  }
+  // A FIFO of window_ bytes that forgets a key on a ghost hit makes room for later ones: its
+  // records live longer, by 1 / (1 - the fraction of records removed by hits). Estimated from
+  // recent counts, capped at 4 windows (the 16-bit time wraps at 8).
+  void update_window() {
+    const double kept = inserted_ > removed_ ? (inserted_ - removed_) / inserted_ : 0.0;
+    effective_window_ =
+        kept * 4 <= 1 ? 4 * window_ : static_cast<std::size_t>(static_cast<double>(window_) / kept);
+  }
+  std::uint32_t* bucket(std::uint64_t h) {
+    return &table_[(((h & 0xffffffff) * buckets_) >> 32) * kWays];
+  }
+  // Every set of a new key runs this once or twice (it asks the ghost; an eviction from small
+  // inserts into it), so it is written for speed: a branch-free test, two words at a time, tells
+  // whether any fingerprint in the bucket matches, and only then (rarely) are the slots scanned
+  // in order. Returns the same slot as a plain scan in order would.
+  std::uint32_t* find(std::uint64_t hash) {
+    if (buckets_ == 0) return nullptr;
+    const std::uint32_t fp = fingerprint(hash);
+    const std::uint64_t pattern = (std::uint64_t{fp} << 48) | (std::uint64_t{fp} << 16);
+    for (std::uint32_t* b : {bucket(hash), bucket(hash * 0x9E3779B97F4A7C15ULL >> 32)}) {
+      if (!any_fingerprint(b, pattern)) continue;
+      const std::uint32_t now = now_unit(), limit = live_limit();
+      for (std::size_t i = 0; i < kWays; ++i) {
+        if ((b[i] >> 16) == fp && live(b[i], now, limit)) return &b[i];
+      }
+    }
+    return nullptr;
+  }
+  // Whether any of the bucket's 8 words has the fingerprint in `pattern` (fp in bits 16..31 and
+  // 48..63) as its top 16 bits: XOR leaves those halves zero, the low halves are forced to ones,
+  // and the classic has-a-zero-lane test runs on 16-bit lanes. Exact (the test's false
+  // positives only ever sit above a true zero lane).
+  static bool any_fingerprint(const std::uint32_t* b, std::uint64_t pattern) {
+    constexpr std::uint64_t kLow = 0x0000ffff0000ffffULL, kOnes = 0x0001000100010001ULL;
+    constexpr std::uint64_t kHighBits = 0x8000800080008000ULL;
+    std::uint64_t zero = 0;
+    for (std::size_t i = 0; i < kWays; i += 2) {
+      std::uint64_t w;
+      std::memcpy(&w, b + i, sizeof w);
+      const std::uint64_t x = (w ^ pattern) | kLow;
+      zero |= (x - kOnes) & ~x & kHighBits;
+    }
+    return zero != 0;
+  }
+  // Room for 90% of `items` fingerprints at a load of at most 95%; grows to a load of 85%. Two
+  // choices of 8 slots each rarely overflow even at 95%.
+  // Never throws: without memory for a bigger table it keeps the old one (false if none).
+  bool fit(std::size_t items) noexcept {
+    const std::size_t wanted = items - items / 10;
+    if (buckets_ != 0 && wanted * 100 <= buckets_ * kWays * 95) return true;
+    const std::size_t buckets = (wanted * 100 / 85) / kWays + 1;
+    try {
+      table_ = std::make_unique<std::uint32_t[]>(buckets * kWays);  // zeroed: all free
+    } catch (const std::bad_alloc&) {
+      return buckets_ != 0;
+    }
+    buckets_ = buckets;
+    cursor_ = 0;
+    return true;
+  }
+  // Clears out-of-window words, one bucket per insertion, so no word lives long enough for its
+  // 16-bit time to wrap around and look recent again.
+  void sweep_one() {
+    std::uint32_t* b = &table_[cursor_ * kWays];
+    const std::uint32_t now = now_unit(), limit = live_limit();
+    for (std::size_t i = 0; i < kWays; ++i) {
+      if (!live(b[i], now, limit)) b[i] = 0;
+    }
+    cursor_ = cursor_ + 1 == buckets_ ? 0 : cursor_ + 1;
+  }
+
+  std::unique_ptr<std::uint32_t[]> table_;
+  std::size_t buckets_ = 0;
+  std::size_t cursor_ = 0;
+  std::uint64_t now_ = 0;  // bytes that have entered the ghost so far
+  const std::size_t window_;
+  std::size_t effective_window_;
+  double inserted_ = 0;  // recent ghost insertions, and how many of them a hit removed
+  double removed_ = 0;
+  unsigned shift_ = 0;
+};
+
+// The per-operation hooks (prepare_insert, on_insert, on_remove, on_hit) are forced inline into
+// the shard's set and get: GCC called them out of line, which with the shard's set made an
+// S3-FIFO set ~18% more instructions than CLOCK's (callgrind, issue 16).
+class S3FifoEviction {
+ public:
+  using Hook = NoHook;
+  static constexpr bool kEvicts = true;
+  static constexpr std::uint8_t kFreqMask = 0x3;  // 2-bit frequency, saturating at 3
+  static constexpr std::uint8_t kInSmall = 0x4;   // the entry is in the small FIFO
+  static constexpr std::uint8_t kPromoteAt = 2;   // libCacheSim's move-to-main threshold
+
+  explicit S3FifoEviction(std::size_t budget)
+      : small_cap_(budget / 10),
+        main_cap_(budget - budget / 10),
+        ghost_(budget / 10 * 9 + budget % 10 * 9 / 10) {}
+
+  // Before a set links its entry (exclusive lock, before any eviction): where the new entry of
+  // `hash` will go. A replacement keeps the old entry's queue and frequency; a new key whose
+  // hash the ghost remembers goes to main (and the ghost forgets it, as libCacheSim does).
+  template <class E>
+  [[gnu::always_inline]] void prepare_insert(SlotTable<E>& table, std::uint64_t hash,
+                                             const E* old) {
+    pending_hash_ = hash;
+    if (old != nullptr) {
+      const std::uint8_t m = old->meta.load(std::memory_order_relaxed);
+      pending_ = (m & kInSmall) ? Place::small : Place::main;
+      pending_freq_ = m & kFreqMask;
+    } else {
+      pending_ = ghost_.remove(hash) ? Place::main : Place::fresh;
+      pending_freq_ = 0;
+    }
+    // Rare (once per ~small_count_ stale records): out of line, so this stays small enough to
+    // inline into every set.
+    if (small_records_ > 2 * small_count_ + 64) [[unlikely]]
+      compact_small(table);
+  }
+
+  template <class E>
+  [[gnu::always_inline]] void on_insert(E* e) {
+    Place where = pending_;
+    if (where == Place::fresh) {
+      // libCacheSim: before the first eviction, a full small sends new keys to main; a key as
+      // big as small's whole share never enters small.
+      const bool small_full = !has_evicted_ && small_bytes_ >= small_cap_;
+      where = small_full || e->charge() >= small_cap_ ? Place::main : Place::small;
+    }
+    if (where == Place::small) {
+      try {
+        small_.push_back({e, pending_hash_});
+        ++small_records_;
+      } catch (const std::bad_alloc&) {
+        where = Place::main;  // the entry is linked already: place it where no record is needed
+      }
+    }
+    if (where == Place::small) {
+      e->meta.store(kInSmall | pending_freq_, std::memory_order_relaxed);
+      small_bytes_ += e->charge();
+      ++small_count_;
+    } else {
+      e->meta.store(pending_freq_, std::memory_order_relaxed);
+      main_bytes_ += e->charge();
+      ++main_count_;
+    }
+    pending_ = Place::fresh;
+  }
+
+  template <class E>
+  [[gnu::always_inline]] void on_remove(E* e) {
+    if (e->meta.load(std::memory_order_relaxed) & kInSmall) {
+      small_bytes_ -= e->charge();  // its queue record goes stale; skipped or compacted later
+      --small_count_;
+    } else {
+      main_bytes_ -= e->charge();
+      --main_count_;
+    }
+  }
+
+  // Shared lock: many readers at once, so only an atomic compare-and-swap on the meta byte.
+  template <class E>
+  [[gnu::always_inline]] void on_hit(const SlotTable<E>&, std::size_t, E* e) const {
+    std::uint8_t m = e->meta.load(std::memory_order_relaxed);
+    while ((m & kFreqMask) < kFreqMask &&
+           !e->meta.compare_exchange_weak(m, static_cast<std::uint8_t>(m + 1),
+                                          std::memory_order_relaxed)) {
+    }
+  }
+
+  template <class E, class HashFn>
+  std::size_t pick_victim(SlotTable<E>& table, const HashFn&) {
+    has_evicted_ = true;
+    for (;;) {
+      if (main_bytes_ > main_cap_ || small_bytes_ == 0) return evict_main(table);
+      if (const std::size_t slot = evict_small(table); slot != SlotTable<E>::npos) return slot;
+      // Every entry of small was promoted: decide again (now from main).
+    }
+  }
+
+  void clear() {
+    small_.clear();
+    small_records_ = 0;
+    ghost_.clear();
+    small_bytes_ = main_bytes_ = small_count_ = main_count_ = 0;
+    hand_ = 0;
+    has_evicted_ = false;
+    pending_ = Place::fresh;
+  }
+
+ private:
+  enum class Place : std::uint8_t { fresh, small, main };
+  struct Queued {
+    const void* entry;   // compared by address only, never dereferenced: it may be freed
+    std::uint64_t hash;  // finds the entry's slot without touching the entry
+  };
+
+  // Pops small until one entry leaves (its slot is returned) or small is empty (npos).
+  template <class E>
+  std::size_t evict_small(SlotTable<E>& table) {
+    while (!small_.empty()) {
+      const Queued q = small_.front();
+      small_.pop_front();
+      --small_records_;
+      const std::size_t slot = table.find_entry(q.hash, static_cast<const E*>(q.entry));
+      if (slot == SlotTable<E>::npos) continue;  // removed or replaced since it was queued
+      E* e = table.at(slot);
+      const std::uint8_t m = e->meta.load(std::memory_order_relaxed);
+      if (!(m & kInSmall)) continue;  // the address was reused by an entry in main
+      if ((m & kFreqMask) >= kPromoteAt) {
+        e->meta.store(0, std::memory_order_relaxed);  // to main, frequency 0
+        small_bytes_ -= e->charge();
+        main_bytes_ += e->charge();
+        --small_count_;
+        ++main_count_;
+        continue;
+      }
+      ghost_.insert(q.hash, e->charge(), small_count_ + main_count_);
+      return slot;  // on_remove accounts for it
+    }
+    return SlotTable<E>::npos;
+  }
+
+  // The clock hand over main's entries, in the scattered order CLOCK uses (see ClockEviction).
+  // Terminates within four cycles: each pass lowers every frequency it meets by one.
+  template <class E>
+  std::size_t evict_main(SlotTable<E>& table) {
+    const std::size_t mask = table.capacity() - 1;
+    const std::size_t stride =
+        (static_cast<std::size_t>(static_cast<double>(mask) * 0.6180339887) | 1) & mask;
+    for (;; hand_ = (hand_ + stride) & mask) {
+      hand_ &= mask;
+      E* e = table.at(hand_);
+      if (e == nullptr) continue;
+      const std::uint8_t m = e->meta.load(std::memory_order_relaxed);
+      if (m & kInSmall) continue;
+      if ((m & kFreqMask) == 0) return hand_;
+      e->meta.store(static_cast<std::uint8_t>(m - 1), std::memory_order_relaxed);
+    }
+  }
+
+  // Drops records of entries that left small without being popped (deleted or replaced), so
+  // the queue stays proportional to small even when nothing is evicted. In place, keeping the
+  // order (no second queue to allocate, so it cannot fail); noinline keeps it out of the set path.
+  template <class E>
+  [[gnu::noinline]] void compact_small(SlotTable<E>& table) noexcept {
+    auto out = small_.begin();
+    for (const Queued& q : small_) {
+      const std::size_t slot = table.find_entry(q.hash, static_cast<const E*>(q.entry));
+      if (slot == SlotTable<E>::npos) continue;
+      if (table.at(slot)->meta.load(std::memory_order_relaxed) & kInSmall) *out++ = q;
+    }
+    small_.erase(out, small_.end());
+    small_records_ = small_.size();
+  }
+
+  const std::size_t small_cap_;
+  const std::size_t main_cap_;
+  std::deque<Queued> small_;       // oldest first; may hold stale records (see evict_small)
+  std::size_t small_records_ = 0;  // small_.size(), which costs a dozen instructions per set
+  std::size_t small_bytes_ = 0;
+  std::size_t main_bytes_ = 0;
+  std::size_t small_count_ = 0;  // live entries in small
+  std::size_t main_count_ = 0;
+  std::size_t hand_ = 0;
+  bool has_evicted_ = false;
+  GhostFifo ghost_;
+  Place pending_ = Place::fresh;
+  std::uint8_t pending_freq_ = 0;
+  std::uint64_t pending_hash_ = 0;
+};
+
+}  // namespace cache::detail

@@ -1,0 +1,229 @@
+// http_response_fuzz.cc — libFuzzer target over bench_client's HTTP response parser
+// (client/http.cc), the code that reads whatever a server under test sends. Two passes per input:
+//   1. parse_response() over the whole input, response after response, checking what must hold
+//      for any bytes: a complete response is framed inside the input, its body lies inside the
+//      input or the de-chunk scratch, its status is 200..999, it parses identically on its own,
+//      none of its strict prefixes parses as complete, and a plain reference decoder (no
+//      arithmetic that can wrap) reads the same body and the same end (no misframing);
+//   2. the same bytes through a real Connection (a Unix-domain socket pair made with connect and
+//      accept), delivered in pieces the way reads deliver them, must give exactly the same
+//      responses, then the same ending (kBad -> "parse", incomplete -> closed), in a bounded
+//      number of steps: the buffer handling (compaction, growth, consumption) cannot misframe.
+// The first input byte chooses HEAD (bit 0); the rest is the server's byte stream.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http.hh"
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+struct Seen {
+  int status;
+  bool close;
+  std::string body;
+};
+
+// A listening Unix-domain socket in the abstract namespace, made once per process.
+struct Listener {
+  int fd = -1;
+  bench::Endpoint ep;
+  Listener() {
+    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    check(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string name = "bench_http_response_fuzz." + std::to_string(::getpid());
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());  // sun_path[0] = 0: abstract
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    check(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0);
+    check(::listen(fd, 4) == 0);
+    std::memcpy(&ep.addr, &addr, len);
+    ep.len = len;
+    ep.host = "fuzz";
+  }
+  ~Listener() { ::close(fd); }
+};
+
+bool iequals(std::string_view a, std::string_view b_lower) {
+  if (a.size() != b_lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != b_lower[i]) return false;
+  return true;
+}
+
+// A reference reading of a response the parser called complete, written for obviousness, not
+// speed: skips the 1xx heads, then decodes the body by the final head's framing, with every chunk
+// size checked against the bytes actually there (so no arithmetic can wrap). Must agree with the
+// parser on the body and on where the response ends.
+void check_against_reference(std::string_view msg, bool head, const bench::Response& r) {
+  std::size_t start = 0, head_end = 0;
+  for (;;) {
+    head_end = msg.find("\r\n\r\n", start);
+    check(head_end != std::string_view::npos);
+    const int status =
+        (msg[start + 9] - '0') * 100 + (msg[start + 10] - '0') * 10 + (msg[start + 11] - '0');
+    if (status >= 200) {
+      check(status == r.status);
+      break;
+    }
+    start = head_end + 4;
+  }
+  const std::string_view fields = msg.substr(start, head_end + 2 - start);
+  bool chunked = false;
+  for (std::size_t pos = fields.find("\r\n") + 2; pos < fields.size();) {
+    const std::size_t eol = fields.find("\r\n", pos);
+    const std::string_view line = fields.substr(pos, eol - pos);
+    if (iequals(line.substr(0, line.find(':')), "transfer-encoding")) chunked = true;
+    pos = eol + 2;
+  }
+  const std::size_t body_start = head_end + 4;
+  if (head || r.status == 204 || r.status == 304) {
+    check(r.body.empty() && msg.size() == body_start);
+    return;
+  }
+  if (!chunked) {
+    check(r.body == msg.substr(body_start));
+    return;
+  }
+  std::string body;
+  std::size_t pos = body_start;
+  for (;;) {
+    const std::size_t eol = msg.find("\r\n", pos);
+    check(eol != std::string_view::npos);
+    std::string_view size_text = msg.substr(pos, eol - pos);
+    size_text = size_text.substr(0, size_text.find(';'));
+    while (!size_text.empty() && (size_text.front() == ' ' || size_text.front() == '\t'))
+      size_text.remove_prefix(1);
+    while (!size_text.empty() && (size_text.back() == ' ' || size_text.back() == '\t'))
+      size_text.remove_suffix(1);
+    check(!size_text.empty());
+    std::size_t size = 0;
+    for (const char c : size_text) {
+      const int digit = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                        : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+                        : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
+                                                                    : -1;
+      check(digit >= 0);
+      size = size * 16 + static_cast<std::size_t>(digit);
+      check(size <= msg.size());  // a size larger than the message cannot be complete
+    }
+    pos = eol + 2;
+    if (size == 0) break;
+    check(msg.size() - pos >= size + 2);
+    body.append(msg.substr(pos, size));
+    pos += size;
+    check(msg.substr(pos, 2) == "\r\n");
+    pos += 2;
+  }
+  // Trailers: lines up to the empty one, which ends the message.
+  for (;;) {
+    const std::size_t eol = msg.find("\r\n", pos);
+    check(eol != std::string_view::npos);
+    const bool empty = eol == pos;
+    pos = eol + 2;
+    if (empty) break;
+  }
+  check(pos == msg.size());
+  check(r.body == body);
+}
+
+// Pass 1: every complete response parsed from the whole input, and how the input ends.
+bench::ParseResult parse_all(std::string_view data, bool head, std::vector<Seen>& out) {
+  std::string scratch, scratch2;
+  std::size_t offset = 0;
+  for (;;) {
+    const std::string_view rest = data.substr(offset);
+    bench::Response r;
+    std::size_t consumed = 0;
+    const bench::ParseResult result = bench::parse_response(rest, head, r, consumed, scratch);
+    if (result != bench::ParseResult::kComplete) return result;
+    check(consumed > 0 && consumed <= rest.size());
+    check(r.status >= 200 && r.status <= 999);
+    const bool in_input =
+        r.body.data() >= rest.data() && r.body.data() + r.body.size() <= rest.data() + consumed;
+    const bool in_scratch = r.body.data() == scratch.data() && r.body.size() == scratch.size();
+    check(in_input || in_scratch || r.body.empty());
+    check_against_reference(rest.substr(0, consumed), head, r);
+    out.push_back(Seen{r.status, r.close, std::string(r.body)});
+    // The response alone parses the same; no strict prefix of it is complete.
+    bench::Response again;
+    std::size_t used = 0;
+    check(bench::parse_response(rest.substr(0, consumed), head, again, used, scratch2) ==
+          bench::ParseResult::kComplete);
+    check(used == consumed && again.status == r.status && again.close == r.close &&
+          again.body == out.back().body);
+    for (const std::size_t cut : {consumed - 1, consumed / 2, consumed / 3})
+      check(bench::parse_response(rest.substr(0, cut), head, again, used, scratch2) ==
+            bench::ParseResult::kNeedMore);
+    offset += consumed;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const Listener listener;
+  if (size == 0) return 0;
+  const bool head = (data[0] & 1) != 0;
+  const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+
+  std::vector<Seen> expected;
+  const bench::ParseResult ending = parse_all(input, head, expected);
+
+  // Pass 2: the same bytes through a Connection, in pieces.
+  bench::Connection conn;
+  std::string err;
+  check(conn.connect(listener.ep, std::chrono::milliseconds(1000), err));
+  const int server = ::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC);
+  check(server >= 0);
+  std::uint32_t rng = static_cast<std::uint32_t>(size) * 2654435761u + 1;  // split points
+  std::size_t offset = 0, got = 0;
+  bench::IoResult last = bench::IoResult::kOk;
+  for (std::size_t steps = 0;; ++steps) {
+    check(steps < 4 * input.size() + 16);
+    if (offset < input.size()) {
+      rng ^= rng << 13;
+      rng ^= rng >> 17;
+      rng ^= rng << 5;
+      const std::size_t piece = std::min<std::size_t>(1 + rng % 700, input.size() - offset);
+      const ssize_t n = ::send(server, input.data() + offset, piece, MSG_NOSIGNAL);
+      check(n > 0);
+      offset += static_cast<std::size_t>(n);
+      if (offset == input.size()) ::shutdown(server, SHUT_WR);
+    } else if (input.empty()) {
+      ::shutdown(server, SHUT_WR);
+    }
+    bench::Response r;
+    last = conn.read_response(false, head, r);
+    while (last == bench::IoResult::kOk) {
+      check(got < expected.size());
+      const Seen& e = expected[got++];
+      check(r.status == e.status && r.close == e.close && r.body == e.body);
+      last = conn.read_response(false, head, r);
+    }
+    if (last != bench::IoResult::kNeedMore) break;
+  }
+  ::close(server);
+  // A parse error may show before every byte arrived; then the responses before it match.
+  check(got == expected.size());
+  if (ending == bench::ParseResult::kBad)
+    check(last == bench::IoResult::kBadResponse);
+  else
+    check(last == bench::IoResult::kClosed);
+  return 0;
+}
