@@ -62,12 +62,13 @@ if ! "$PY" -c 'import matplotlib, pytest' 2>/dev/null; then
     || "$PY" -m pip install -q --break-system-packages -r graphs/requirements.txt
 fi
 # Test-only packages (tests/requirements.txt: libcachesim for the hit-ratio cross-check). A missing
-# wheel or no network is not fatal: the cross-check test then skips and says why.
+# wheel or no network is not fatal here (the experiment runs without it, and says so); the
+# cross-check test then fails and says why (tests/traces/test_crosscheck.py).
 if ! "$PY" -c 'import libcachesim' 2>/dev/null; then
   log "installing python packages from tests/requirements.txt"
   "$PY" -m pip install -q -r tests/requirements.txt 2>/dev/null \
     || "$PY" -m pip install -q --break-system-packages -r tests/requirements.txt \
-    || log "warning: tests/requirements.txt not installed; the libCacheSim cross-check will skip"
+    || log "warning: tests/requirements.txt not installed; the libCacheSim cross-check test will fail"
 fi
 if ! command -v python >/dev/null; then   # the design card's usage says `python graphs/plot.py`
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

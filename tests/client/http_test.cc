@@ -125,9 +125,8 @@ TEST(HttpParser, ChunkSizesNearTwoToThe64AreRejected) {
   // Leading zeros are only zeros.
   std::size_t consumed = 0;
   std::string scratch;
-  ASSERT_EQ(
-      parse_response(head + "00000000000000000002\r\nab\r\n0\r\n\r\n", false, r, consumed, scratch),
-      ParseResult::kComplete);
+  const std::string zeros = head + "00000000000000000002\r\nab\r\n0\r\n\r\n";  // outlives r
+  ASSERT_EQ(parse_response(zeros, false, r, consumed, scratch), ParseResult::kComplete);
   EXPECT_EQ(r.body, "ab");
   // Signs, prefixes and spaces inside are not hex digits.
   for (const char* size : {"-1", "+5", "0x5", "5 5", ""})
@@ -211,7 +210,8 @@ TEST(HttpParser, InterimResponsesAreSkipped) {
   for (std::size_t n = 0; n < msg.size(); ++n)
     ASSERT_EQ(parse_response(msg.substr(0, n), false, r, consumed, scratch), ParseResult::kNeedMore)
         << n;
-  ASSERT_EQ(parse_response(msg + "HTTP/1.1", false, r, consumed, scratch), ParseResult::kComplete);
+  const std::string with_next = msg + "HTTP/1.1";  // r.body views into it: it must outlive r
+  ASSERT_EQ(parse_response(with_next, false, r, consumed, scratch), ParseResult::kComplete);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "ok");
   EXPECT_EQ(consumed, msg.size());

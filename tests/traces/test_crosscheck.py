@@ -6,7 +6,8 @@ libCacheSim. Asserted: our LRU and FIFO within 0.2 points of libCacheSim's on ev
 size (this is what proves the harness), our S3-FIFO within 1 point (skipped, saying so, while the
 library has no S3-FIFO). The other policies (CLOCK, SIEVE, W-TinyLFU, ARC) are reported, not
 asserted: ours may differ by design (our CLOCK sweeps the hash table). Skipped when the
-libcachesim package (tests/requirements.txt, installed by scripts/setup.sh) is missing.
+libcachesim package (tests/requirements.txt, installed by scripts/setup.sh) is missing only with
+CROSSCHECK_OPTIONAL=1; otherwise a missing package fails the test.
 TRACE_REPLAY, TRACE_GEN (and BENCH_CLIENT, CACHE_SERVER for the ETC trace) come from CMake.
 """
 import json
@@ -33,7 +34,12 @@ def study(tmp_path_factory):
     try:
         import libcachesim  # noqa: F401
     except ImportError as e:
-        pytest.skip(f"libcachesim is not installed ({e}); pip install -r tests/requirements.txt")
+        # scripts/setup.sh installs it; the cross-check is part of the suite, so a missing
+        # package fails (CI must not pass without it) unless explicitly allowed.
+        if os.environ.get("CROSSCHECK_OPTIONAL") == "1":
+            pytest.skip(f"libcachesim is not installed ({e})")
+        pytest.fail(f"libcachesim is not installed ({e}): pip install -r tests/requirements.txt "
+                    "(or set CROSSCHECK_OPTIONAL=1 to skip the cross-check)")
     out = tmp_path_factory.mktemp("crosscheck") / "crosscheck.json"
     r = subprocess.run([sys.executable, str(CROSSCHECK), "--json", str(out), "--markdown"],
                        capture_output=True, text=True, timeout=150)
