@@ -84,23 +84,28 @@ def zipf_trace(work: Path, keys: int, requests: int, alpha: float, scan: bool) -
 
 
 class Server:
-    """cache_server on an ephemeral port, stopped by its pid."""
+    """cache_server -s 127.0.0.1 -p 0 -t 1 [extra flags] on an ephemeral port, stopped by its
+    pid; `config` is its start-up config line (traces/http_replay.py uses it too)."""
 
-    def __init__(self, exe: Path):
-        self.proc = subprocess.Popen([str(exe), "-p", "0", "-t", "1"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+    def __init__(self, exe: Path, *flags: str):
+        argv = [str(exe), "-s", "127.0.0.1", "-p", "0", "-t", "1", *flags]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
         self.port = None
+        self.config = ""
         deadline = time.time() + 15
         while time.time() < deadline and self.port is None:
             line = self.proc.stdout.readline()
             if not line:
                 break
+            if line.startswith("config "):
+                self.config = line.strip()
             m = re.search(r"listening on [\d.]+:(\d+)", line)
             if m:
                 self.port = int(m.group(1))
         if self.port is None:
             self.stop()
-            raise ToolError(f"{exe} did not start")
+            raise ToolError(f"cache_server did not start: {' '.join(argv)}")
         threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
 
     def stop(self):

@@ -32,38 +32,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crosscheck import Server, ToolError, binary, run  # noqa: E402  (one copy of each)
 VALUE = b"v" * 100
 KEY_BYTES = 8
 # Our evictor -> libCacheSim's policy of the same algorithm (None: no counterpart there).
 LIBCACHESIM_NAMES = {"fifo": "FIFO", "lru": "LRU", "clock": "Clock", "s3fifo": "S3FIFO",
                      "sieve": "Sieve", "tinylfu": "WTinyLFU"}
 LIBCACHESIM_EXTRA = ("ARC", "WTinyLFU")  # also reported: the field's best
-
-
-class ToolError(Exception):
-    pass
-
-
-def binary(env: str, rel: str) -> Path:
-    return Path(os.environ.get(env) or ROOT / "build/release" / rel)
-
-
-def run(cmd: list, timeout: float = 600) -> str:
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise ToolError(f"{Path(str(cmd[0])).name} failed ({r.returncode}): {r.stderr.strip()}")
-    return r.stdout
 
 
 def read_ids(path: Path) -> list[int]:
@@ -77,42 +62,16 @@ def url_key(obj_id: int) -> bytes:
     return b"".join(b"%%%02X" % b for b in struct.pack("<Q", obj_id))
 
 
-class Server:
-    """cache_server -t 1 on an ephemeral port of 127.0.0.1, stopped (SIGTERM) on exit."""
+class OneShardServer(Server):
+    """cache_server -t 1 -e EVICTOR holding exactly maxmem bytes in one shard."""
 
     def __init__(self, exe: Path, evictor: str, maxmem: int):
         # --max-value = maxmem: the server then keeps one shard (a shard must hold the largest
         # value), so the eviction order is global, as in the library replay.
-        args = [str(exe), "-s", "127.0.0.1", "-p", "0", "-t", "1", "-e", evictor,
-                "-m", str(maxmem), "--max-value", str(maxmem)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.port = None
-        self.config = ""
-        deadline = time.monotonic() + 15
-        while self.port is None and time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if line.startswith("config "):
-                self.config = line.strip()
-            m = re.match(r"listening on [\d.]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-        if self.port is None:
-            self.stop()
-            raise ToolError(f"cache_server did not start: {' '.join(args)}: {self.proc.stderr.read()}")
+        super().__init__(exe, "-e", evictor, "-m", str(maxmem), "--max-value", str(maxmem))
         if " shards=1 " not in self.config:
             self.stop()
             raise ToolError(f"cache_server did not keep one shard: {self.config}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class Client:
@@ -147,7 +106,7 @@ class Client:
 
 
 def over_http(exe: Path, evictor: str, ids: list[int], capacity: int, warmup: int) -> dict:
-    server = Server(exe, evictor, capacity * (KEY_BYTES + len(VALUE)))
+    server = OneShardServer(exe, evictor, capacity * (KEY_BYTES + len(VALUE)))
     hits = counted = puts = 0
     try:
         client = Client(server.port)
