@@ -30,6 +30,10 @@
 #   --server-threads N  cache_server -t N (default 1; Redis has one main thread)
 #   --client-threads N  most bench_client threads: C connections = T threads x C/T each, T the
 #                       largest divisor of C up to N (default 8: 200 = 8 x 25, 50 = 5 x 10)
+#   --perf              also sample our server during every through/behind PUT point
+#                       (perf record -e cpu-clock -g) and report how much of a PUT's server CPU
+#                       went to RocksDB's Write() and to its memtable insert, and the write-behind
+#                       ceiling that implies (needs perf: Debian linux-perf)
 #   -h, --help          this text
 # env: SERVER_CPU (0), CLIENT_CPU (1).
 # Needs redis-server, redis-benchmark and redis-cli (Redis 7), curl, python3, taskset, timeout.
@@ -46,11 +50,12 @@ die() { echo "bench_store: $*" >&2; exit 1; }
 bad_usage() { echo "bench_store: $* (see --help)" >&2; exit 2; }
 
 DURATION="" CONNS="1 8 50 200" OUT="" QUICK=0 BUILD="" DATA_PARENT="${TMPDIR:-/tmp}"
-SERVER_THREADS=1 CLIENT_THREADS=8
+SERVER_THREADS=1 CLIENT_THREADS=8 PERF=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --quick) QUICK=1; shift ;;
+    --perf) PERF=1; shift ;;
     --duration|--conns|--out|--build|--data-dir|--server-threads|--client-threads)
       [ $# -ge 2 ] || bad_usage "$1 needs a value"
       case "$1" in
@@ -95,6 +100,11 @@ done
 for cpu in "$SERVER_CPU" "$CLIENT_CPU"; do
   taskset -c "$cpu" true 2> /dev/null || die "cannot pin to CPU $cpu (online: $(cat /sys/devices/system/cpu/online 2> /dev/null || echo '?')); set SERVER_CPU/CLIENT_CPU"
 done
+if [ "$PERF" = 1 ]; then
+  command -v perf > /dev/null || die "--perf needs perf (Debian: apt-get install linux-perf)"
+  perf record -e cpu-clock -o /dev/null -- true > /dev/null 2>&1 \
+    || die "--perf: perf record -e cpu-clock does not work here (kernel.perf_event_paranoid? $(cat /proc/sys/kernel/perf_event_paranoid 2> /dev/null))"
+fi
 REDIS_VERSION="$(redis-server --version 2> /dev/null | sed -n 's/.* v=\([0-9.]*\).*/\1/p')"
 case "$REDIS_VERSION" in 7.*|8.*) ;; *) die "needs Redis 7 (redis-server --version says '${REDIS_VERSION:-nothing}')" ;; esac
 if [ -z "$BUILD" ]; then
@@ -304,6 +314,17 @@ redis_point() {
   log "$tag: $(tr -d '"' < "$OUT/raw/$tag.csv" | awk -F, '$1 == "SET" { print $2 " SET/s" }') (n=$n)"
 }
 
+# perf_shares FILE -> JSON: samples in the profile, and the % of them (children: the function
+# and everything it calls) in RocksDB's write path and in its memtable insert.
+perf_shares() {
+  perf report -i "$1" --children --sort sym -g none --stdio 2> /dev/null | awk '
+    /^#/ || NF < 3 { next }
+    $NF == "rocksdb::DBImpl::WriteImpl" && !w { w = $1 }
+    $NF == "rocksdb::MemTable::Add" && !m { m = $1 }
+    END { gsub("%", "", w); gsub("%", "", m)
+          printf "{\"write_pct\": %s, \"memtable_pct\": %s}\n", (w == "" ? 0 : w), (m == "" ? 0 : m) }'
+}
+
 # --- one bench_client point --------------------------------------------------------------------
 # ours_point PART NAME CONFIG CONNS REP WORKLOAD-FLAGS...
 ours_point() {
@@ -317,16 +338,34 @@ ours_point() {
   record_cmd "$tag" "taskset -c $CLIENT_CPU $(echo_cmd "${cmd[@]}" | sed "s|$OUT/||; s|$BENCH_CLIENT|bench_client|")"
   alive "$name"
   curl -s -m 10 "http://127.0.0.1:$port/stats" > "$OUT/raw/$tag.stats0.json" || die "GET /stats of $name failed"
+  local perf_pid="" extra=""
+  if [ "$PERF" = 1 ] && [ "$part" = put ] && [ "$config" != none ]; then
+    # perf runs on the client's CPU like the load; it samples the server's threads wherever
+    # they run. Recorded for the whole bench_client run (warm-up included): only shares are used.
+    taskset -c "$CLIENT_CPU" perf record -q -e cpu-clock -g -p "$pid" -o "$WORK/$tag.perf.data" \
+      > "$OUT/raw/$tag.perf.log" 2>&1 &
+    perf_pid=$!
+    PIDS+=("$perf_pid")
+  fi
   d0="$(disk_snap)"; s0="$(cpu_snap)"
   t0="$EPOCHREALTIME"
   timeout "$POINT_TIMEOUT" taskset -c "$CLIENT_CPU" "${cmd[@]}" > "$OUT/raw/$tag.txt" 2>&1 || rc=$?
   t1="$EPOCHREALTIME"
   d1="$(disk_snap)"; s1="$(cpu_snap)"
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid" 2> /dev/null || true
+    wait "$perf_pid" 2> /dev/null || true
+    forget_pid "$perf_pid"
+    perf_shares "$WORK/$tag.perf.data" > "$OUT/raw/$tag.perf.json" \
+      || die "perf report of $tag failed (see $OUT/raw/$tag.perf.log)"
+    rm -f "$WORK/$tag.perf.data"
+    extra="\"perf\": \"raw/$tag.perf.json\""
+  fi
   alive "$name"
   curl -s -m 10 "http://127.0.0.1:$port/stats" > "$OUT/raw/$tag.stats1.json" || die "GET /stats of $name failed"
   [ "$rc" = 0 ] || die "bench_client against $name (c=$c) failed (exit $rc): $(tail -3 "$OUT/raw/$tag.txt")"
   emit_point "$part" ours "$config" "$c" "$t" "$k" "$rep" "raw/$tag.json" "raw/$tag.stats0.json" "raw/$tag.stats1.json" \
-    "$rc" "$t0" "$t1" "$d0" "$d1" "$s0" "$s1" ""
+    "$rc" "$t0" "$t1" "$d0" "$d1" "$s0" "$s1" "$extra"
   log "$tag: $(python3 -c 'import json,sys; p = json.load(open(sys.argv[1]))["points"][0]; print("%.0f req/s, %d errors, server CPU %s%%, client CPU %s%%" % (p["throughput_rps"], p["errors"], p["server_cpu_pct"], p["client_cpu_pct"]))' "$OUT/raw/$tag.json" || echo "?")"
 }
 
@@ -370,7 +409,7 @@ meta = {
     "duration_s": float("$DURATION"), "warmup_s": float("$WARMUP"), "quick": $QUICK == 1,
     "conns": [int(c) for c in "${CONN_LIST[*]}".split()], "get_conns": $GET_CONNS,
     "server_cpu": $SERVER_CPU, "client_cpu": $CLIENT_CPU, "server_threads": $SERVER_THREADS,
-    "client_threads_max": $CLIENT_THREADS, "clk_tck": $CLK_TCK,
+    "client_threads_max": $CLIENT_THREADS, "clk_tck": $CLK_TCK, "perf": $PERF == 1,
     "loadavg_start": " ".join(open("/proc/loadavg").read().split()[:3]),
     "data_dir": "$WORK", "filesystem": "$FS_TYPE", "disk": "$DISK" or None,
     "redis_version": "$REDIS_VERSION", "cache_server": "$CACHE_SERVER", "bench_client": "$BENCH_CLIENT",

@@ -17,6 +17,9 @@ Figures:
   writes/commit     delta store_writes / delta store_commits (/stats around the point)
   commits/s         delta store_commits / delta sets x PUT/s: commits per PUT, scaled to the
                     measured window (the /stats deltas also count the warm-up)
+  RocksDB µs/PUT    (--perf) server CPU µs/PUT x the share of perf's cpu-clock samples of the
+                    server in rocksdb::DBImpl::WriteImpl (memtable: rocksdb::MemTable::Add),
+                    callees included
   disk util%        delta of /proc/diskstats field 10 (ms doing I/O) of the data directory's
                     device / elapsed ms, as iostat's %util; writes/s and flushes/s from fields
                     5 and 15 over the same time
@@ -85,6 +88,10 @@ def ours_figures(run, rec):
            "client_cpu": p.get("client_cpu_pct"), "hit_rate": p.get("hit_rate"),
            "requests": p.get("requests"), "window_s": p.get("duration_s"),
            "aborted": bool(p.get("aborted") or (doc.get("meta") or {}).get("aborted"))}
+    perf = read_json(run / rec["perf"]) if rec.get("perf") else None
+    if perf:
+        fig["rocksdb_write_pct"] = perf.get("write_pct")
+        fig["memtable_pct"] = perf.get("memtable_pct")
     s0 = read_json(run / rec["stats_before"]) if rec.get("stats_before") else None
     s1 = read_json(run / rec["stats_after"]) if rec.get("stats_after") else None
     if s0 and s1:
@@ -173,6 +180,34 @@ def build(run):
             "disk_util": [f[k].get("disk_util") for k in ("through", "behind", "none")],
         })
 
+    # --perf: what one PUT's server CPU is made of, and what that allows.
+    cost = []
+    for c in conns:
+        f = {k: put.get((k, c), {}) for k in ("always", "through", "behind", "none")}
+        if f["through"].get("rocksdb_write_pct") is None and f["behind"].get("rocksdb_write_pct") is None:
+            continue
+        none_us = cpu_us_per_op(f["none"]) if f["none"] else None
+        row = {"conns": c, "none_us": none_us, "redis_always": f["always"].get("ops")}
+        for mode in ("through", "behind"):
+            us = cpu_us_per_op(f[mode]) if f[mode] else None
+            wp, mp = f[mode].get("rocksdb_write_pct"), f[mode].get("memtable_pct")
+            rocks = us * wp / 100 if us is not None and wp is not None else None
+            row[mode] = {
+                "us": us, "rocksdb_us": rocks,
+                "memtable_us": us * mp / 100 if us is not None and mp is not None else None,
+                # everything else beyond what the same PUT costs with no store at all
+                "rest_us": (us - none_us - rocks
+                            if None not in (us, none_us, rocks) else None),
+                # a PUT could cost no less than none + RocksDB's own write: the throughput
+                # that leaves on one fully busy core
+                "floor_us": none_us + rocks if None not in (none_us, rocks) else None,
+            }
+        b, t = row["behind"], row["through"]
+        row["behind_ceiling"] = div(none_us, b["floor_us"])
+        row["through_ceiling_ops"] = div(1e6, t["floor_us"])
+        row["through_ceiling_vs_redis"] = div(row["through_ceiling_ops"], row["redis_always"])
+        cost.append(row)
+
     med = {k: (statistics.median(v["ops"] for v in figs) if figs and
                all(v["ops"] is not None for v in figs) else None) for k, figs in get.items()}
     get_summary = {"conns": meta.get("get_conns", 8), "none_rps": [f["ops"] for f in get["none"]],
@@ -224,7 +259,7 @@ def build(run):
             if i < len(get[k]):
                 detail.append(dict(get[k][i], config=f"GET {k}"))
     errors = sum(f.get("errors") or 0 for f in detail)
-    return {"meta": meta, "rows": rows, "get": get_summary, "targets": targets,
+    return {"meta": meta, "rows": rows, "cost": cost, "get": get_summary, "targets": targets,
             "detail": detail, "errors": errors}
 
 
@@ -286,6 +321,31 @@ def render(run, s):
     n = {k: sum(t["result"] == k for t in s["targets"]) for k in ("PASS", "FAIL", "SKIP")}
     out.append(f"targets: {n['PASS']} PASS, {n['FAIL']} FAIL, {n['SKIP']} SKIP")
     out.append("```\n")
+    if s["cost"]:
+        out.append("## Where a PUT's server CPU goes (--perf)\n")
+        out.append(
+            "Server CPU µs per PUT (all its threads; server CPU% ÷ PUT/s), and of that the part "
+            "perf's cpu-clock samples put in RocksDB's `DBImpl::WriteImpl` (WAL append, "
+            "fdatasync's CPU, memtable insert) and in its memtable insert alone (`MemTable::Add`). "
+            "`rest`: what is left beyond the same PUT with no store (`none`) and RocksDB's write: "
+            "the tier (pending maps, copies, the completer, deferred responses). `floor` = none + "
+            "RocksDB: a PUT cannot cost less with this engine on this core, so write-behind can "
+            "reach at most none ÷ floor of none's throughput, and write-through at most "
+            "1 s ÷ floor PUT/s on one fully busy core.\n")
+        out.append("| conns | none µs/PUT | through µs/PUT | RocksDB | memtable | rest | "
+                   "through ceiling PUT/s | ÷ Redis always | behind µs/PUT | RocksDB | memtable | "
+                   "rest | behind ceiling ÷ none |")
+        out.append("|" + "---:|" * 13)
+        for r in s["cost"]:
+            t, b = r["through"], r["behind"]
+            out.append(
+                f"| {r['conns']} | {fnum(r['none_us'], 1)} | {fnum(t['us'], 1)} | "
+                f"{fnum(t['rocksdb_us'], 1)} | {fnum(t['memtable_us'], 1)} | "
+                f"{fnum(t['rest_us'], 1)} | {fnum(r['through_ceiling_ops'])} | "
+                f"{fratio(r['through_ceiling_vs_redis'])} | {fnum(b['us'], 1)} | "
+                f"{fnum(b['rocksdb_us'], 1)} | {fnum(b['memtable_us'], 1)} | "
+                f"{fnum(b['rest_us'], 1)} | {fratio(r['behind_ceiling'])} |")
+        out.append("")
     if s["errors"]:
         out.append(f"**Warning: {s['errors']} requests failed** (see the errors column below).\n")
     out.append("## Every point: CPU, disk, latency\n")

@@ -15,6 +15,7 @@ cd "$ROOT"
 
 APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libgtest-dev
               clang-16 libfuzzer-16-dev libclang-rt-16-dev librocksdb-dev
+              libjemalloc-dev  # cache_server's allocator (docs/server.md, "Allocator")
               procps util-linux iproute2 curl python3 python3-pip
               prometheus)  # promtool and a real Prometheus for the /metrics tests
 PEER_PACKAGES=(nginx-light wrk redis-server redis-tools memcached linux-perf valgrind)

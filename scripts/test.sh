@@ -16,7 +16,9 @@ if [ "${FAST:-0}" != 1 ] && [ -f tests/fuzz/CMakeLists.txt ]; then fuzz=1; fi
 setup_args=()
 for b in "${builds[@]}"; do setup_args+=(--build "$b"); done
 [ "$fuzz" = 1 ] && setup_args+=(--build fuzz)
-bash scripts/setup.sh "${setup_args[@]}" || { echo "tests: 0 passed, 1 failed (setup/build)"; exit 1; }
+# --peers: Redis, nginx, wrk, memcached, perf and valgrind, so the tests of the comparison and
+# profiling scripts run here too instead of skipping.
+bash scripts/setup.sh --peers "${setup_args[@]}" || { echo "tests: 0 passed, 1 failed (setup/build)"; exit 1; }
 
 passed=0; failed=0
 # ctest_counts LOG: adds ctest's "N% tests passed, F tests failed out of T" to the totals.

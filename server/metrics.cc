@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "server/allocator.hh"
 #include "server/json_escape.hh"
 #include "server/router.hh"
 
@@ -107,6 +108,7 @@ constexpr MetricDef kMetrics[] = {
      "inflight_high_water_bytes"},
     {"max_inflight", K::gauge, "The --max-inflight budget.",
      [](const Snapshot& s) { return u64(s.ctx.config.max_inflight); }, "max_inflight_bytes"},
+    {"allocator", K::info, "", [](const Snapshot&) { return text(allocator_name()); }},
 };
 
 // The renderers below rely on these (Prometheus: a HELP line is one line, and `\` would need

@@ -173,3 +173,100 @@ def test_help_and_bad_usage():
                       (["--frobnicate"], "unknown argument"), (["--out"], "needs a value")):
         p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
+
+
+def write_synthetic_run(d):
+    """A bench_store output directory made by hand: one PUT point per configuration at 50
+    connections, perf shares for through and behind, no GET points."""
+    raw = d / "raw"
+    raw.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"conns": [50], "duration_s": 1, "perf": True}))
+    (raw / "always.csv").write_text('"test","rps","avg_latency_ms","min_latency_ms",'
+                                    '"p50_latency_ms","p95_latency_ms","p99_latency_ms",'
+                                    '"max_latency_ms"\n"SET","50000.00","1","0.1","1","2","3","4"\n')
+    (raw / "always.time").write_text("1.0 0.2 0.3\n")
+    points = [{"part": "put", "system": "redis", "config": "always", "conns": 50, "rep": 1,
+               "raw": "raw/always.csv", "wall_s": 1.0, "server_cpu_s": 0.5,
+               "client_times": "raw/always.time", "n": 50000}]
+    # ours: (config, PUT/s, server CPU%, WriteImpl %, MemTable::Add %)
+    for config, ops, cpu, wp, mp in (("through", 40000, 80.0, 25.0, 15.0),
+                                     ("behind", 80000, 100.0, 20.0, 16.0),
+                                     ("none", 125000, 100.0, None, None)):
+        (raw / f"{config}.json").write_text(json.dumps({"points": [{
+            "throughput_rps": ops, "server_cpu_pct": cpu, "client_cpu_pct": 50.0, "errors": 0,
+            "p50_us": 100, "p99_us": 200, "requests": ops, "duration_s": 1.0}]}))
+        rec = {"part": "put", "system": "ours", "config": config, "conns": 50, "threads": 5,
+               "per_thread": 10, "rep": 1, "raw": f"raw/{config}.json", "wall_s": 1.0}
+        if wp is not None:
+            (raw / f"{config}.perf.json").write_text(
+                json.dumps({"write_pct": wp, "memtable_pct": mp}))
+            rec["perf"] = f"raw/{config}.perf.json"
+        points.append(rec)
+    (d / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points))
+
+
+def test_perf_cost_table_arithmetic(tmp_path):
+    """The --perf section's figures from known inputs (no processes started)."""
+    write_synthetic_run(tmp_path)
+    p = subprocess.run(["python3", str(ROOT / "scripts" / "bench_store_report.py"), str(tmp_path),
+                        "--quiet"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    cost = json.loads((tmp_path / "summary.json").read_text())["cost"]
+    assert len(cost) == 1
+    c = cost[0]
+    none_us = 1.0 / 125000 * 1e6                  # 8.0 µs: 100% of a core / 125k PUT/s
+    thr_us, beh_us = 0.8 / 40000 * 1e6, 1.0 / 80000 * 1e6  # 20.0, 12.5
+    assert c["none_us"] == pytest.approx(none_us)
+    assert c["through"]["us"] == pytest.approx(thr_us)
+    assert c["through"]["rocksdb_us"] == pytest.approx(thr_us * 0.25)      # 5.0
+    assert c["through"]["memtable_us"] == pytest.approx(thr_us * 0.15)     # 3.0
+    assert c["through"]["rest_us"] == pytest.approx(thr_us - none_us - thr_us * 0.25)  # 7.0
+    assert c["through_ceiling_ops"] == pytest.approx(1e6 / (none_us + thr_us * 0.25))  # 76,923
+    assert c["through_ceiling_vs_redis"] == pytest.approx(1e6 / 13.0 / 50000)
+    assert c["behind"]["rocksdb_us"] == pytest.approx(beh_us * 0.20)       # 2.5
+    assert c["behind_ceiling"] == pytest.approx(none_us / (none_us + beh_us * 0.20))  # 0.762
+    md = (tmp_path / "summary.md").read_text()
+    header, rows = table(md, "| conns | none µs/PUT")
+    assert rows == [["50", "8.0", "20.0", "5.0", "3.0", "7.0", "76,923", "1.54", "12.5", "2.5",
+                     "2.0", "2.0", "0.76"]]
+
+
+def test_no_perf_section_without_perf(tmp_path):
+    write_synthetic_run(tmp_path)
+    for f in (tmp_path / "raw").glob("*.perf.json"):
+        f.unlink()
+    lines = [json.loads(l) for l in (tmp_path / "points.jsonl").read_text().splitlines()]
+    for rec in lines:
+        rec.pop("perf", None)
+    (tmp_path / "points.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    p = subprocess.run(["python3", str(ROOT / "scripts" / "bench_store_report.py"), str(tmp_path),
+                        "--quiet"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "Where a PUT's server CPU goes" not in (tmp_path / "summary.md").read_text()
+    assert json.loads((tmp_path / "summary.json").read_text())["cost"] == []
+
+
+def test_perf_run_end_to_end(tmp_path):
+    """--perf against the real servers: the cost table is there, its numbers parse, and perf's
+    recordings are gone (only their shares are kept)."""
+    why = missing()
+    if why:
+        pytest.skip(why)
+    if not shutil.which("perf"):
+        pytest.skip("perf not installed (apt-get install linux-perf)")
+    out = tmp_path / "out"
+    p = subprocess.run(
+        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns", "8", "--perf",
+         "--build", str(BUILD), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    if p.returncode == 1 and "perf record -e cpu-clock does not work here" in p.stderr:
+        pytest.skip(p.stderr.strip())
+    assert p.returncode == 0, p.stderr[-3000:]
+    md = (out / "summary.md").read_text()
+    header, rows = table(md, "| conns | none µs/PUT")
+    assert len(rows) == 1 and rows[0][0] == "8"
+    for cell in rows[0]:
+        number(cell)
+    for config in ("through", "behind"):
+        shares = json.loads((out / "raw" / f"{config}-c8.perf.json").read_text())
+        assert 0 < shares["memtable_pct"] <= shares["write_pct"] < 100, shares
+    assert not list(out.rglob("*.perf.data"))

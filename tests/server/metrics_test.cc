@@ -3,6 +3,7 @@
 // /metrics follows the Prometheus text format; the engine times each request in its route
 // class's histogram with the clock readings its connection hands it.
 #include "server/metrics.hh"
+#include "server/allocator.hh"
 
 #include <gtest/gtest.h>
 
@@ -52,8 +53,8 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
   ASSERT_EQ(h.cache.set("k", "vv"), cache::SetResult::created);
   const std::string json = render_stats_json(take_snapshot(h.ctx));
   std::vector<std::string> expected = split_words(kLegacyStatsFields);
-  for (const char* added :
-       {"rejected_connections", "inflight_bytes", "inflight_high_water", "max_inflight"}) {
+  for (const char* added : {"rejected_connections", "inflight_bytes", "inflight_high_water",
+                            "max_inflight", "allocator"}) {
     expected.push_back(added);
   }
   EXPECT_EQ(json_keys(json), expected) << json;
@@ -66,7 +67,8 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
   EXPECT_TRUE(
       json.ends_with(R"("store_failed": false, "store_error": "", "rejected_connections": 0, )"
                      R"("inflight_bytes": 0, "inflight_high_water": 0, )"
-                     R"("max_inflight": 268435456})"))
+                     R"("max_inflight": 268435456, "allocator": ")" +
+                     std::string(allocator_name()) + "\"}"))
       << json;
 }
 
