@@ -32,8 +32,9 @@
 #                       largest divisor of C up to N (default 8: 200 = 8 x 25, 50 = 5 x 10)
 #   --perf              also sample our server during every through/behind PUT point
 #                       (perf record -e cpu-clock -g) and report how much of a PUT's server CPU
-#                       went to RocksDB's Write() and to its memtable insert, and the write-behind
-#                       ceiling that implies (needs perf: Debian linux-perf)
+#                       went to RocksDB's Write() and to its memtable insert, and the ceilings
+#                       that implies (needs perf: Debian linux-perf). perf shares the client's
+#                       CPU and slows the server a little: take the targets from a run without it
 #   -h, --help          this text
 # env: SERVER_CPU (0), CLIENT_CPU (1).
 # Needs redis-server, redis-benchmark and redis-cli (Redis 7), curl, python3, taskset, timeout.
@@ -314,8 +315,8 @@ redis_point() {
   log "$tag: $(tr -d '"' < "$OUT/raw/$tag.csv" | awk -F, '$1 == "SET" { print $2 " SET/s" }') (n=$n)"
 }
 
-# perf_shares FILE -> JSON: samples in the profile, and the % of them (children: the function
-# and everything it calls) in RocksDB's write path and in its memtable insert.
+# perf_shares FILE -> JSON: the % of the profile's samples (children: the function and everything
+# it calls) in RocksDB's write path and in its memtable insert.
 perf_shares() {
   perf report -i "$1" --children --sort sym -g none --stdio 2> /dev/null | awk '
     /^#/ || NF < 3 { next }
