@@ -175,6 +175,20 @@ def rss(pid):
     raise AssertionError("no VmRSS")
 
 
+def wait_until_answered(srv, n, limit_s=60):
+    """Polls /stats until the server has answered n requests besides the polls (bounded)."""
+    deadline = time.monotonic() + limit_s
+    polls = 0
+    while True:
+        polls += 1
+        with connect(srv) as s:
+            answered = json.loads(get(s, "/stats").body)["requests"]
+        if answered >= n + polls or time.monotonic() > deadline:
+            assert answered >= n + polls, f"only {answered} requests answered in {limit_s} s"
+            return
+        time.sleep(0.2)
+
+
 def timed_get(srv, path):
     t0 = time.monotonic()
     with connect(srv) as s:
@@ -252,7 +266,11 @@ def test_readers_that_never_read_stay_within_the_inflight_budget(start_server):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             s.sendall(req)  # and never read
             conns.append(s)
-        time.sleep(1)
+        # Absorbing the flood takes the server a while (~1.3 s unloaded: it renders 128 MiB of
+        # JSON for the admitted readers before they stall): wait until every reader has its
+        # answer (the rendering or a 503), so the request timed below meets a server whose
+        # budget the readers hold, not one still busy with their requests.
+        wait_until_answered(srv, 1 + READERS)
         held = rss(pid) - base
         resp, took = timed_get(srv, "/stats")
         stats = json.loads(resp.body)
