@@ -74,6 +74,10 @@ struct Options {
   Hasher hasher = {};   // empty: std::hash<std::string_view>
   unsigned shards = 1;  // 1..1024; each shard gets maxmem/shards bytes
   LockScheme lock = LockScheme::shared_reads;
+  // S3-FIFO only: small's share of each shard's bytes and the ghost's window, in percent
+  // (libCacheSim's defaults are 10 and 90; ours were chosen by measurement, cache/README.md).
+  unsigned s3fifo_small_percent = 5;   // 1..50
+  unsigned s3fifo_ghost_percent = 50;  // 1..100
 };
 
 // A consistent-enough snapshot: each shard is read atomically, shards one after another.

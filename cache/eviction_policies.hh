@@ -14,7 +14,9 @@
 // an atomic bit (in the entry's meta byte), so its read path takes no lock either.
 //
 // Optional hooks (S3-FIFO uses them; the shard calls them only if the policy has them):
-//   Policy(std::size_t budget)              constructed from the shard's byte budget
+//   Policy(std::size_t budget, const Options&)  constructed from the shard's byte budget
+//   pick_victim(table, hash_of, used_bytes) instead of pick_victim(table, hash_of): also given
+//                                           the shard's key+value bytes
 //   prepare_insert(table, hash, old)        exclusive lock, before a set evicts anything; old is
 //                                           the entry being replaced, or nullptr for a new key
 #pragma once

@@ -4,9 +4,11 @@
 // face, as CLOCK does), the ghost of recently evicted one-hit keys, and the byte split between
 // small and main. Kept apart from eviction_policies.hh because it is several structures, not a
 // hook. The semantics follow libCacheSim's S3FIFO.c (the authors' simulator), so the two can be
-// cross-checked on the same traces:
-//   - small gets 10% of the shard's bytes, main the rest, the ghost remembers the keys that left
-//     small during the last 90% of the shard's bytes worth of such departures (fingerprints);
+// cross-checked on the same traces (traces/crosscheck.py gives libCacheSim our split):
+//   - small gets Options::s3fifo_small_percent (5) of the shard's bytes, main the rest; the ghost
+//     remembers the keys that left small during the last s3fifo_ghost_percent (50) of the
+//     shard's bytes worth of such departures (fingerprints). libCacheSim's defaults are 10 and
+//     90; 5 and 50 measured better on every trace we have (cache/README.md);
 //   - a new key goes to small, or to main if its hash is in the ghost (the ghost forgets it);
 //     until the first eviction, once small is full new keys go straight to main;
 //   - a hit adds 1 to a 2-bit frequency (capped at 3) in the entry's meta byte, atomically: the
@@ -21,9 +23,10 @@
 // uniformly random part of a revolution rather than after exactly one; the ghost is approximate
 // (see GhostFifo). cache/README.md and optimizations/README.md measure both against libCacheSim.
 //
-// Entries replaced by a set keep their queue and frequency. Entries removed while in small leave
-// a stale (address, hash) record in small's queue: a record counts only if the table still holds
-// that exact address under that hash, in small, so freed memory is never dereferenced.
+// Deviation, for speed: an entry replaced by a set goes to main with its frequency (libCacheSim
+// has no updates: its traces are reads). Entries removed while in small leave a stale (address,
+// hash) record in small's queue: a record counts only if the table still holds that exact
+// address under that hash, in small, so freed memory is never dereferenced.
 #pragma once
 
 #include <atomic>
@@ -35,10 +38,16 @@
 #include <memory>
 #include <new>
 
+#include "cache/cache.hh"
 #include "cache/entry.hh"
 #include "cache/slot_table.hh"
 
 namespace cache::detail {
+
+// `percent` of `bytes`, rounded down, without overflowing for any size_t `bytes`.
+constexpr std::size_t percent_of(std::size_t bytes, std::size_t percent) {
+  return bytes / 100 * percent + bytes % 100 * percent / 100;
+}
 
 // The ghost: which keys left small recently, as 16-bit fingerprints stamped with the time they
 // left, where time counts the bytes of every entry that has entered the ghost. A fingerprint is
@@ -233,60 +242,60 @@ class S3FifoEviction {
   static constexpr std::uint8_t kFreqMask = 0x3;  // 2-bit frequency, saturating at 3
   static constexpr std::uint8_t kInSmall = 0x4;   // the entry is in the small FIFO
   static constexpr std::uint8_t kPromoteAt = 2;   // libCacheSim's move-to-main threshold
+  static constexpr std::uint8_t kFresh = 0x80;    // pending_meta_: a new key, small or main
 
-  explicit S3FifoEviction(std::size_t budget)
-      : small_cap_(budget / 10),
-        main_cap_(budget - budget / 10),
-        ghost_(budget / 10 * 9 + budget % 10 * 9 / 10) {}
+  // Small's share of the shard's bytes and the ghost's window come from Options (validated
+  // there): s3fifo_small_percent and s3fifo_ghost_percent.
+  S3FifoEviction(std::size_t budget, const Options& o)
+      : small_cap_(percent_of(budget, o.s3fifo_small_percent)),
+        main_cap_(budget - small_cap_),
+        ghost_(percent_of(budget, o.s3fifo_ghost_percent)) {}
 
   // Before a set links its entry (exclusive lock, before any eviction): where the new entry of
-  // `hash` will go. A replacement keeps the old entry's queue and frequency; a new key whose
-  // hash the ghost remembers goes to main (and the ghost forgets it, as libCacheSim does).
+  // `hash` will go. A replacement goes to main keeping the old entry's frequency: an update is a
+  // second access, the reuse small exists to detect, and it then needs no new queue record (a
+  // replacement that stayed in small cost a record, a stale one, and their compaction: +9%
+  // instructions per replacing set, cache/README.md). A new key whose hash the ghost remembers
+  // goes to main (and the ghost forgets it, as libCacheSim does); any other new key is fresh.
   template <class E>
   [[gnu::always_inline]] void prepare_insert(SlotTable<E>& table, std::uint64_t hash,
                                              const E* old) {
-    pending_hash_ = hash;
     if (old != nullptr) {
-      const std::uint8_t m = old->meta.load(std::memory_order_relaxed);
-      pending_ = (m & kInSmall) ? Place::small : Place::main;
-      pending_freq_ = m & kFreqMask;
+      pending_meta_ = old->meta.load(std::memory_order_relaxed) & kFreqMask;
+    } else if (ghost_.remove(hash)) {
+      pending_meta_ = 0;
     } else {
-      pending_ = ghost_.remove(hash) ? Place::main : Place::fresh;
-      pending_freq_ = 0;
+      pending_meta_ = kFresh;
+      pending_hash_ = hash;
+      // Rare (once per ~small_count_ stale records): out of line, so this stays small enough
+      // to inline into every set.
+      if (small_records_ > 2 * small_count_ + 64) [[unlikely]]
+        compact_small(table);
     }
-    // Rare (once per ~small_count_ stale records): out of line, so this stays small enough to
-    // inline into every set.
-    if (small_records_ > 2 * small_count_ + 64) [[unlikely]]
-      compact_small(table);
   }
 
   template <class E>
   [[gnu::always_inline]] void on_insert(E* e) {
-    Place where = pending_;
-    if (where == Place::fresh) {
-      // libCacheSim: before the first eviction, a full small sends new keys to main; a key as
-      // big as small's whole share never enters small.
-      const bool small_full = !has_evicted_ && small_bytes_ >= small_cap_;
-      where = small_full || e->charge() >= small_cap_ ? Place::main : Place::small;
+    if (pending_meta_ != kFresh) {  // to main (a replacement, or a key the ghost remembered)
+      e->meta.store(pending_meta_, std::memory_order_relaxed);
+      return;
     }
-    if (where == Place::small) {
+    // libCacheSim: before the first eviction, a full small sends new keys to main; a key as big
+    // as small's whole share never enters small.
+    const bool small_full = !has_evicted_ && small_bytes_ >= small_cap_;
+    if (!small_full && e->charge() < small_cap_) {
       try {
         small_.push_back({e, pending_hash_});
         ++small_records_;
+        e->meta.store(kInSmall, std::memory_order_relaxed);
+        small_bytes_ += e->charge();
+        ++small_count_;
+        return;
       } catch (const std::bad_alloc&) {
-        where = Place::main;  // the entry is linked already: place it where no record is needed
+        // the entry is linked already: place it in main, where no record is needed
       }
     }
-    if (where == Place::small) {
-      e->meta.store(kInSmall | pending_freq_, std::memory_order_relaxed);
-      small_bytes_ += e->charge();
-      ++small_count_;
-    } else {
-      e->meta.store(pending_freq_, std::memory_order_relaxed);
-      main_bytes_ += e->charge();
-      ++main_count_;
-    }
-    pending_ = Place::fresh;
+    e->meta.store(0, std::memory_order_relaxed);
   }
 
   template <class E>
@@ -294,9 +303,6 @@ class S3FifoEviction {
     if (e->meta.load(std::memory_order_relaxed) & kInSmall) {
       small_bytes_ -= e->charge();  // its queue record goes stale; skipped or compacted later
       --small_count_;
-    } else {
-      main_bytes_ -= e->charge();
-      --main_count_;
     }
   }
 
@@ -310,11 +316,12 @@ class S3FifoEviction {
     }
   }
 
+  // `used_bytes`: the shard's bytes (small's and main's), so main's need no counter of its own.
   template <class E, class HashFn>
-  std::size_t pick_victim(SlotTable<E>& table, const HashFn&) {
+  std::size_t pick_victim(SlotTable<E>& table, const HashFn&, std::size_t used_bytes) {
     has_evicted_ = true;
     for (;;) {
-      if (main_bytes_ > main_cap_ || small_bytes_ == 0) return evict_main(table);
+      if (used_bytes - small_bytes_ > main_cap_ || small_bytes_ == 0) return evict_main(table);
       if (const std::size_t slot = evict_small(table); slot != SlotTable<E>::npos) return slot;
       // Every entry of small was promoted: decide again (now from main).
     }
@@ -324,14 +331,12 @@ class S3FifoEviction {
     small_.clear();
     small_records_ = 0;
     ghost_.clear();
-    small_bytes_ = main_bytes_ = small_count_ = main_count_ = 0;
+    small_bytes_ = small_count_ = 0;
     hand_ = 0;
     has_evicted_ = false;
-    pending_ = Place::fresh;
   }
 
  private:
-  enum class Place : std::uint8_t { fresh, small, main };
   struct Queued {
     const void* entry;   // compared by address only, never dereferenced: it may be freed
     std::uint64_t hash;  // finds the entry's slot without touching the entry
@@ -352,12 +357,10 @@ class S3FifoEviction {
       if ((m & kFreqMask) >= kPromoteAt) {
         e->meta.store(0, std::memory_order_relaxed);  // to main, frequency 0
         small_bytes_ -= e->charge();
-        main_bytes_ += e->charge();
         --small_count_;
-        ++main_count_;
         continue;
       }
-      ghost_.insert(q.hash, e->charge(), small_count_ + main_count_);
+      ghost_.insert(q.hash, e->charge(), table.size());
       return slot;  // on_remove accounts for it
     }
     return SlotTable<E>::npos;
@@ -401,14 +404,13 @@ class S3FifoEviction {
   std::deque<Queued> small_;       // oldest first; may hold stale records (see evict_small)
   std::size_t small_records_ = 0;  // small_.size(), which costs a dozen instructions per set
   std::size_t small_bytes_ = 0;
-  std::size_t main_bytes_ = 0;
   std::size_t small_count_ = 0;  // live entries in small
-  std::size_t main_count_ = 0;
   std::size_t hand_ = 0;
   bool has_evicted_ = false;
   GhostFifo ghost_;
-  Place pending_ = Place::fresh;
-  std::uint8_t pending_freq_ = 0;
+  // From prepare_insert to on_insert: the new entry's meta byte if it goes to main, or kFresh
+  // (then small's queue needs its hash).
+  std::uint8_t pending_meta_ = kFresh;
   std::uint64_t pending_hash_ = 0;
 };
 

@@ -27,8 +27,11 @@ class alignas(64) Shard {
   using E = Entry<typename Policy::Hook>;
   using Table = SlotTable<E>;
 
-  Shard(std::size_t budget, double max_load_factor, const KeyHasher& hasher)
-      : table_(max_load_factor), policy_(make_policy(budget)), budget_(budget), hasher_(hasher) {}
+  Shard(std::size_t budget, double max_load_factor, const KeyHasher& hasher, const Options& o)
+      : table_(max_load_factor),
+        policy_(make_policy(budget, o)),
+        budget_(budget),
+        hasher_(hasher) {}
   ~Shard() { destroy_all(); }
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
@@ -98,10 +101,10 @@ class alignas(64) Shard {
  private:
   std::size_t used() const { return used_.load(std::memory_order_relaxed); }
 
-  // Policies that split the budget (S3-FIFO) are constructed from it.
-  static Policy make_policy(std::size_t budget) {
-    if constexpr (std::is_constructible_v<Policy, std::size_t>) {
-      return Policy(budget);
+  // Policies that split the budget (S3-FIFO) are constructed from it and the options.
+  static Policy make_policy(std::size_t budget, const Options& o) {
+    if constexpr (std::is_constructible_v<Policy, std::size_t, const Options&>) {
+      return Policy(budget, o);
     } else {
       return Policy();
     }
@@ -136,7 +139,11 @@ class alignas(64) Shard {
 
   // Exclusive lock held, table not empty.
   void evict_one() {
-    remove_at(policy_.pick_victim(table_, hasher_));
+    if constexpr (requires { policy_.pick_victim(table_, hasher_, used()); }) {
+      remove_at(policy_.pick_victim(table_, hasher_, used()));
+    } else {
+      remove_at(policy_.pick_victim(table_, hasher_));
+    }
     evictions_.store(evictions() + 1, std::memory_order_relaxed);
   }
 

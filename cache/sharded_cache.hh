@@ -39,6 +39,12 @@ inline void validate(const Options& o) {
     throw std::invalid_argument("cache: shards must be in 1..1024");
   }
   if (o.shards > o.maxmem) throw std::invalid_argument("cache: more shards than bytes of maxmem");
+  if (o.s3fifo_small_percent < 1 || o.s3fifo_small_percent > 50) {
+    throw std::invalid_argument("cache: s3fifo_small_percent must be in 1..50");
+  }
+  if (o.s3fifo_ghost_percent < 1 || o.s3fifo_ghost_percent > 100) {
+    throw std::invalid_argument("cache: s3fifo_ghost_percent must be in 1..100");
+  }
 }
 
 template <class Lock, class Policy>
@@ -53,8 +59,8 @@ class ShardedCache {
     const std::size_t base = options.maxmem / options.shards;
     const std::size_t extra = options.maxmem % options.shards;
     for (unsigned i = 0; i < options.shards; ++i) {
-      shards_.push_back(
-          std::make_unique<Shard>(base + (i < extra ? 1 : 0), options.max_load_factor, hasher_));
+      shards_.push_back(std::make_unique<Shard>(base + (i < extra ? 1 : 0), options.max_load_factor,
+                                                hasher_, options));
     }
   }
   ShardedCache(const ShardedCache&) = delete;

@@ -89,7 +89,7 @@ class SlotTable {
   }
 
   // Inserts an entry whose key is absent; room must have been reserved.
-  void insert(E* e, std::uint64_t hash) {
+  [[gnu::always_inline]] void insert(E* e, std::uint64_t hash) {
     assert((reinterpret_cast<std::uintptr_t>(e) & ~kPointerMask) == 0);
     place(reinterpret_cast<std::uintptr_t>(e) | tag_of(hash), hash);
     ++size_;

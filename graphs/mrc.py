@@ -25,10 +25,11 @@ FORMATS = ("png", "svg")
 FAMILIES = (("LRU", ("lru",), "LRU"),
             ("FIFO", ("fifo",), "FIFO"),
             ("CLOCK", ("clock",), "Clock"),
-            ("S3-FIFO", ("s3fifo",), "S3FIFO"),
+            ("S3-FIFO", ("s3fifo",), "S3FIFO-5-50"),  # libCacheSim's with our split (5%, 50%)
             ("SIEVE", ("sieve",), "Sieve"),
             ("W-TinyLFU", ("wtinylfu", "tinylfu"), "WTinyLFU"),
-            ("ARC", ("arc",), "ARC"))
+            ("ARC", ("arc",), "ARC"),
+            ("S3-FIFO 10/90", (), "S3FIFO"))  # libCacheSim's own split; no counterpart of ours
 
 
 class CurveError(Exception):

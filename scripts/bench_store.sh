@@ -200,10 +200,12 @@ FS_TYPE="$(findmnt -n -o FSTYPE --target "$WORK" 2> /dev/null | head -1 || true)
 [ -n "$FS_TYPE" ] || FS_TYPE="$(stat -f -c %T "$WORK")"
 case "$FS_TYPE" in tmpfs|ramfs) die "--data-dir $DATA_PARENT is on $FS_TYPE: fsync costs nothing there; use a directory on a disk" ;; esac
 [ -n "$DISK" ] || log "warning: no block device found for $WORK (filesystem $FS_TYPE); disk utilization is not reported"
-# disk_snap -> "ms_doing_io writes_completed flushes_completed" of $DISK (fields 10, 5, 15)
+# disk_snap -> "ms_doing_io writes_completed flushes_completed" of $DISK (the kernel's fields 10,
+# 5 and 16 of Documentation/admin-guide/iostats.rst: columns 13, 8 and 19, after major, minor
+# and name; flushes exist since Linux 5.5)
 disk_snap() {
   [ -n "$DISK" ] || { echo "- - -"; return; }
-  awk -v n="$DISK" '$3 == n { print $13, $8, (NF >= 18 ? $18 : "-") }' /proc/diskstats
+  awk -v n="$DISK" '$3 == n { print $13, $8, (NF >= 19 ? $19 : "-") }' /proc/diskstats
 }
 jnum() { case "$1" in ''|-) echo null ;; *) echo "$1" ;; esac; }  # a number or JSON null
 

@@ -16,6 +16,8 @@ cd "$ROOT"
 APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libgtest-dev
               clang-16 libfuzzer-16-dev libclang-rt-16-dev librocksdb-dev
               libjemalloc-dev  # cache_server's allocator (docs/server.md, "Allocator")
+              libpq-dev  # --store postgres: (store/postgres_store.hh)
+              postgresql-15  # the tests start their own clusters (tests/support/pg_cluster.py)
               procps util-linux iproute2 curl python3 python3-pip
               prometheus)  # promtool and a real Prometheus for the /metrics tests
 PEER_PACKAGES=(nginx-light wrk redis-server redis-tools memcached linux-perf valgrind)
@@ -46,7 +48,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   log "installing: ${missing[*]}"
   $SUDO apt-get update -qq
-  # policy-rc.d 101: do not start nginx/redis/memcached/prometheus services on install; the
+  # policy-rc.d 101: do not start nginx/redis/memcached/prometheus/postgresql services on install; the
   # scripts and tests start their own instances on 127.0.0.1 when they need them.
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null

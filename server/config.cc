@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <sstream>
 
+#include "store/store.hh"
+
 namespace server {
 
 const char* to_string(IoModel m) {
@@ -53,11 +55,18 @@ const char* to_string(WriteMode m) {
 
 std::optional<StoreUri> parse_store_uri(std::string_view uri) {
   if (uri == "none") return StoreUri{"none", {}};
-  constexpr std::string_view kRocksdb = "rocksdb:";
-  if (uri.starts_with(kRocksdb) && uri.size() > kRocksdb.size()) {
-    return StoreUri{"rocksdb", uri.substr(kRocksdb.size())};
-  }
-  return std::nullopt;
+  const std::optional<store::StoreUriParts> parts = store::split_store_uri(uri);
+  if (!parts) return std::nullopt;
+  return StoreUri{parts->scheme, parts->rest};
+}
+
+std::string bad_store_uri_error(std::string_view uri) {
+  const std::size_t colon = uri.find(':');
+  const std::string shown = colon == std::string_view::npos || colon + 1 == uri.size()
+                                ? std::string(uri)
+                                : std::string(uri.substr(0, colon + 1)) + "...";
+  return "unknown --store '" + shown +
+         "' (want none, rocksdb:PATH or postgres:CONNINFO, with a non-empty PATH or CONNINFO)";
 }
 
 const char* variant_name(const Config& c) {
@@ -93,7 +102,7 @@ std::string validate(const Config& c) {
            std::to_string(c.max_value) + ": the largest value could never be received";
   }
   const std::optional<StoreUri> store = parse_store_uri(c.store);
-  if (!store) return "unknown --store '" + c.store + "' (want none or rocksdb:PATH)";
+  if (!store) return bad_store_uri_error(c.store);
   const bool has_store = store->scheme != "none";
   if (c.flush_interval.count() <= 0) return "--flush-interval must be at least 1ms";
   // The dirty bound only matters with a store; without one it must not reject a large
@@ -105,7 +114,20 @@ std::string validate(const Config& c) {
            std::to_string(largest_write) + " bytes), so the largest write always fits";
   }
   if (!has_store && !c.store_faults.empty()) {
-    return "--store-faults needs a store (--store rocksdb:PATH)";
+    return "--store-faults needs a store (--store rocksdb:PATH or postgres:CONNINFO)";
+  }
+  if (c.store_timeout.count() <= 0) return "--store-timeout must be at least 1ms";
+  if (c.store_connections < 2 || c.store_connections > kMaxStoreConnections) {
+    return "--store-connections must be 2.." + std::to_string(kMaxStoreConnections) +
+           " (one writer, the rest readers)";
+  }
+  if (c.store_table.empty() || c.store_table.size() > kMaxStoreTableBytes) {
+    return "--store-table must be 1.." + std::to_string(kMaxStoreTableBytes) + " bytes";
+  }
+  // (A flag given its default value cannot be told from one not given: that is harmless.)
+  if (store->scheme != "postgres" &&
+      (c.store_connections != kDefaultStoreConnections || c.store_table != kDefaultStoreTable)) {
+    return "--store-connections and --store-table need --store postgres:CONNINFO";
   }
   return {};
 }
@@ -130,7 +152,11 @@ std::string describe(const Config& c) {
   out << " store=" << (store ? store->scheme : std::string_view("invalid"))
       << " write_mode=" << to_string(c.write_mode)
       << " flush_interval_ms=" << c.flush_interval.count() << " max_dirty=" << c.max_dirty
-      << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight;
+      << " store_timeout_ms=" << c.store_timeout.count();
+  if (store && store->scheme == "postgres") {
+    out << " store_connections=" << c.store_connections << " store_table=" << c.store_table;
+  }
+  out << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight;
   return out.str();
 }
 

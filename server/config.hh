@@ -31,7 +31,12 @@ inline constexpr unsigned kMaxShards = 16;  // cache shards, fewer when maxmem i
 inline constexpr const char* kDefaultHost = "127.0.0.1";
 inline constexpr const char* kDefaultStore = "none";                    // --store: no durable store
 inline constexpr std::chrono::milliseconds kDefaultFlushInterval{100};  // --flush-interval
-inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;         // --max-dirty
+inline constexpr std::chrono::milliseconds kDefaultStoreTimeout{2000};  // --store-timeout
+inline constexpr int kDefaultStoreConnections = 4;                      // --store-connections
+inline constexpr const char* kDefaultStoreTable = "kv";                 // --store-table
+inline constexpr int kMaxStoreConnections = 64;
+inline constexpr std::size_t kMaxStoreTableBytes = 63;           // PostgreSQL's identifier limit
+inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;  // --max-dirty
 
 // How worker threads share the network work (see docs/server.md for the measurement).
 enum class IoModel : std::uint8_t {
@@ -83,20 +88,27 @@ struct Config {
   DispatchKind dispatch = DispatchKind::ordered;             // --dispatch / --variant
   WriteBatching write_batching = WriteBatching::on;          // --write-batching / --variant
   // The durable store behind the cache (docs/api.md, "Command line").
-  std::string store = kDefaultStore;          // --store: none or rocksdb:PATH
+  std::string store = kDefaultStore;          // --store: none, rocksdb:PATH or postgres:CONNINFO
   WriteMode write_mode = WriteMode::through;  // --write-mode
   std::chrono::milliseconds flush_interval = kDefaultFlushInterval;  // --flush-interval
   std::size_t max_dirty = kDefaultMaxDirtyBytes;  // --max-dirty (write-behind bound)
   std::string store_faults;  // --store-faults: fault injection (tests); checked by store/
+  std::chrono::milliseconds store_timeout = kDefaultStoreTimeout;  // --store-timeout
+  int store_connections = kDefaultStoreConnections;                // --store-connections (postgres)
+  std::string store_table = kDefaultStoreTable;                    // --store-table (postgres)
 };
 
-// A --store URI split into its scheme and path: "none" → {"none", ""}, "rocksdb:/d" →
-// {"rocksdb", "/d"}. nullopt for anything else, including "rocksdb:" with an empty path.
+// A --store URI split into its scheme and the rest: "none" → {"none", ""}, "rocksdb:/d" →
+// {"rocksdb", "/d"}, "postgres:host=h" → {"postgres", "host=h"} (store::split_store_uri). nullopt
+// for anything else, including a scheme with nothing after it.
 struct StoreUri {
   std::string_view scheme;
   std::string_view path;
 };
 std::optional<StoreUri> parse_store_uri(std::string_view uri);
+// The error for a --store URI parse_store_uri refuses. It shows the scheme, not the rest: a
+// conninfo may hold a password ("file:/x" → "unknown --store 'file:...' (want ...)").
+std::string bad_store_uri_error(std::string_view uri);
 
 // "optimized" (all four optimizations), "baseline" (none of them) or "custom" (a mix).
 const char* variant_name(const Config& config);

@@ -221,9 +221,32 @@ bool apply_write_batching(Config& c, std::string_view v, std::string& e) {
 }
 
 bool apply_store(Config& c, std::string_view v, std::string& e) {
-  if (!parse_store_uri(v))
-    e = "unknown --store '" + std::string(v) + "' (want none or rocksdb:PATH)";
+  if (!parse_store_uri(v)) e = bad_store_uri_error(v);
   c.store = v;
+  return e.empty();
+}
+bool apply_store_timeout(Config& c, std::string_view v, std::string& e) {
+  if (!parse_duration_ms(v, common::BareUnit::required, c.store_timeout) ||
+      c.store_timeout.count() <= 0) {
+    e = "invalid --store-timeout '" + std::string(v) +
+        "' (want a positive duration with a unit, e.g. 500ms or 2s)";
+  }
+  return e.empty();
+}
+bool apply_store_connections(Config& c, std::string_view v, std::string& e) {
+  if (!parse_int(v, c.store_connections) || c.store_connections < 2 ||
+      c.store_connections > kMaxStoreConnections) {
+    e = "invalid --store-connections '" + std::string(v) + "' (want 2.." +
+        std::to_string(kMaxStoreConnections) + ": one writer, the rest readers)";
+  }
+  return e.empty();
+}
+bool apply_store_table(Config& c, std::string_view v, std::string& e) {
+  if (v.empty() || v.size() > kMaxStoreTableBytes || v.find('\0') != std::string_view::npos) {
+    e = "invalid --store-table (want a table name of 1.." + std::to_string(kMaxStoreTableBytes) +
+        " bytes)";
+  }
+  c.store_table = v;
   return e.empty();
 }
 bool apply_write_mode(Config& c, std::string_view v, std::string& e) {
@@ -303,8 +326,10 @@ constexpr FlagSpec kFlags[] = {
      "pipelined responses in one write: on (default) or off (one write each)", apply_write_batching,
      true},
     {kStoreGroup, "", "--store", "URI",
-     "none (default: memory only) or rocksdb:PATH (the directory is\n"
-     "created if missing); the cache sits in front of the store",
+     "none (default: memory only), rocksdb:PATH (the directory is\n"
+     "created if missing) or postgres:CONNINFO (a libpq connection\n"
+     "string or URI; the table is created if missing); the cache\n"
+     "sits in front of the store",
      apply_store},
     {kStoreGroup, "", "--write-mode", "MODE",
      "through (default): a PUT/DELETE is answered once it is durable\n"
@@ -316,10 +341,22 @@ constexpr FlagSpec kFlags[] = {
      "a unit, e.g. 100ms or 2s (default 100ms)",
      apply_flush_interval},
     {kStoreGroup, "", "--max-dirty", "BYTES",
-     "write-behind: the most bytes written but not yet durable;\n"
-     "beyond it writes wait, they are never dropped. At least\n"
-     "--max-value + 250 (default 64M)",
+     "the most bytes written but not yet durable: beyond it\n"
+     "write-behind writes wait (never dropped) and write-through\n"
+     "writes answer 503. At least --max-value + 250 (default 64M)",
      apply_max_dirty},
+    {kStoreGroup, "", "--store-timeout", "DURATION",
+     "how long a request waits for the store before it answers\n"
+     "503, e.g. 500ms or 2s (default 2s)",
+     apply_store_timeout},
+    {kStoreGroup, "", "--store-connections", "N",
+     "postgres: connections to PostgreSQL, one for writes and the\n"
+     "rest for reads, 2..64 (default 4)",
+     apply_store_connections},
+    {kStoreGroup, "", "--store-table", "NAME",
+     "postgres: the table holding the keys, created if missing\n"
+     "(default kv)",
+     apply_store_table},
     {kStoreGroup, "", "--store-faults", "SPEC",
      "testing only: fault injection, e.g.\n"
      "read-delay=50ms,sync-error-after=10 (default: none)",

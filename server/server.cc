@@ -19,9 +19,21 @@ std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) 
   if (!store::parse_faults(config.store_faults, faults, error)) {
     throw std::runtime_error("invalid --store-faults: " + error);
   }
-  std::unique_ptr<store::Store> s = store::open_store(config.store, faults, error);
-  if (!s) throw std::runtime_error("cannot open --store " + config.store + ": " + error);
+  store::OpenOptions open;
+  open.faults = faults;
+  open.table = config.store_table;
+  open.connections = config.store_connections;
+  std::unique_ptr<store::Store> s = store::open_store(config.store, open, error);
+  if (!s) {
+    // The URI is named by its scheme only: a postgres conninfo may hold a password.
+    const std::optional<StoreUri> uri = parse_store_uri(config.store);
+    const std::string what = uri && uri->scheme == "rocksdb"
+                                 ? config.store
+                                 : std::string(uri ? uri->scheme : "?") + ":...";
+    throw std::runtime_error("cannot open --store " + what + ": " + error);
+  }
   TierOptions options;
+  options.store_timeout = config.store_timeout;
   options.mode = config.write_mode;
   options.flush_interval = config.flush_interval;
   options.max_dirty = config.max_dirty;

@@ -18,10 +18,22 @@ bool stored(cache::SetResult s) {
   return s == cache::SetResult::created || s == cache::SetResult::replaced;
 }
 
+std::string timeout_text(std::chrono::milliseconds timeout) {
+  return "store timeout: no answer from the store within --store-timeout (" +
+         std::to_string(timeout.count()) + "ms)";
+}
+
+StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
+  StoreTier::Lookup l;
+  l.kind = StoreTier::Lookup::Kind::error;
+  l.error = timeout_text(timeout);
+  return l;
+}
+
 }  // namespace
 
 StoreTier::StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, TierOptions options)
-    : cache_(cache), store_(std::move(store)), options_(options) {
+    : cache_(cache), store_(std::move(store)), options_(options), deadline_(options.store_timeout) {
   if (options_.mode == WriteMode::behind) flusher_ = std::thread([this] { flusher_main(); });
 }
 
@@ -39,14 +51,17 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
       return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
     }
   }
+  // Each waiter has its own deadline; the read goes on for the others (and fills the cache).
+  LookupDone answer =
+      deadline_.arm<Lookup>(std::move(done), timeout_lookup(options_.store_timeout));
   std::string k(key);
   auto [it, inserted] = inflight_.try_emplace(k);
   if (!inserted) {
-    it->second->waiters.push_back(std::move(done));
+    it->second->waiters.push_back(std::move(answer));
     return std::nullopt;
   }
   auto entry = std::make_shared<Inflight>();
-  entry->waiters.push_back(std::move(done));
+  entry->waiters.push_back(std::move(answer));
   entry->void_fill = pending_writes_.contains(k);
   it->second = entry;
   store_->read(k, [this, k, entry](store::ReadResult r) {
@@ -109,30 +124,57 @@ std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
   return std::nullopt;
 }
 
+// A write that may wait on the store is answered by its commit or, at --store-timeout, by a 503
+// saying the outcome is unknown; an outcome known at once settles the deadline instead.
 std::optional<StoreTier::Outcome> StoreTier::put(std::string_view key, std::string_view value,
                                                  WriteDone done) {
-  std::lock_guard lock(mu_);
-  if (options_.mode == WriteMode::through) {
-    submit_through_locked(Kind::put, key, value, std::move(done));
-    return std::nullopt;
-  }
-  return behind_locked(Kind::put, key, value, std::move(done));
+  return write(Kind::put, key, value, std::move(done));
 }
 
 std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone done) {
+  return write(Kind::del, key, {}, std::move(done));
+}
+
+std::optional<StoreTier::Outcome> StoreTier::write(Kind kind, std::string_view key,
+                                                   std::string_view value, WriteDone done) {
+  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
   std::lock_guard lock(mu_);
+  std::optional<Outcome> now;
   if (options_.mode == WriteMode::through) {
-    submit_through_locked(Kind::del, key, {}, std::move(done));
-    return std::nullopt;
+    now = submit_through_locked(kind, key, value, answer);
+  } else {
+    now = behind_locked(kind, key, value, answer);
   }
-  return behind_locked(Kind::del, key, {}, std::move(done));
+  return now && answer.settle() ? now : std::nullopt;
+}
+
+// Write-through: the commit may be under way when the deadline answers, so the write may still
+// take effect. Write-behind waits on the store only for room in the dirty buffer or for the
+// read a DELETE makes, and a write whose deadline answered is then dropped, not applied.
+StoreTier::Outcome StoreTier::timeout_outcome() const {
+  return Outcome{Outcome::Kind::error,
+                 timeout_text(options_.store_timeout) + (options_.mode == WriteMode::through
+                                                             ? "; the write may still take effect"
+                                                             : "; the write was not applied")};
 }
 
 // Write-through: the store decides (existed) and the cache follows once the commit succeeded.
 // Every cache entry came from a committed write or a fill, so the store alone says whether a
 // key existed.
-void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::string_view value,
-                                      WriteDone done) {
+std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, std::string_view key,
+                                                                   std::string_view value,
+                                                                   WriteDone done) {
+  // What waits on the store is bounded like write-behind's dirty data: a store that stops
+  // answering must not make the server hold every write sent meanwhile (a request answered 503
+  // at its deadline leaves its write queued in the store).
+  const std::size_t bytes = dirty_size(key, value);
+  if (through_bytes_ > 0 && through_bytes_ + bytes > options_.max_dirty) {
+    ++write_errors_;
+    return Outcome{Outcome::Kind::error, "store backlog full: " + std::to_string(through_bytes_) +
+                                             " bytes of writes wait on the store (--max-dirty " +
+                                             std::to_string(options_.max_dirty) + ")"};
+  }
+  through_bytes_ += bytes;
   std::string k(key);
   void_fills_locked(k);
   // A key in the cache with no write of it pending is in the store too (the cache holds only
@@ -148,10 +190,11 @@ void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::stri
   if (v) batch[0].value = *v;
   batch[0].want_existed = want_existed;
   store_->write(std::move(batch), [this, k = std::move(k), epoch = epoch_, kind, v, want_existed,
-                                   done = std::move(done)](store::WriteResult r) {
+                                   bytes, done = std::move(done)](store::WriteResult r) {
     Outcome o;
     {
       std::lock_guard lock(mu_);
+      through_bytes_ -= bytes;
       if (auto it = pending_writes_.find(k); it != pending_writes_.end() && --it->second == 0) {
         pending_writes_.erase(it);
       }
@@ -179,22 +222,24 @@ void StoreTier::submit_through_locked(Kind kind, std::string_view key, std::stri
     }
     done(o);
   });
+  return std::nullopt;
 }
 
 // Write-behind: into the cache and the dirty buffer at once when there is room and nobody is
 // waiting (FIFO), else queued for the flusher to admit.
 std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::string_view key,
-                                                           std::string_view value, WriteDone done) {
+                                                           std::string_view value,
+                                                           const Answer& done) {
   if (waiting_.empty() && fits_locked(key, value)) {
     return kind == Kind::put ? apply_dirty_locked(Kind::put, key, value)
-                             : del_behind_locked(key, std::move(done));
+                             : del_behind_locked(key, done, false);
   }
   if (store_failed_locked()) {
     ++write_errors_;
     return Outcome{Outcome::Kind::error,
                    "dirty buffer full and the store failed: " + store_->stats().last_error};
   }
-  waiting_.push_back(Waiting{kind, std::string(key), std::string(value), std::move(done)});
+  waiting_.push_back(Waiting{kind, std::string(key), std::string(value), done});
   flusher_wake_.notify_one();
   return std::nullopt;
 }
@@ -216,6 +261,7 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key
                                                  std::string_view value) {
   std::string k(key);
   void_fills_locked(k);
+  if (dirty_.empty()) dirty_since_ = std::chrono::steady_clock::now();
   auto [it, inserted] = dirty_.try_emplace(k);
   Dirty& d = it->second;
   const bool had_value = !inserted && !d.tombstone;
@@ -242,17 +288,18 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key
 // A write-behind DELETE answers 404 only if the key is in neither the cache, the dirty buffer
 // nor the store; the store is asked only when the first two do not know.
 std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view key,
-                                                               WriteDone done) {
+                                                               const Answer& done, bool claimed) {
   std::string k(key);
   if (auto it = dirty_.find(k); it != dirty_.end()) {
     if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
     return apply_dirty_locked(Kind::del, key, {});
   }
   if (cache_.del(k)) return apply_dirty_locked(Kind::del, key, {});
-  store_->read(k, [this, k, done = std::move(done)](store::ReadResult r) {
+  store_->read(k, [this, k, done, claimed](store::ReadResult r) {
     Outcome o;
     {
       std::lock_guard lock(mu_);
+      if (!claimed && !done.claim()) return;  // answered 503 at its deadline: not applied
       if (r.status.ok()) {
         o = apply_dirty_locked(Kind::del, k, {});
       } else if (r.status.code == store::Code::not_found) {
@@ -262,7 +309,7 @@ std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view 
         o.error = "store read failed: " + r.status.message;
       }
     }
-    done(o);
+    done.deliver(o);
   });
   return std::nullopt;
 }
@@ -286,7 +333,11 @@ void StoreTier::reset(ResetDone done) {
   cache_.reset();
   // Under mu_: every write submitted before this point is committed before the clear, and
   // every later one after it (store.hh ordering).
-  store_->clear([done = std::move(done)](store::Status s) { done(s); });
+  auto answer = deadline_.arm<store::Status>(
+      std::move(done),
+      store::Status{store::Code::io_error,
+                    timeout_text(options_.store_timeout) + "; the reset may still take effect"});
+  store_->clear([answer](store::Status s) { answer(s); });
 }
 
 void StoreTier::reset_cache() {
@@ -302,10 +353,16 @@ void StoreTier::flusher_main() {
   // interval leaves the rest as slack for a late wake-up on a loaded machine and a slow fsync.
   const auto period = std::max(options_.flush_interval / 4, std::chrono::milliseconds(1));
   while (!stopping_) {
-    flusher_wake_.wait_for(lock, period, [this] {
+    // The next flush is due one period after the oldest write still dirty, not one period after
+    // the last flush ended: when flushes are slow (a loaded machine, a slow commit), a write
+    // made during one then waits for at most the rest of a period, not a whole one more.
+    const auto due =
+        dirty_.empty() ? std::chrono::steady_clock::now() + period : dirty_since_ + period;
+    flusher_wake_.wait_until(lock, due, [this] {
       return stopping_ || !waiting_.empty() || dirty_bytes_ >= options_.max_dirty / 2;
     });
     if (stopping_) break;
+    drop_timed_out_waiting_locked();
     if (!dirty_.empty()) {
       // A failed flush (the store failed, or a transient error) is retried after a full
       // period, not at once: the dirty data is kept either way.
@@ -316,7 +373,14 @@ void StoreTier::flusher_main() {
   }
 }
 
-bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock) {
+// Waiting writes answered 503 at their deadline leave the queue (and free their bodies) within
+// a flusher period, not when room appears.
+void StoreTier::drop_timed_out_waiting_locked() {
+  std::erase_if(waiting_, [](const Waiting& w) { return w.done.answered(); });
+}
+
+bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
+  const auto snapshot_at = std::chrono::steady_clock::now();
   std::vector<store::Write> batch;
   std::vector<std::pair<std::string, std::uint64_t>> versions;
   batch.reserve(dirty_.size());
@@ -334,6 +398,20 @@ bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock) {
   store_->write(std::move(batch),
                 [&committed](store::WriteResult r) { committed.set_value(std::move(r)); });
   lock.unlock();
+  // A store that does not answer must not hold the process's exit: once shutdown has begun,
+  // the flush gets --store-timeout, then the store is closed, which fails the commit in flight.
+  auto started = std::chrono::steady_clock::now();
+  bool was_shutting_down = bounded;
+  while (result.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+    if (!was_shutting_down && shutting_down_.load()) {
+      was_shutting_down = true;
+      started = std::chrono::steady_clock::now();
+    }
+    if (was_shutting_down && std::chrono::steady_clock::now() - started > options_.store_timeout) {
+      store_->close();
+      break;
+    }
+  }
   const store::WriteResult r = result.get();
   lock.lock();
   if (r.status.ok()) {
@@ -344,6 +422,8 @@ bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock) {
         dirty_.erase(it);
       }
     }
+    // What is left was written after the snapshot.
+    if (!dirty_.empty()) dirty_since_ = std::max(dirty_since_, snapshot_at);
   } else {
     log_error_locked("write-behind flush failed, dirty writes kept: " + r.status.message);
   }
@@ -354,20 +434,24 @@ bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock) {
 // Admits waiting writes in FIFO order while they fit (all of them with force), then answers
 // them outside the lock. With a failed store, waiting writes are refused (503), not kept.
 void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force) {
-  std::vector<std::pair<WriteDone, Outcome>> ready;
+  std::vector<std::pair<Answer, Outcome>> ready;
   const bool failed = store_failed_locked();
   while (!waiting_.empty()) {
     Waiting& w = waiting_.front();
     if (failed && !force) {
-      ++write_errors_;
-      ready.emplace_back(std::move(w.done),
-                         Outcome{Outcome::Kind::error, "dirty buffer full and the store failed: " +
-                                                           store_->stats().last_error});
+      if (w.done.claim()) {
+        ++write_errors_;
+        ready.emplace_back(
+            w.done, Outcome{Outcome::Kind::error, "dirty buffer full and the store failed: " +
+                                                      store_->stats().last_error});
+      }
     } else if (force || fits_locked(w.key, w.value)) {
-      if (w.kind == Kind::put) {
-        ready.emplace_back(std::move(w.done), apply_dirty_locked(Kind::put, w.key, w.value));
-      } else if (auto o = del_behind_locked(w.key, w.done)) {
-        ready.emplace_back(std::move(w.done), *o);
+      if (!w.done.claim()) {
+        // Answered 503 at its deadline: dropped, never applied.
+      } else if (w.kind == Kind::put) {
+        ready.emplace_back(w.done, apply_dirty_locked(Kind::put, w.key, w.value));
+      } else if (auto o = del_behind_locked(w.key, w.done, true)) {
+        ready.emplace_back(w.done, *o);
       }
     } else {
       break;
@@ -376,7 +460,7 @@ void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force)
   }
   if (ready.empty()) return;
   lock.unlock();
-  for (auto& [done, outcome] : ready) done(outcome);
+  for (auto& [answer, outcome] : ready) answer.deliver(outcome);
   lock.lock();
 }
 
@@ -384,6 +468,7 @@ std::size_t StoreTier::shutdown() {
   std::unique_lock lock(mu_);
   if (closed_) return 0;
   stopping_ = true;
+  shutting_down_.store(true);
   lock.unlock();
   flusher_wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
@@ -391,7 +476,8 @@ std::size_t StoreTier::shutdown() {
   std::size_t lost = 0;
   if (options_.mode == WriteMode::behind) {
     admit_and_answer(lock, true);
-    if (!dirty_.empty()) flush_once(lock);
+    // Bounded: a store that does not answer must not hold the process's exit.
+    if (!dirty_.empty()) flush_once(lock, true);
     lost = dirty_.size();
   }
   closed_ = true;

@@ -15,6 +15,9 @@
 //   over the store for reads, so a dirty entry evicted from the cache is never lost. Past
 //   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room.
 // - Reset: the cache, the dirty buffer and the store are emptied; in-flight fills are void.
+// - Timeout (--store-timeout): a request that has waited that long on the store is answered 503
+//   (store_deadline.hh). A write answered so may still take effect: its commit may have been
+//   under way, and the cache still follows the store's answer whenever it comes.
 // Thread safety: every method may be called from any thread. One mutex (mu_) orders the
 // single-flight table, the dirty buffer, pending write counts and submissions to the store, so
 // the order in which ops reach the store is the order they were decided in. Store calls made
@@ -23,6 +26,7 @@
 // inline inside the call that started them: the caller posts them to its connection.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -39,12 +43,14 @@
 
 #include "cache/cache.hh"
 #include "server/config.hh"
+#include "server/store_deadline.hh"
 #include "store/store.hh"
 
 namespace server {
 
 struct TierOptions {
   WriteMode mode = WriteMode::through;
+  std::chrono::milliseconds store_timeout{2000};
   std::chrono::milliseconds flush_interval{100};
   std::size_t max_dirty = 64u << 20;
 };
@@ -121,27 +127,36 @@ class StoreTier {
     bool tombstone = false;
     std::uint64_t version = 0;  // tells a rewrite during a flush from the flushed state
   };
+  using Answer = StoreDeadline::Answer<Outcome>;
   struct Waiting {  // a write-behind write waiting for room under max_dirty
     Kind kind;
     std::string key;
     std::string value;
-    WriteDone done;
+    Answer done;  // claimed when admitted; a write whose deadline answered first is dropped
   };
 
+  Outcome timeout_outcome() const;
   Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
   void void_fills_locked(std::string_view key);
-  void submit_through_locked(Kind kind, std::string_view key, std::string_view value,
-                             WriteDone done);
+  std::optional<Outcome> write(Kind kind, std::string_view key, std::string_view value,
+                               WriteDone done);
+  // An immediate refusal (the backlog bound), or nullopt: submitted, done is called later.
+  std::optional<Outcome> submit_through_locked(Kind kind, std::string_view key,
+                                               std::string_view value, WriteDone done);
   std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
-                                       WriteDone done);
+                                       const Answer& done);
   bool fits_locked(std::string_view key, std::string_view value) const;
   bool store_failed_locked() const;
   Outcome apply_dirty_locked(Kind kind, std::string_view key, std::string_view value);
-  std::optional<Outcome> del_behind_locked(std::string_view key, WriteDone done);
+  // `claimed`: the caller has claimed `done` already (an admitted waiting write).
+  std::optional<Outcome> del_behind_locked(std::string_view key, const Answer& done, bool claimed);
   void log_error_locked(const std::string& message);
   void flusher_main();
   // Commits the dirty buffer once (waits for the commit with mu_ released); true on success.
-  bool flush_once(std::unique_lock<std::mutex>& lock);
+  // bounded: shutdown's final flush (past --store-timeout the store is closed, which fails the
+  // commit in flight); a periodic flush becomes bounded once shutdown begins.
+  bool flush_once(std::unique_lock<std::mutex>& lock, bool bounded = false);
+  void drop_timed_out_waiting_locked();
   void admit_and_answer(std::unique_lock<std::mutex>& lock, bool force);
 
   // Maps keyed by std::string that a std::string_view can look up without a copy.
@@ -157,6 +172,7 @@ class StoreTier {
   cache::Cache& cache_;
   std::unique_ptr<store::Store> store_;
   const TierOptions options_;
+  StoreDeadline deadline_;  // --store-timeout
 
   mutable std::mutex mu_;
   KeyMap<std::shared_ptr<Inflight>> inflight_;
@@ -164,11 +180,15 @@ class StoreTier {
   KeyMap<Dirty> dirty_;
   std::deque<Waiting> waiting_;
   std::size_t dirty_bytes_ = 0;
+  // When the oldest write still in dirty_ was made (at most: after a flush, the snapshot's time).
+  std::chrono::steady_clock::time_point dirty_since_{};
+  std::size_t through_bytes_ = 0;  // write-through: submitted to the store, not yet answered
   std::uint64_t dirty_version_ = 0;
   std::uint64_t epoch_ = 0;  // bumped by reset: write-through applies of older epochs are void
   std::uint64_t fills_ = 0;
   std::uint64_t write_errors_ = 0;
   bool stopping_ = false;
+  std::atomic<bool> shutting_down_{false};  // stopping_, readable without mu_ (flush_once)
   bool closed_ = false;
   std::string last_logged_error_;
   std::condition_variable flusher_wake_;

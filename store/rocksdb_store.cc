@@ -204,6 +204,8 @@ StoreStats RocksStore::stats() const {
   s.commits = commits_.load();
   s.errors = errors_.load();
   s.failed = failed_.load();
+  s.connected = true;  // embedded: nothing to lose
+  s.reconnects = 0;
   std::lock_guard lock(error_mu_);
   s.last_error = last_error_;
   return s;

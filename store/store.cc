@@ -1,10 +1,12 @@
 // store.cc — the engine-independent part of store.hh: code names and open_store, which parses a
-// store URI, picks the engine and wires in the fault injection the Faults ask for.
+// store URI (rocksdb:PATH, postgres:CONNINFO), picks the engine and wires in the fault injection
+// the Faults ask for.
 #include "store/store.hh"
 
 #include <rocksdb/file_system.h>
 
 #include "store/faults.hh"
+#include "store/postgres_store.hh"
 #include "store/rocksdb_store.hh"
 
 namespace store {
@@ -27,29 +29,79 @@ const char* to_string(Code c) {
   return "unknown";
 }
 
-std::unique_ptr<Store> open_store(std::string_view uri, const Faults& faults, std::string& error) {
-  constexpr std::string_view kRocks = "rocksdb:";
-  if (!uri.starts_with(kRocks)) {
-    error = "unknown store '" + std::string(uri) + "' (expected none or rocksdb:PATH)";
-    if (uri == "none")
-      error = "store 'none' is no store (callers handle it; expected rocksdb:PATH)";
-    return nullptr;
+std::optional<StoreUriParts> split_store_uri(std::string_view uri) {
+  for (std::string_view scheme : {"rocksdb", "postgres"}) {
+    if (uri.size() > scheme.size() + 1 && uri.starts_with(scheme) && uri[scheme.size()] == ':') {
+      return StoreUriParts{scheme, uri.substr(scheme.size() + 1)};
+    }
   }
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr const char* kExpected = "expected none, rocksdb:PATH or postgres:CONNINFO";
+
+std::unique_ptr<Store> open_rocksdb(std::string_view path, const OpenOptions& o,
+                                    std::string& error) {
   RocksOptions options;
-  options.path = std::string(uri.substr(kRocks.size()));
-  if (options.path.empty()) {
-    error = "store 'rocksdb:' needs a path (rocksdb:PATH)";
-    return nullptr;
-  }
-  options.read_delay = faults.read_delay;
+  options.path = std::string(path);
+  options.read_delay = o.faults.read_delay;
   std::shared_ptr<detail::FaultFileSystem> fault_fs;
-  if (detail::FaultFileSystem::needed(faults)) {
-    fault_fs = std::make_shared<detail::FaultFileSystem>(rocksdb::FileSystem::Default(), faults);
+  if (detail::FaultFileSystem::needed(o.faults)) {
+    fault_fs = std::make_shared<detail::FaultFileSystem>(rocksdb::FileSystem::Default(), o.faults);
     options.file_system = fault_fs;
   }
   auto store = RocksStore::open(options, error);
   if (store && fault_fs) fault_fs->arm();  // count commits from here, not recovery's syncs
   return store;
+}
+
+std::unique_ptr<Store> open_postgres(std::string_view conninfo, const OpenOptions& o,
+                                     std::string& error) {
+  // The injected write faults fail RocksDB's own files; PostgreSQL's are the server's.
+  if (o.faults.write_error_after >= 0 || o.faults.sync_error_after >= 0 ||
+      o.faults.no_space_after >= 0) {
+    error =
+        "store 'postgres:' supports only the read-delay fault (write-error-after, "
+        "sync-error-after and no-space-after are RocksDB's)";
+    return nullptr;
+  }
+  PostgresOptions options;
+  options.conninfo = std::string(conninfo);
+  options.table = o.table;
+  options.connections = o.connections;
+  options.read_delay = o.faults.read_delay;
+  return PostgresStore::open(options, error);
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_store(std::string_view uri, const OpenOptions& options,
+                                  std::string& error) {
+  const auto parts = split_store_uri(uri);
+  if (!parts) {
+    if (uri == "none") {
+      error = std::string("store 'none' is no store (callers handle it; ") + kExpected + ")";
+    } else if (uri == "rocksdb:") {
+      error = "store 'rocksdb:' needs a path (rocksdb:PATH)";
+    } else if (uri == "postgres:") {
+      error =
+          "store 'postgres:' needs a connection string (postgres:CONNINFO, e.g. "
+          "postgres:host=127.0.0.1 dbname=cache, or postgres:postgresql://...)";
+    } else {
+      error = "unknown store '" + std::string(uri) + "' (" + kExpected + ")";
+    }
+    return nullptr;
+  }
+  if (parts->scheme == "postgres") return open_postgres(parts->rest, options, error);
+  return open_rocksdb(parts->rest, options, error);
+}
+
+std::unique_ptr<Store> open_store(std::string_view uri, const Faults& faults, std::string& error) {
+  OpenOptions options;
+  options.faults = faults;
+  return open_store(uri, options, error);
 }
 
 }  // namespace store

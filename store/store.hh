@@ -2,7 +2,7 @@
 // behind its cache (store/README.md has the design note).
 //
 // The interface fits an embedded engine (RocksDB, rocksdb_store.hh) and a database reached over a
-// network (PostgreSQL, later) alike:
+// network (PostgreSQL, postgres_store.hh) alike:
 // - Every operation completes exactly once, through its callback, on a thread the store owns;
 //   never inline inside the call that started it (so a caller may hold its own locks while
 //   starting an operation, and must not assume the callback runs on its own thread).
@@ -13,6 +13,8 @@
 // - A failed write is never acknowledged. After a write or sync error the store is failed: it
 //   takes no more writes (they complete with Code::failed at once) and says why in stats();
 //   reads still work. A failed fsync is not retried: it can have dropped data silently.
+//   (PostgresStore: the server owns the fsync, so nothing there is sticky. A lost connection
+//   fails the ops in flight with io_error, commit outcome unknown, and the store reconnects.)
 // - Reads see every write whose callback has run (read-your-acknowledged-writes).
 // - Write callbacks run on one thread (RocksStore: its completer), in commit order, after their
 //   commit; read callbacks run on a
@@ -30,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,13 +81,15 @@ using ClearDone = std::function<void(Status)>;
 
 // Counters since open; read at any time from any thread.
 struct StoreStats {
-  std::uint64_t reads = 0;    // keys read (each key of a batched read counts once)
-  std::uint64_t writes = 0;   // ops committed (puts + deletes)
-  std::uint64_t commits = 0;  // durable commits (one per group commit)
-  std::uint64_t errors = 0;   // operations (read, write batch, clear) that completed with an
-                              // error other than not_found, closed ones included
-  bool failed = false;        // sticky: the store takes no more writes
-  std::string last_error;     // empty, or why the last error happened
+  std::uint64_t reads = 0;       // keys read (each key of a batched read counts once)
+  std::uint64_t writes = 0;      // ops committed (puts + deletes)
+  std::uint64_t commits = 0;     // durable commits (one per group commit)
+  std::uint64_t errors = 0;      // operations (read, write batch, clear) that completed with an
+                                 // error other than not_found, closed ones included
+  bool failed = false;           // sticky: the store takes no more writes
+  std::string last_error;        // empty, or why the last error happened
+  bool connected = true;         // every connection of a networked store is up (embedded: always)
+  std::uint64_t reconnects = 0;  // connections re-established after a loss (networked stores)
 };
 
 class Store {
@@ -139,10 +144,33 @@ struct Faults {
 // Empty string: no faults. Returns false and sets error on a bad spec.
 [[nodiscard]] bool parse_faults(std::string_view spec, Faults& out, std::string& error);
 
-// Opens the store a URI names: "rocksdb:PATH" (PATH is created if missing). Returns nullptr and a
-// one-line error on failure (unknown scheme, bad path, a locked database, ...). "none" is not a
-// store: callers handle it before calling this.
+// What open_store needs beyond the URI. Fields a scheme does not use are ignored.
+struct OpenOptions {
+  Faults faults;             // postgres: only read_delay (other faults are refused)
+  std::string table = "kv";  // postgres: the table (created if missing)
+  int connections = 4;       // postgres: pool size, >= 2 (one writer, the rest readers)
+};
+
+// Opens the store a URI names:
+//   "rocksdb:PATH"       PATH is created if missing
+//   "postgres:CONNINFO"  CONNINFO is a libpq keyword/value string ("host=... dbname=...") or a
+//                        postgresql:// URI, passed to libpq as is; the table is created if missing
+// Returns nullptr and a one-line error on failure (unknown scheme, bad path, a locked database,
+// an unreachable server, ...). "none" is not a store: callers handle it before calling this.
+[[nodiscard]] std::unique_ptr<Store> open_store(std::string_view uri, const OpenOptions& options,
+                                                std::string& error);
+// The same with default OpenOptions but these faults. (Both take a braced list: write
+// `Faults{}` or `OpenOptions{}`, as a bare `{}` is ambiguous between them.)
 [[nodiscard]] std::unique_ptr<Store> open_store(std::string_view uri, const Faults& faults,
                                                 std::string& error);
+
+// A store URI's scheme and the rest: "rocksdb:/d" -> {"rocksdb", "/d"}, "postgres:host=h" ->
+// {"postgres", "host=h"}. nullopt for an unknown scheme or an empty rest ("none" included:
+// it is no store). What open_store accepts, checked without opening anything (for flags).
+struct StoreUriParts {
+  std::string_view scheme;
+  std::string_view rest;
+};
+[[nodiscard]] std::optional<StoreUriParts> split_store_uri(std::string_view uri);
 
 }  // namespace store

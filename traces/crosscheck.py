@@ -49,9 +49,23 @@ ALPHAS = (0.6, 0.8, 0.99, 1.2)
 SIZES_PCT = (1, 10, 30)
 CURVE_SIZES_PCT = (0.5, 1, 2, 5, 10, 20, 30, 50)
 PRESETS = {"reduced": (10_000, 100_000), "full": (100_000, 1_000_000), "curves": (20_000, 200_000)}
-LIBCACHESIM_POLICIES = ("LRU", "FIFO", "Clock", "ARC", "Sieve", "S3FIFO", "WTinyLFU")
+# Our S3-FIFO's split, cache::Options' defaults (cache/cache.hh; a test keeps the two equal):
+# small's share and the ghost's window in percent of the cache. libCacheSim's S3FIFO defaults to
+# 10 and 90; "S3FIFO" below is that, the field's reference, and S3FIFO_OURS is the same class
+# with our split, the counterpart our S3-FIFO must agree with.
+S3FIFO_SMALL_PCT, S3FIFO_GHOST_PCT = 5, 50
+S3FIFO_OURS = f"S3FIFO-{S3FIFO_SMALL_PCT}-{S3FIFO_GHOST_PCT}"
+LIBCACHESIM_POLICIES = ("LRU", "FIFO", "Clock", "ARC", "Sieve", "S3FIFO", S3FIFO_OURS, "WTinyLFU")
 # Our evictor (normalised name) that must agree with a libCacheSim policy, and by how many points.
-TOLERANCES_PTS = (("lru", "LRU", 0.2), ("fifo", "FIFO", 0.2), ("s3fifo", "S3FIFO", 1.0))
+TOLERANCES_PTS = (("lru", "LRU", 0.2), ("fifo", "FIFO", 0.2), ("s3fifo", S3FIFO_OURS, 1.0))
+
+
+def libcachesim_cache(lcs, name: str, capacity: int):
+    """libCacheSim's cache of `name` (a class name, or S3FIFO_OURS) holding `capacity` objects."""
+    if name == S3FIFO_OURS:
+        return lcs.S3FIFO(capacity, hashpower=20, small_size_ratio=S3FIFO_SMALL_PCT / 100,
+                          ghost_size_ratio=S3FIFO_GHOST_PCT / 100)
+    return getattr(lcs, name)(capacity, hashpower=20)
 
 
 class ToolError(Exception):
@@ -165,7 +179,7 @@ def theirs(path: Path, capacities: list[int]) -> dict[int, dict[str, float]]:
     out: dict[int, dict[str, float]] = {}
     for cap in capacities:
         for name in LIBCACHESIM_POLICIES:
-            cache = getattr(lcs, name)(cap, hashpower=20)
+            cache = libcachesim_cache(lcs, name, cap)
             miss_ratio, _ = cache.process_trace(reader)
             out.setdefault(cap, {})[name] = round(1.0 - miss_ratio, 6)
     return out

@@ -292,7 +292,7 @@ Result run_engine(const fs::path& dir, int threads, double seconds, std::size_t 
 
 Result run_rocks_store(const fs::path& dir, int threads, double seconds, std::size_t value_bytes) {
   std::string error;
-  auto st = store::open_store(std::string("rocksdb:").append(dir.string()), {}, error);
+  auto st = store::open_store(std::string("rocksdb:").append(dir.string()), store::Faults{}, error);
   if (!st) throw std::runtime_error(error);
   const auto t0 = Clock::now();
   const auto b0 = disk_write_bytes();

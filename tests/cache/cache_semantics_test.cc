@@ -241,6 +241,19 @@ TEST(Options, InvalidOptionsThrow) {
   o.shards = 4;
   o.maxmem = 3;
   EXPECT_THROW(Cache{o}, std::invalid_argument);
+  Options s3;
+  s3.evictor = cache::Evictor::s3fifo;
+  for (unsigned bad : {0u, 51u}) {
+    s3.s3fifo_small_percent = bad;
+    EXPECT_THROW(Cache{s3}, std::invalid_argument) << bad;
+  }
+  s3.s3fifo_small_percent = 50;
+  for (unsigned bad : {0u, 101u}) {
+    s3.s3fifo_ghost_percent = bad;
+    EXPECT_THROW(Cache{s3}, std::invalid_argument) << bad;
+  }
+  s3.s3fifo_ghost_percent = 100;
+  EXPECT_NO_THROW(Cache{s3});
 }
 
 TEST(Options, CourseConstructorUsesDefaults) {

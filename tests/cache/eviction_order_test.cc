@@ -13,11 +13,14 @@ using cache::Evictor;
 using cache::LockScheme;
 using cache::SetResult;
 
+// S3-FIFO's exact sequences below are written for libCacheSim's split (small 10%, ghost 90%).
 Cache make(Evictor e, LockScheme lock, std::size_t maxmem = 6) {
   cache::Options o;
   o.maxmem = maxmem;
   o.evictor = e;
   o.lock = lock;
+  o.s3fifo_small_percent = 10;
+  o.s3fifo_ghost_percent = 90;
   return Cache(o);
 }
 
@@ -281,14 +284,31 @@ TEST_P(S3Fifo, MainSkipsHitEntriesAndEvictsTheFirstColdOne) {
   EXPECT_EQ(present(), "cdefghijklmnopqrstuv");
 }
 
-TEST_P(S3Fifo, ReplacingAValueKeepsItsQueueAndFrequency) {
-  fill();
-  hit('a', 2);
-  EXPECT_EQ(c.set("a", "2"), SetResult::replaced);  // stays in small with frequency 2
-  c.set("u", "1");  // small's oldest live entry, b, leaves; small: a u
-  c.set("v", "1");  // a (frequency 2) moves to main, u leaves
-  EXPECT_EQ(present(), "acdefghijklmnopqrstv");
+TEST_P(S3Fifo, ReplacingAValueInSmallMovesItToMainWithItsFrequency) {
+  fill();                                           // small: a b; main: c..t
+  hit_range('c', 's');                              // every entry of main is hot but t
+  hit('a');                                         // frequency 1
+  EXPECT_EQ(c.set("a", "2"), SetResult::replaced);  // to main with frequency 1; small: b
+  // Main now holds 38 bytes, more than its share (36): main's hand evicts its one cold entry,
+  // t. Had a stayed in small, small's oldest, b, would have left instead.
+  c.set("u", "1");
+  EXPECT_EQ(present(), "abcdefghijklmnopqrsu");
   EXPECT_EQ(c.get("a"), "2");
+  EXPECT_EQ(c.stats().evictions, 1u);
+}
+
+TEST_P(S3Fifo, ReplacingAValueInMainKeepsItsFrequency) {
+  fill();
+  hit_range('c', 's');
+  // Replaced, c..s stay hot (frequency 1). Were frequencies reset, t would be one of 20 cold
+  // entries of main and the hand would most likely evict another.
+  for (char k = 'c'; k <= 's'; ++k) EXPECT_EQ(c.set(std::string(1, k), "2"), SetResult::replaced);
+  hit('a', 2);
+  c.set("u", "1");  // small's a (frequency 2) moves to main at frequency 0, b leaves; small: u
+  hit('a');         // a is hot again
+  c.set("v", "1");  // main (a, c..t: 38 bytes) is over its share: the hand evicts cold t
+  EXPECT_EQ(present(), "acdefghijklmnopqrsuv");
+  EXPECT_EQ(c.get("c"), "2");
 }
 
 TEST_P(S3Fifo, DeletedSmallEntriesAreSkipped) {

@@ -309,19 +309,76 @@ TEST(StoreFlags, Parse) {
 }
 
 TEST(StoreFlags, Errors) {
-  for (const std::string_view bad :
-       {"rocksdb:", "rocksdb", "postgres://x", "", "None", "file:/x"}) {
-    EXPECT_EQ(parse_error({"--store", bad}),
-              "unknown --store '" + std::string(bad) + "' (want none or rocksdb:PATH)");
+  const std::string want =
+      "' (want none, rocksdb:PATH or postgres:CONNINFO, with a non-empty "
+      "PATH or CONNINFO)";
+  for (const std::string_view bad : {"rocksdb:", "rocksdb", "postgres:", "", "None"}) {
+    EXPECT_EQ(parse_error({"--store", bad}), "unknown --store '" + std::string(bad) + want);
     EXPECT_FALSE(parse_store_uri(bad).has_value()) << bad;
   }
+  // Only the scheme is echoed: what follows it may be a conninfo with a password.
+  EXPECT_EQ(parse_error({"--store", "postgresql:password=secret"}),
+            "unknown --store 'postgresql:..." + want);
+  EXPECT_EQ(parse_error({"--store", "file:/x"}), "unknown --store 'file:..." + want);
   EXPECT_NE(parse_error({"--write-mode", "around"}).find("--write-mode"), std::string::npos);
   EXPECT_NE(parse_error({"--max-dirty", "lots"}).find("--max-dirty"), std::string::npos);
   EXPECT_NE(parse_error({"--store-faults"}).find("needs a value"), std::string::npos);
   // A Config built in code gets the same --store message from validate().
   Config c;
   c.store = "rocksdb:";
-  EXPECT_EQ(validate(c), "unknown --store 'rocksdb:' (want none or rocksdb:PATH)");
+  EXPECT_EQ(validate(c), "unknown --store 'rocksdb:" + want);
+}
+
+TEST(StoreFlags, Postgres) {
+  const Config c = parse_ok({"--store", "postgres:host=127.0.0.1 port=5432 password=secret",
+                             "--store-connections", "8", "--store-table", "cache_kv",
+                             "--store-timeout", "500ms"});
+  const auto uri = parse_store_uri(c.store);
+  ASSERT_TRUE(uri.has_value());
+  EXPECT_EQ(uri->scheme, "postgres");
+  EXPECT_EQ(uri->path, "host=127.0.0.1 port=5432 password=secret");
+  EXPECT_EQ(c.store_connections, 8);
+  EXPECT_EQ(c.store_table, "cache_kv");
+  EXPECT_EQ(c.store_timeout.count(), 500);
+  EXPECT_EQ(validate(c), "");
+  EXPECT_EQ(parse_store_uri("postgres:postgresql://u@h/db")->path, "postgresql://u@h/db");
+  // The config line names the pool and the table, never the conninfo.
+  const std::string line = describe(c);
+  EXPECT_NE(line.find(" store=postgres "), std::string::npos) << line;
+  EXPECT_NE(line.find(" store_timeout_ms=500 store_connections=8 store_table=cache_kv"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("secret"), std::string::npos) << line;
+  // Defaults.
+  const Config d = parse_ok({});
+  EXPECT_EQ(d.store_connections, 4);
+  EXPECT_EQ(d.store_table, "kv");
+  EXPECT_EQ(d.store_timeout.count(), 2000);
+}
+
+TEST(StoreFlags, PostgresErrors) {
+  for (const std::string_view bad : {"0", "1", "65", "four", "-2", ""}) {
+    EXPECT_NE(parse_error({"--store-connections", bad}).find("invalid --store-connections"),
+              std::string::npos)
+        << bad;
+  }
+  for (const std::string_view bad : {"0", "0ms", "2", "soon", "-1s"}) {
+    EXPECT_NE(parse_error({"--store-timeout", bad}).find("invalid --store-timeout"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(parse_error({"--store-table", ""}).find("invalid --store-table"), std::string::npos);
+  EXPECT_NE(parse_error({"--store-table", std::string(64, 't')}).find("invalid --store-table"),
+            std::string::npos);
+  EXPECT_EQ(parse_ok({"--store", "postgres:x", "--store-table", std::string(63, 't')}).store_table,
+            std::string(63, 't'));
+  // Postgres-only flags with another store: an error, not silently ignored.
+  for (const std::string_view store : {"none", "rocksdb:/d"}) {
+    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-connections", "8"})),
+              "--store-connections and --store-table need --store postgres:CONNINFO");
+    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-table", "t"})),
+              "--store-connections and --store-table need --store postgres:CONNINFO");
+  }
 }
 
 TEST(StoreFlags, Validation) {

@@ -4,16 +4,28 @@ The binary comes from --server-bin (or $CACHE_SERVER_BIN). Every server is start
 127.0.0.1 port 0; the fixture waits for the "listening on HOST:PORT" line, and on teardown sends
 SIGTERM and requires exit code 0 (so sanitizer reports, which make the exit code non-zero, fail
 the test that owned the server).
+
+The store tests run on every backend: a test that takes `store_backend` (directly or through
+`store_flags`) is parametrized over `rocksdb` and `postgres` (ids `[rocksdb]`, `[postgres]`),
+unless marked `@pytest.mark.rocksdb_only(reason=...)`. PostgreSQL is one throwaway cluster per
+pytest process (tests/support/pg_cluster.py, the one way the tests start PostgreSQL), and each
+test gets its own table (`--store-table`, the test's name). Missing PostgreSQL fails the
+PostgreSQL tests, unless PG_OPTIONAL=1 is set: then they are skipped, saying why.
 """
+import hashlib
 import os
 import re
 import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import pg_cluster  # noqa: E402  (tests/support/pg_cluster.py)
 
 LISTEN_RE = re.compile(rb"^listening on (\S+):(\d+)$")
 START_TIMEOUT_S = 20
@@ -24,6 +36,96 @@ SOCK_TIMEOUT_S = 10
 def pytest_addoption(parser):
     parser.addoption("--server-bin", default=os.environ.get("CACHE_SERVER_BIN"),
                      help="path to the cache_server binary")
+
+
+STORE_BACKENDS = ("rocksdb", "postgres")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "rocksdb_only(reason): a store test of RocksDB-only behaviour (its fault "
+        "injection, a store directory): run on the rocksdb backend only; the reason is required")
+
+
+def pytest_generate_tests(metafunc):
+    if "store_backend" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("rocksdb_only")
+    if marker is not None and not marker.kwargs.get("reason"):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: rocksdb_only needs reason=...")
+    backends = ["rocksdb"] if marker is not None else list(STORE_BACKENDS)
+    metafunc.parametrize("store_backend", backends, ids=backends, scope="function")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster_session():
+    """The process's PostgreSQL cluster, started on first use, removed at the end.
+
+    Not installed: a failure naming the package, or a skip when PG_OPTIONAL=1. Installed but
+    not starting: always a failure."""
+    missing = None
+    try:
+        cluster = pg_cluster.PgCluster()  # finds the binaries, or raises
+    except pg_cluster.PgClusterError as e:
+        missing = str(e)
+    if missing is not None:
+        if os.environ.get("PG_OPTIONAL") == "1":
+            pytest.skip(f"PostgreSQL is not installed and PG_OPTIONAL=1: {missing}")
+        pytest.fail(f"{missing} (set PG_OPTIONAL=1 to skip the PostgreSQL tests instead)",
+                    pytrace=False)
+    with cluster:
+        yield cluster
+
+
+def pg_running(cluster):
+    return os.path.isfile(os.path.join(cluster.data, "postmaster.pid"))
+
+
+@pytest.fixture
+def pg(pg_cluster_session):
+    """The PostgreSQL cluster, running; started again after a test that stopped it."""
+    if not pg_running(pg_cluster_session):
+        pg_cluster_session.start()
+    yield pg_cluster_session
+    if not pg_running(pg_cluster_session):
+        pg_cluster_session.start()
+
+
+def psql_run(cluster, sql, timeout=30):
+    """Runs SQL with psql against the cluster; returns its output rows as lists of strings."""
+    p = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1",
+                        "-d", cluster.conninfo, "-c", sql],
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"psql {sql!r} failed: {p.stderr}"
+    return [line.split("\t") for line in p.stdout.splitlines() if line]
+
+
+@pytest.fixture
+def psql(pg):
+    """psql(sql) -> rows (lists of strings) from the test's PostgreSQL cluster."""
+    return lambda sql, timeout=30: psql_run(pg, sql, timeout)
+
+
+def table_name_for(nodename):
+    """A PostgreSQL table name from a test's name: [a-z0-9_], unique, under 63 bytes."""
+    base = re.sub(r"[^a-z0-9_]+", "_", nodename.lower()).strip("_")[:40]
+    return f"t_{base}_{hashlib.sha1(nodename.encode()).hexdigest()[:8]}"
+
+
+@pytest.fixture
+def store_table(request):
+    return table_name_for(request.node.name)
+
+
+@pytest.fixture
+def store_flags(request, store_backend, tmp_path, store_table):
+    """The --store flags of the test's store: its RocksDB directory, or its PostgreSQL table
+    (dropped first, so a test starts empty)."""
+    if store_backend == "rocksdb":
+        return ["--store", f"rocksdb:{tmp_path / 'db'}"]
+    cluster = request.getfixturevalue("pg")
+    psql_run(cluster, f'DROP TABLE IF EXISTS "{store_table}"')
+    return ["--store", f"postgres:{cluster.conninfo}", "--store-table", store_table]
 
 
 @pytest.fixture(scope="session")

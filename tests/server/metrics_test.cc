@@ -29,7 +29,8 @@ constexpr std::string_view kLegacyStatsFields =
     "items space_used maxmem hits misses sets deletes evictions requests reads writes connections "
     "total_connections threads evictor uptime_s io_model shards max_value variant lock value_path "
     "dispatch write_batching store write_mode store_reads store_writes store_commits store_errors "
-    "dirty_bytes dirty_items readthrough_fills store_failed store_error";
+    "dirty_bytes dirty_items readthrough_fills store_failed store_error store_connected "
+    "store_reconnects";
 
 std::vector<std::string> split_words(std::string_view s) {
   std::vector<std::string> out;
@@ -65,7 +66,8 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
   EXPECT_NE(json.find("\"evictor\": \"" + evictor + "\", "), std::string::npos) << json;
   EXPECT_NE(json.find(R"("store": "none", "write_mode": "through", )"), std::string::npos) << json;
   EXPECT_TRUE(
-      json.ends_with(R"("store_failed": false, "store_error": "", "rejected_connections": 0, )"
+      json.ends_with(R"("store_failed": false, "store_error": "", "store_connected": true, )"
+                     R"("store_reconnects": 0, "rejected_connections": 0, )"
                      R"("inflight_bytes": 0, "inflight_high_water": 0, )"
                      R"("max_inflight": 268435456, "allocator": ")" +
                      std::string(allocator_name()) + "\"}"))

@@ -1,8 +1,14 @@
-"""The durable tier against the real binary and a real RocksDB (docs/api.md, "With a store").
+"""The durable tier against the real binary and a real store (docs/api.md, "With a store").
 
 Every point of the store semantics: read-through and single-flight, write-through and
 write-behind, DELETE's 404, reset (all and cache only), store failures, restarts, /stats, and
 the request path that waits (ordering on one connection, other connections unaffected).
+
+Each test that takes `with_store` runs on both backends, `[rocksdb]` (a RocksDB directory) and
+`[postgres]` (a table of a throwaway PostgreSQL, see conftest.py), except the ones marked
+`rocksdb_only`: RocksDB's fault injection (write/sync errors, a full disk) and its directory.
+PostgreSQL-only behaviour (losing the database, reconnection, its flags) is in
+test_store_postgres.py.
 """
 import json
 import signal
@@ -40,11 +46,12 @@ def store_dir(tmp_path):
 
 
 @pytest.fixture
-def with_store(start_server, store_dir):
-    """with_store(*flags) starts a server on the test's RocksDB directory."""
+def with_store(start_server, store_flags):
+    """with_store(*flags) starts a server on the test's store (its RocksDB directory or its
+    PostgreSQL table; the same one for every server the test starts)."""
 
     def start(*flags):
-        return start_server("--store", f"rocksdb:{store_dir}", *flags)
+        return start_server(*store_flags, *flags)
 
     return start
 
@@ -57,22 +64,29 @@ def restart(srv, with_store, *flags):
 
 # --- write-through --------------------------------------------------------------------------
 
-def test_startup_line_and_stats_name_the_store(with_store, store_dir):
+def test_startup_line_and_stats_name_the_store(with_store, store_backend, store_dir, request):
     srv = with_store()
     line = b" ".join(srv.stdout_lines).decode()
-    assert "store=rocksdb" in line and "write_mode=through" in line
+    assert f"store={store_backend}" in line and "write_mode=through" in line, line
     s = stats(srv)
-    assert s["store"] == "rocksdb" and s["write_mode"] == "through"
+    assert s["store"] == store_backend and s["write_mode"] == "through"
     for field in ("store_reads", "store_writes", "store_commits", "store_errors", "dirty_bytes",
-                  "dirty_items", "readthrough_fills"):
+                  "dirty_items", "readthrough_fills", "store_reconnects"):
         assert s[field] == 0, field
     assert s["store_failed"] is False and s["store_error"] == ""
-    assert store_dir.is_dir()  # created if missing
+    assert s["store_connected"] is True
+    if store_backend == "rocksdb":
+        assert store_dir.is_dir()  # created if missing
+    else:  # the table is created if missing
+        table = request.getfixturevalue("store_table")
+        rows = request.getfixturevalue("psql")(f"SELECT to_regclass('\"{table}\"') IS NOT NULL")
+        assert rows == [["t"]], rows
 
 
 def test_stats_without_store(start_server):
     s = stats(start_server())
     assert s["store"] == "none" and s["write_mode"] == "through" and s["store_writes"] == 0
+    assert s["store_connected"] is True and s["store_reconnects"] == 0
 
 
 def test_write_through_survives_restart_with_cold_cache(with_store):
@@ -267,6 +281,11 @@ def test_concurrent_writers_group_commit(with_store):
 
 # --- store failures -----------------------------------------------------------------------
 
+ROCKSDB_FAULTS = ("RocksDB's fault injection (write/sync errors, no space); PostgreSQL's failure "
+                  "is losing the server: test_store_postgres.py")
+
+
+@pytest.mark.rocksdb_only(reason=ROCKSDB_FAULTS)
 @pytest.mark.parametrize("fault", ["sync-error-after=3", "write-error-after=3"])
 def test_store_failure_refuses_writes_keeps_reads(with_store, fault):
     srv = with_store("--store-faults", fault)
@@ -291,6 +310,7 @@ def test_store_failure_refuses_writes_keeps_reads(with_store, fault):
     assert get(srv, "lost").status == 404
 
 
+@pytest.mark.rocksdb_only(reason=ROCKSDB_FAULTS)
 def test_disk_full_answers_503(with_store):
     srv = with_store("--store-faults", "no-space-after=2")
     assert put(srv, "a", b"1").status == 201
@@ -399,6 +419,7 @@ def test_write_behind_max_dirty_makes_writers_wait_not_drop(with_store):
     assert all(get(srv, f"md{i}").body == bytes([65 + i]) * 1000 for i in range(20))
 
 
+@pytest.mark.rocksdb_only(reason=ROCKSDB_FAULTS)
 def test_write_behind_failed_store_sigterm_reports_loss(with_store):
     srv = with_store("--write-mode", "behind", "--flush-interval", "60s", "--store-faults",
                      "sync-error-after=0")

@@ -11,7 +11,9 @@ write in flight (it may have committed before the kill). Two counts are kept apa
 Write-behind may lose the writes of the last --flush-interval: there, "acknowledged" counts
 only writes answered at least one flush interval before the kill.
 
-CRASH_CYCLES (default 20) sets the cycles per mode; the counts are printed per mode (pytest -s).
+It runs on both stores, `[rocksdb-...]` (a RocksDB directory) and `[postgres-...]` (a table of a
+throwaway PostgreSQL, see conftest.py). CRASH_CYCLES (default 20) sets the cycles per store and
+mode; the counts are printed per store and mode (pytest -s).
 """
 import os
 import random
@@ -85,7 +87,8 @@ def read_all(srv, keys):
 
 
 def check_cycle(writers, prior, observed, durable_before):
-    """Returns (acknowledged but lost, present but never acknowledged) over every key.
+    """Returns (acknowledged but lost, present but never acknowledged, the acknowledgement times
+    of the lost writes) over every key.
 
     A key's states in order: its state before the cycle (prior), then one per acknowledged
     write, then the in-flight write's. Allowed after the restart: the state of the last write
@@ -93,6 +96,7 @@ def check_cycle(writers, prior, observed, durable_before):
     the bound, the prior state too). The in-flight write's state is allowed but counted apart.
     """
     lost = unacked_present = 0
+    lost_acked_at = []
     for w in writers:
         flight_key, flight_value = w.in_flight if w.in_flight else (None, None)
         for key in w.keys:
@@ -111,17 +115,19 @@ def check_cycle(writers, prior, observed, durable_before):
                 unacked_present += 1
             else:
                 lost += 1
-    return lost, unacked_present
+                lost_acked_at.append(ops[firm][1] if firm is not None else None)
+    return lost, unacked_present, lost_acked_at
 
 
 @pytest.mark.parametrize("mode", ["through", "behind"])
-def test_kill9_loses_no_acknowledged_write(start_server, tmp_path, mode):
-    flags = ["--store", f"rocksdb:{tmp_path / 'db'}", "--write-mode", mode, "-t", "2",
+def test_kill9_loses_no_acknowledged_write(start_server, store_flags, store_backend, mode):
+    flags = [*store_flags, "--write-mode", mode, "-t", "2",
              "--flush-interval", f"{int(FLUSH_INTERVAL_S * 1000)}ms"]
     rng = random.Random(int(os.environ.get("CRASH_SEED", "20261123")))
     all_keys = [f"c{t}-{k}" for t in range(THREADS) for k in range(KEYS_PER_THREAD)]
     state = {k: None for k in all_keys}  # what the store held after the previous cycle
     totals = {"lost": 0, "unacked_present": 0, "acked": 0, "cycles": 0}
+    lost_detail = []  # (cycle, lost, newest and oldest lost write: ms acknowledged before the kill)
     seq = 0
     for cycle in range(CYCLES):
         srv = start_server(*flags)
@@ -147,14 +153,22 @@ def test_kill9_loses_no_acknowledged_write(start_server, tmp_path, mode):
         assert code == 0, err
         for w in writers:
             assert not w.bad_status, w.bad_status[:5]
-        lost, unacked = check_cycle(writers, state, observed, bound)
+        lost, unacked, lost_acked_at = check_cycle(writers, state, observed, bound)
+        if lost:
+            ages = [round((killed_at - t) * 1000) for t in lost_acked_at if t is not None]
+            lost_detail.append((cycle, lost, min(ages, default=None), max(ages, default=None)))
         totals["lost"] += lost
         totals["unacked_present"] += unacked
         totals["acked"] += sum(len(ops) for w in writers for ops in w.history.values())
         totals["cycles"] += 1
         state = observed
-    print(f"\ncrash test ({mode}): {totals['cycles']} cycles, {totals['acked']} acknowledged "
-          f"writes, acknowledged but lost: {totals['lost']}, present but never acknowledged: "
+    print(f"\ncrash test ({store_backend}, {mode}): {totals['cycles']} cycles, "
+          f"{totals['acked']} acknowledged writes, "
+          f"acknowledged but lost: {totals['lost']}, present but never acknowledged: "
           f"{totals['unacked_present']}")
+    if lost_detail:
+        print("lost per cycle (cycle, lost, acknowledged ms before the kill: newest, oldest): "
+              f"{lost_detail}")
     assert totals["acked"] > 0
-    assert totals["lost"] == 0, totals
+    assert totals["lost"] == 0, (totals, "per cycle (cycle, lost, acknowledged ms before the "
+                                 "kill: newest, oldest):", lost_detail)

@@ -187,14 +187,14 @@ class CommitterGate {
 
 TEST(OpenStore, RejectsUnknownSchemesAndEmptyPaths) {
   std::string error;
-  EXPECT_FALSE(store::open_store("redis:x", {}, error));
+  EXPECT_FALSE(store::open_store("redis:x", store::Faults{}, error));
   EXPECT_NE(error.find("none"), std::string::npos) << error;
   EXPECT_NE(error.find("rocksdb:PATH"), std::string::npos) << error;
   error.clear();
-  EXPECT_FALSE(store::open_store("rocksdb:", {}, error));
+  EXPECT_FALSE(store::open_store("rocksdb:", store::Faults{}, error));
   EXPECT_FALSE(error.empty());
   error.clear();
-  EXPECT_FALSE(store::open_store("none", {}, error));
+  EXPECT_FALSE(store::open_store("none", store::Faults{}, error));
   EXPECT_FALSE(error.empty());
 }
 
@@ -207,7 +207,7 @@ TEST(OpenStore, CreatesMissingParentsAndReportsBadPaths) {
   std::filesystem::path blocker = dir.path() / "file";
   { std::ofstream(blocker) << "not a directory"; }
   std::string error;
-  EXPECT_FALSE(store::open_store("rocksdb:" + (blocker / "db").string(), {}, error));
+  EXPECT_FALSE(store::open_store("rocksdb:" + (blocker / "db").string(), store::Faults{}, error));
   EXPECT_NE(error.find(blocker.string()), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
@@ -216,7 +216,7 @@ TEST(OpenStore, ASecondOpenOfTheSameDirectorySaysItIsLocked) {
   TempDir dir;
   auto first = open_ok(dir.uri());
   std::string error;
-  EXPECT_FALSE(store::open_store(dir.uri(), {}, error));
+  EXPECT_FALSE(store::open_store(dir.uri(), store::Faults{}, error));
   EXPECT_NE(error.find("locked"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }

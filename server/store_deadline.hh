@@ -1,0 +1,159 @@
+// store_deadline.hh — --store-timeout: a request that waits on the store answers 503 once it has
+// waited that long, whether or not the store answers later.
+//
+// Every request the tier hands to the store gets an Answer: a callback that runs at most once,
+// either with the store's outcome or, at the deadline, with a timeout outcome. The deadline
+// thread keeps the pending answers in a FIFO: the timeout is the same for every request and
+// deadlines are stamped under one lock, so the FIFO is in deadline order and the thread only ever
+// looks at its front. It wakes at most once per `slack` (timeout / 16, 1..50 ms), so under load
+// it handles answers in batches instead of once per request; a timeout answer is late by at most
+// that slack. Answers the store already gave stay in the FIFO until their deadline (a pointer
+// each) and are dropped then.
+// Thread safety: everything may be called from any thread. The destructor joins the thread
+// without running the pending timeouts (the store's close() has answered every request by then).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace server {
+
+class StoreDeadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit StoreDeadline(std::chrono::milliseconds timeout)
+      : timeout_(timeout),
+        slack_(std::clamp<Clock::duration>(timeout / 16, std::chrono::milliseconds(1),
+                                           std::chrono::milliseconds(50))),
+        thread_([this] { run(); }) {}
+  ~StoreDeadline() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  StoreDeadline(const StoreDeadline&) = delete;
+  StoreDeadline& operator=(const StoreDeadline&) = delete;
+
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // A callback answering a request once: operator() passes the store's outcome on unless the
+  // deadline answered first; at the deadline, `on_timeout` is passed on unless the store
+  // answered first. Copyable (copies share the once).
+  template <class Outcome>
+  class Answer {
+   public:
+    void operator()(const Outcome& outcome) const { state_->answer(outcome); }
+    // For a caller that answers by itself (an outcome known at once): true if the deadline had
+    // not answered yet, and then it never will; false if the request was answered already.
+    bool settle() const {
+      if (!claim()) return false;
+      state_->done = nullptr;
+      return true;
+    }
+    // Takes the right to answer before acting on the request (a waiting write about to be
+    // applied): true, and the deadline will not answer; then deliver() answers. False: the
+    // deadline answered already, and the request must not take effect.
+    bool claim() const { return !state_->answered.exchange(true, std::memory_order_acq_rel); }
+    void deliver(const Outcome& outcome) const {
+      auto d = std::move(state_->done);
+      d(outcome);
+    }
+    // True once answered or claimed (by either side).
+    bool answered() const { return state_->answered.load(std::memory_order_acquire); }
+
+   private:
+    friend class StoreDeadline;
+    struct State {
+      std::atomic<bool> answered{false};
+      std::function<void(const Outcome&)> done;
+      Outcome on_timeout;
+      // The winner of the exchange owns done and on_timeout from then on: it moves them out,
+      // so what they hold (the request's response slot) is freed now, not at the deadline.
+      void answer(const Outcome& outcome) {
+        if (answered.exchange(true, std::memory_order_acq_rel)) return;
+        auto d = std::move(done);
+        on_timeout = Outcome{};
+        d(outcome);
+      }
+      void time_out() {
+        if (answered.exchange(true, std::memory_order_acq_rel)) return;
+        auto d = std::move(done);
+        const Outcome o = std::move(on_timeout);
+        d(o);
+      }
+    };
+    explicit Answer(std::shared_ptr<State> s) : state_(std::move(s)) {}
+    std::shared_ptr<State> state_;
+  };
+
+  template <class Outcome>
+  Answer<Outcome> arm(std::function<void(const Outcome&)> done, Outcome on_timeout) {
+    using State = typename Answer<Outcome>::State;
+    auto state = std::make_shared<State>();
+    state->done = std::move(done);
+    state->on_timeout = std::move(on_timeout);
+    Answer<Outcome> answer(state);
+    push([state] { state->time_out(); });
+    return answer;
+  }
+
+ private:
+  void push(std::function<void()> fire) {
+    bool was_empty;
+    {
+      std::lock_guard lock(mu_);
+      was_empty = queue_.empty();
+      queue_.emplace_back(Clock::now() + timeout_, std::move(fire));
+    }
+    if (was_empty) wake_.notify_one();
+  }
+
+  void run() {
+    std::unique_lock lock(mu_);
+    std::vector<std::function<void()>> due;
+    while (!stopping_) {
+      if (queue_.empty()) {
+        wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        continue;
+      }
+      const Clock::time_point now = Clock::now();
+      if (queue_.front().first > now) {
+        // Sleep past the front's deadline by the slack, so the answers due meanwhile go in one
+        // batch.
+        wake_.wait_until(lock, queue_.front().first + slack_, [this] { return stopping_; });
+        continue;
+      }
+      while (!queue_.empty() && queue_.front().first <= now) {
+        due.push_back(std::move(queue_.front().second));
+        queue_.pop_front();
+      }
+      lock.unlock();
+      for (auto& fire : due) fire();
+      due.clear();
+      lock.lock();
+    }
+  }
+
+  const std::chrono::milliseconds timeout_;
+  const Clock::duration slack_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::pair<Clock::time_point, std::function<void()>>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once everything above exists
+};
+
+}  // namespace server

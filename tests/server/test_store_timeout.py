@@ -1,0 +1,100 @@
+"""--store-timeout: a request that waits on the store longer answers 503, and the store's late
+answer still keeps the cache right (docs/api.md, "With a store").
+
+A slow read comes from the read-delay fault (both engines); a hung commit from a PostgreSQL
+whose processes are stopped with SIGSTOP (they accept nothing and close nothing, as a network
+partition would).
+"""
+import time
+
+from rawhttp import exchange
+
+
+def put(srv, key, value):
+    return exchange(srv, "PUT", "/key/" + key, body=value)
+
+
+def get(srv, key):
+    return exchange(srv, "GET", "/key/" + key)
+
+
+def timed(fn, *args):
+    start = time.monotonic()
+    r = fn(*args)
+    return r, time.monotonic() - start
+
+
+def test_a_read_through_past_the_timeout_answers_503_then_fills(start_server, store_flags):
+    srv = start_server(*store_flags, "--store-faults", "read-delay=1500ms", "--store-timeout",
+                       "200ms")
+    assert put(srv, "k", b"v1").status == 201
+    assert exchange(srv, "POST", "/reset?scope=cache").status == 204
+    r, took = timed(get, srv, "k")
+    assert r.status == 503, r
+    assert "store timeout" in r.json()["error"] and "200ms" in r.json()["error"]
+    assert 0.15 < took < 1.2, f"answered after {took:.2f}s, want ~0.2s"
+    # The read goes on and fills the cache when it completes: later GETs are hits.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        r, took = timed(get, srv, "k")
+        if r.status == 200:
+            break
+    assert r.status == 200 and r.body == b"v1", r
+    assert took < 1.0
+    assert exchange(srv, "GET", "/stats").json()["readthrough_fills"] >= 1
+
+
+def test_a_hung_postgres_answers_writes_503_at_the_timeout(start_server, pg, psql, store_table):
+    psql(f'DROP TABLE IF EXISTS "{store_table}"')
+    srv = start_server("--store", f"postgres:{pg.conninfo}", "--store-table", store_table,
+                       "--store-timeout", "500ms")
+    assert put(srv, "hot", b"cached").status == 201
+    with pg.hung():
+        r, took = timed(put, srv, "k", b"late")
+        assert r.status == 503, r
+        assert "store timeout" in r.json()["error"] and "may still take effect" in r.json()["error"]
+        assert 0.45 < took < 2.5, f"answered after {took:.2f}s, want ~0.5s"
+        # Hits never wait on the store.
+        r, took = timed(get, srv, "hot")
+        assert r.status == 200 and r.body == b"cached" and took < 0.5
+        # A miss waits for the store, so it times out too.
+        r, took = timed(get, srv, "absent")
+        assert r.status == 503 and took < 2.5, r
+    # The commit went on once PostgreSQL ran again: the 503 said the outcome was unknown, and
+    # the cache follows the store, so the write is visible.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        r = get(srv, "k")
+        if r.status == 200:
+            break
+        time.sleep(0.2)
+    assert r.status == 200 and r.body == b"late", r
+    assert put(srv, "k2", b"after").status == 201
+    assert get(srv, "k2").body == b"after"
+
+
+def test_write_through_backlog_is_bounded_by_max_dirty(start_server, pg, psql, store_table):
+    """Writes answered 503 at their deadline stay queued in a hung store; --max-dirty bounds
+    their bytes, and past it new writes are refused at once instead of piling up."""
+    psql(f'DROP TABLE IF EXISTS "{store_table}"')
+    srv = start_server("--store", f"postgres:{pg.conninfo}", "--store-table", store_table,
+                       "--store-timeout", "300ms", "--max-value", "1K", "--max-dirty", "2500")
+    with pg.hung():
+        for key in ("a", "b"):  # 1,001 bytes each: both fit under 2,500 and wait, then time out
+            r, took = timed(put, srv, key, b"x" * 1000)
+            assert r.status == 503 and "store timeout" in r.json()["error"], r
+        r, took = timed(put, srv, "c", b"x" * 1000)
+        assert r.status == 503, r
+        assert "store backlog full" in r.json()["error"] and "--max-dirty 2500" in r.json()["error"]
+        assert took < 0.25, f"refused after {took:.2f}s: it should not wait for the deadline"
+    # The backlog drains once PostgreSQL runs again; then writes are taken as before.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        r = put(srv, "d", b"after")
+        if r.status in (200, 201, 204):
+            break
+        time.sleep(0.2)
+    assert r.status == 201, r
+    assert get(srv, "a").body == b"x" * 1000  # the timed-out writes did take effect
+    assert get(srv, "c").status == 404  # the refused one did not
