@@ -10,8 +10,9 @@
 //   cache is updated, in commit order (store write callbacks run in commit order, on one thread),
 //   and only then is the request answered. A failed commit changes nothing and answers 503.
 // - Write-behind: the op updates the cache and a dirty buffer (key → latest value or tombstone,
-//   coalesced) at once; a flusher thread commits the buffer every flush_interval/4, so
-//   no write stays only in memory longer than flush_interval. The dirty buffer is authoritative
+//   coalesced) at once; a flusher thread commits the buffer flush_interval/4 after its oldest
+//   write (at once if a slow flush ran past that), so no write stays only in memory longer
+//   than flush_interval unless a commit itself takes longer. The dirty buffer is authoritative
 //   over the store for reads, so a dirty entry evicted from the cache is never lost. Past
 //   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room.
 // - Reset: the cache, the dirty buffer and the store are emptied; in-flight fills are void.
