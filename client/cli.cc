@@ -71,9 +71,10 @@ static_assert(std::chrono::nanoseconds(Config::kMaxTimeout).count() * 3 / 2 <
 constexpr std::chrono::nanoseconds kMaxRunTime = std::chrono::seconds(1'000'000);  // -d, --warmup
 
 std::optional<WorkloadKind> parse_workload(const std::string& s) {
-  for (auto k :
-       {WorkloadKind::kEtc, WorkloadKind::kGetPopular, WorkloadKind::kPutAll, WorkloadKind::kMixed,
-        WorkloadKind::kZipf, WorkloadKind::kUniform, WorkloadKind::kFixedGet})
+  for (auto k : {WorkloadKind::kEtc, WorkloadKind::kGetPopular, WorkloadKind::kPutAll,
+                 WorkloadKind::kMixed, WorkloadKind::kZipf, WorkloadKind::kUniform,
+                 WorkloadKind::kFixedGet, WorkloadKind::kBoardUpdate, WorkloadKind::kBoardTop,
+                 WorkloadKind::kBoardMixed, WorkloadKind::kBoardScore})
     if (s == workload_name(k)) return k;
   return std::nullopt;
 }
@@ -114,7 +115,7 @@ Sweep and load
 
 Workload
       --workload NAME           etc (default) | get-popular | put-all | mixed | zipf | uniform |
-                                fixed-get
+                                fixed-get | board-update | board-top | board-mixed | board-score
                                   etc: Facebook ETC key/value sizes, GET:SET 30:1, Zipf popularity,
                                        20% of GETs aimed at never-stored keys (hit rate ~80%)
                                   get-popular: GETs of --hot-keys keys
@@ -123,7 +124,18 @@ Workload
                                   zipf: --ratio mix (default 30:1:0), Zipf(--theta) popularity
                                   uniform: --ratio mix (default 30:1:0), uniform popularity
                                   fixed-get: GET --path only, any server; 200 is success
-      --ratio G:S:D             GET:SET:DELETE weights (etc, mixed, zipf, uniform)
+                                Leaderboards (board i is b<i>, member j is m<j>; uniform choice
+                                of board and member; reads need the preload, which PUTs every
+                                member of every board once):
+                                  board-update: PUT /board/b/member/m?op=set, random scores,
+                                       no preload
+                                  board-top: GET /board/b/top?n=--top-n
+                                  board-mixed: top-N reads and updates, --ratio R:U:0
+                                       (default 90:10:0)
+                                  board-score: GET /board/b/member/m
+      --ratio G:S:D             GET:SET:DELETE weights (etc, mixed, zipf, uniform); for
+                                board-mixed READS:UPDATES:0, top-N reads : member updates (the
+                                third weight must be 0)
       --theta T                 Zipf exponent, T >= 0 (default 0.99; etc and zipf)
       --miss-ratio F            share of GETs aimed at never-stored keys, 0..1 (etc default 0.2)
       --keys N                  key-space size (default 10000)
@@ -132,8 +144,14 @@ Workload
       --value-size BYTES        fixed value size (default: ETC model for etc, 100 otherwise)
       --max-value-size BYTES    cap of model-drawn value sizes (default 102400)
       --path PATH               the path of fixed-get (implies --workload fixed-get)
+      --boards B                boards of the board workloads, 1..1000000 (default 1)
+      --members N               members per board of the board workloads (default 100000);
+                                boards x members at most 1000000000
+      --top-n N                 n of the top-N reads (board-top, board-mixed), 1..1000
+                                (default 100)
       --seed N                  random seed; the same seed gives the same requests (default 1)
       --no-preload              keep the server's data: no reset, no preload before the first point
+                                (board reads then count a 404 as a miss, not an error)
       --no-reset                do not POST /reset before the preload (keep other data)
 
 Output
@@ -160,6 +178,8 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   std::optional<OpRatio> ratio;
   std::optional<double> miss_ratio;
   bool workload_given = false;
+  std::string board_flag;  // the last of --boards/--members given
+  bool top_n_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -286,7 +306,10 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       auto v = need("a workload name");
       if (!v) return CliOutcome::kError;
       auto k = parse_workload(*v);
-      if (!k) return bad(*v, "etc|get-popular|put-all|mixed|zipf|uniform|fixed-get");
+      if (!k)
+        return bad(*v,
+                   "etc|get-popular|put-all|mixed|zipf|uniform|fixed-get|board-update|board-top|"
+                   "board-mixed|board-score");
       cfg.workload.kind = *k;
       workload_given = true;
     } else if (flag == "--ratio") {
@@ -353,6 +376,27 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
         return bad(*v, "an absolute path like /mem");
       cfg.workload.path = *v;
       if (!workload_given) cfg.workload.kind = WorkloadKind::kFixedGet;
+    } else if (flag == "--boards") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint32_t>(*v);
+      if (!n || *n == 0 || *n > WorkloadConfig::kMaxBoards) return bad(*v, "1..1000000");
+      cfg.workload.boards = *n;
+      board_flag = flag;
+    } else if (flag == "--members") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint64_t>(*v);
+      if (!n || *n == 0 || *n > WorkloadConfig::kMaxBoardMembers) return bad(*v, "1..1000000000");
+      cfg.workload.members = *n;
+      board_flag = flag;
+    } else if (flag == "--top-n") {
+      auto v = need("a count");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<std::uint32_t>(*v);
+      if (!n || *n == 0 || *n > WorkloadConfig::kMaxTopN) return bad(*v, "1..1000");
+      cfg.workload.top_n = *n;
+      top_n_given = true;
     } else if (flag == "--seed") {
       auto v = need("a number");
       if (!v) return CliOutcome::kError;
@@ -397,18 +441,48 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   const WorkloadDefaults d = defaults_for(cfg.workload.kind);
   cfg.workload.ratio = d.ratio;
   cfg.workload.miss_ratio = d.miss_ratio;
-  const bool takes_ratio =
-      cfg.workload.kind == WorkloadKind::kEtc || cfg.workload.kind == WorkloadKind::kMixed ||
-      cfg.workload.kind == WorkloadKind::kZipf || cfg.workload.kind == WorkloadKind::kUniform;
+  const WorkloadKind kind = cfg.workload.kind;
+  const bool takes_miss_ratio = kind == WorkloadKind::kEtc || kind == WorkloadKind::kMixed ||
+                                kind == WorkloadKind::kZipf || kind == WorkloadKind::kUniform;
+  const bool takes_ratio = takes_miss_ratio || kind == WorkloadKind::kBoardMixed;
   if (ratio) {
     if (!takes_ratio) {
-      error = std::string("--ratio does not apply to workload ") + workload_name(cfg.workload.kind);
+      error = std::string("--ratio does not apply to workload ") + workload_name(kind);
+      return CliOutcome::kError;
+    }
+    if (kind == WorkloadKind::kBoardMixed && ratio->del != 0) {
+      error =
+          "--ratio for board-mixed is READS:UPDATES:0 (top-N reads : updates); board workloads "
+          "send no deletes";
       return CliOutcome::kError;
     }
     cfg.workload.ratio = *ratio;
   }
+  const bool board = is_board_workload(kind);
+  if (!board_flag.empty() && !board) {
+    error = board_flag + " applies to the board workloads only (board-update, board-top, " +
+            "board-mixed, board-score), not to " + workload_name(kind);
+    return CliOutcome::kError;
+  }
+  if (top_n_given && kind != WorkloadKind::kBoardTop && kind != WorkloadKind::kBoardMixed) {
+    error = std::string("--top-n applies to board-top and board-mixed only, not to ") +
+            workload_name(kind);
+    return CliOutcome::kError;
+  }
+  if (board && std::uint64_t{cfg.workload.boards} * cfg.workload.members >
+                   WorkloadConfig::kMaxBoardMembers) {
+    error = "--boards x --members must be at most 1000000000 (got " +
+            std::to_string(cfg.workload.boards) + " x " + std::to_string(cfg.workload.members) +
+            ")";
+    return CliOutcome::kError;
+  }
+  if (!cfg.record_trace_path.empty() && board) {
+    error =
+        std::string("--record-trace records keys; workload ") + workload_name(kind) + " has none";
+    return CliOutcome::kError;
+  }
   if (miss_ratio) {
-    if (!takes_ratio) {
+    if (!takes_miss_ratio) {
       error = std::string("--miss-ratio does not apply to workload ") +
               workload_name(cfg.workload.kind);
       return CliOutcome::kError;

@@ -9,11 +9,26 @@
 
 namespace bench {
 
-enum class WorkloadKind { kEtc, kGetPopular, kPutAll, kMixed, kZipf, kUniform, kFixedGet };
+enum class WorkloadKind {
+  kEtc,
+  kGetPopular,
+  kPutAll,
+  kMixed,
+  kZipf,
+  kUniform,
+  kFixedGet,
+  kBoardUpdate,  // PUT /board/b<i>/member/m<j>?op=set with random scores
+  kBoardTop,     // GET /board/b<i>/top?n=<top_n>
+  kBoardMixed,   // top-N reads and updates, --ratio G:S:0 = reads:updates
+  kBoardScore,   // GET /board/b<i>/member/m<j>
+};
 
 const char* workload_name(WorkloadKind kind);
+// The leaderboard workloads (board.hh): they talk to /board/..., not /key/....
+bool is_board_workload(WorkloadKind kind);
 
 // Operation mix in relative weights (GET:SET:DELETE); need not sum to anything in particular.
+// board-mixed reads GET as top-N reads and SET as member updates (DELETE must be 0).
 struct OpRatio {
   double get = 30.0;
   double set = 1.0;
@@ -28,6 +43,12 @@ struct WorkloadConfig {
   static constexpr std::uint32_t kDefaultFixedValueBytes = 100;
   static constexpr std::uint32_t kDefaultMaxValueBytes = 100 * 1024;
   static constexpr std::uint32_t kMaxKeyBytes = 250;
+  static constexpr std::uint32_t kDefaultBoards = 1;
+  static constexpr std::uint64_t kDefaultMembers = 100'000;  // per board
+  static constexpr std::uint32_t kDefaultTopN = 100;
+  static constexpr std::uint32_t kMaxBoards = 1'000'000;
+  static constexpr std::uint64_t kMaxBoardMembers = 1'000'000'000;  // boards x members, in total
+  static constexpr std::uint32_t kMaxTopN = 1'000;
 
   WorkloadKind kind = WorkloadKind::kEtc;
   OpRatio ratio{};               // effective mix (filled from the workload's default or --ratio)
@@ -38,7 +59,10 @@ struct WorkloadConfig {
   std::uint32_t value_bytes = 0;  // 0 = the workload's size model (etc: Facebook ETC)
   std::uint32_t key_bytes = 0;    // 0 = GEV key-size model
   std::uint32_t max_value_bytes = kDefaultMaxValueBytes;
-  std::string path = "/";  // fixed-get only
+  std::string path = "/";                   // fixed-get only
+  std::uint32_t boards = kDefaultBoards;    // board workloads: boards b0..b<boards-1>
+  std::uint64_t members = kDefaultMembers;  // board workloads: members m0..m<members-1> per board
+  std::uint32_t top_n = kDefaultTopN;       // board-top, board-mixed: n of GET .../top?n=
   std::uint64_t seed = 1;
 };
 

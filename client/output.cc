@@ -256,10 +256,17 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
 
 void write_table_preamble(std::ostream& os, const SweepResult& r) {
   const RunMeta& m = r.meta;
+  const auto& w = m.workload.as_object();
   os << "# bench_client " << m.tool_version << "  target " << m.target << "  workload "
-     << boost::json::serialize(m.workload.at("name")) << "  keys "
-     << boost::json::serialize(m.workload.at("keys")) << "  loop "
-     << boost::json::serialize(m.mode.at("loop"));
+     << boost::json::serialize(w.at("name"));
+  if (w.contains("boards")) {  // a board workload
+    os << "  boards " << boost::json::serialize(w.at("boards")) << "  members "
+       << boost::json::serialize(w.at("members"));
+    if (const auto* n = w.if_contains("top_n")) os << "  top_n " << boost::json::serialize(*n);
+  } else {
+    os << "  keys " << boost::json::serialize(w.at("keys"));
+  }
+  os << "  loop " << boost::json::serialize(m.mode.at("loop"));
   if (const auto* depth = m.mode.as_object().if_contains("pipeline"))
     os << "  pipeline " << boost::json::serialize(*depth);
   os << "\n";

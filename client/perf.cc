@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "board_workload.hh"
 #include "cpu.hh"
 #include "interrupt.hh"
 #include "trace_record.hh"
@@ -18,6 +19,8 @@ namespace {
 constexpr double kNsPerUs = 1000.0;
 // Open loop: the point is flagged when fewer than this share of the target rate completed.
 constexpr double kRateSustainedShare = 0.95;
+// Board preload: requests per write (then as many responses are read).
+constexpr std::uint64_t kBoardPreloadBatch = 64;
 
 LatencySummary summarize(const Histogram& h) {
   LatencySummary s;
@@ -69,6 +72,34 @@ std::vector<SeriesPoint> merge_series(const std::vector<std::unique_ptr<Worker>>
 
 void add_code(std::map<std::string, std::uint64_t>& m, const std::string& code, std::uint64_t n) {
   if (n != 0) m[code] += n;
+}
+
+// One preload thread's counts; `fatal` ends the preload (a connection that failed, a signal).
+struct PreloadPart {
+  std::uint64_t stored = 0, errors = 0;
+  std::string fatal;
+};
+
+// Runs fill(t, part) on nthreads threads (thread t stores its own share of the entries), then
+// merges their errors and any fatal message into result, with the elapsed time.
+template <class Fill>
+void run_preload_threads(unsigned nthreads, PreloadResult& result, const Fill& fill) {
+  std::vector<PreloadPart> parts(nthreads);
+  const auto start = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 0; t < nthreads; ++t) {
+      threads.emplace_back([&fill, t, &part = parts[t]] { fill(t, part); });
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const auto& p : parts) {
+    result.errors += p.errors;
+    if (!p.fatal.empty()) {
+      result.ok = false;
+      result.message = p.fatal;
+    }
+  }
 }
 
 }  // namespace
@@ -175,61 +206,99 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
 }
 
 PreloadResult Bench::preload(unsigned nthreads) const {
+  if (is_board_workload(cfg_.workload.kind)) return preload_boards(nthreads);
   PreloadResult result;
   const std::uint64_t count = keys_.preload_count();
   result.keys = count;
   if (count == 0) return result;
   nthreads = static_cast<unsigned>(std::clamp<std::uint64_t>(nthreads, 1, count));
-  struct Part {
-    std::uint64_t stored = 0, errors = 0;
-    std::string fatal;
-  };
-  std::vector<Part> parts(nthreads);
-  const auto start = Clock::now();
-  {
-    std::vector<std::jthread> threads;
-    for (unsigned t = 0; t < nthreads; ++t) {
-      threads.emplace_back([this, t, nthreads, count, &part = parts[t]] {
-        Connection conn;
-        if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
-        std::string request, value;
-        Response response;
-        char key[WorkloadConfig::kMaxKeyBytes];
-        for (std::uint64_t idx = t; idx < count; idx += nthreads) {
-          if (interrupted()) {
-            part.fatal = std::string("preload interrupted by ") + interrupt_signal_name();
-            return;
-          }
-          keys_.make_value(idx, 0, value);
-          request = "PUT /key/";
-          request.append(key, keys_.write_key(idx, false, key));
-          request += " HTTP/1.1\r\nHost: " + ep_.host +
-                     "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
-          request += value;
-          IoResult r = conn.send_all(request);
-          if (r == IoResult::kOk) r = conn.read_response(true, false, response);
-          if (r != IoResult::kOk) {
-            part.fatal = std::string("preload: connection failed (") + io_result_name(r) + ")";
-            return;
-          }
-          if (response.status == 201 || response.status == 204 || response.status == 200) {
-            ++part.stored;
-          } else {
-            ++part.errors;
-          }
-          if (response.close && !conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+  run_preload_threads(nthreads, result, [&](unsigned t, PreloadPart& part) {
+    Connection conn;
+    if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+    std::string request, value;
+    Response response;
+    char key[WorkloadConfig::kMaxKeyBytes];
+    for (std::uint64_t idx = t; idx < count; idx += nthreads) {
+      if (interrupted()) {
+        part.fatal = std::string("preload interrupted by ") + interrupt_signal_name();
+        return;
+      }
+      keys_.make_value(idx, 0, value);
+      request = "PUT /key/";
+      request.append(key, keys_.write_key(idx, false, key));
+      request += " HTTP/1.1\r\nHost: " + ep_.host +
+                 "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
+      request += value;
+      IoResult r = conn.send_all(request);
+      if (r == IoResult::kOk) r = conn.read_response(true, false, response);
+      if (r != IoResult::kOk) {
+        part.fatal = std::string("preload: connection failed (") + io_result_name(r) + ")";
+        return;
+      }
+      if (response.status == 201 || response.status == 204 || response.status == 200) {
+        ++part.stored;
+      } else {
+        ++part.errors;
+      }
+      if (response.close && !conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+    }
+  });
+  return result;
+}
+
+// Entry i of [0, boards x members) is member i % members of board i / members; thread t stores
+// entries t, t + nthreads, ... in batches of kBoardPreloadBatch requests per write.
+PreloadResult Bench::preload_boards(unsigned nthreads) const {
+  PreloadResult result;
+  const std::uint64_t count = keys_.preload_count();
+  result.keys = count;
+  if (count == 0) return result;
+  nthreads = static_cast<unsigned>(std::clamp<std::uint64_t>(nthreads, 1, count));
+  const std::uint64_t members = cfg_.workload.members;
+  const BoardRequests requests(cfg_.workload, ep_.host);
+  run_preload_threads(nthreads, result, [&](unsigned t, PreloadPart& part) {
+    Connection conn;
+    if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+    std::string batch;
+    Response response;
+    std::uint64_t idx = t;
+    while (idx < count) {
+      if (interrupted()) {
+        part.fatal = std::string("preload interrupted by ") + interrupt_signal_name();
+        return;
+      }
+      batch.clear();
+      std::uint64_t sent = 0;
+      for (; sent < kBoardPreloadBatch && idx < count; ++sent, idx += nthreads) {
+        Op op;
+        op.type = OpType::kBoardSet;
+        op.board = static_cast<std::uint32_t>(idx / members);
+        op.key = idx % members;
+        op.score = preload_board_score(op.board, op.key);
+        requests.append(batch, op);
+      }
+      IoResult r = conn.send_all(batch);
+      for (std::uint64_t i = 0; i < sent && r == IoResult::kOk; ++i) {
+        r = conn.read_response(true, false, response);
+        if (r != IoResult::kOk) break;
+        if (response.status == 201 || response.status == 200) {
+          ++part.stored;
+        } else {
+          ++part.errors;
         }
-      });
+        if (response.close) {
+          // The server answers nothing after this: the rest of the batch is lost.
+          part.errors += sent - i - 1;
+          if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+          break;
+        }
+      }
+      if (r != IoResult::kOk) {
+        part.fatal = std::string("preload: connection failed (") + io_result_name(r) + ")";
+        return;
+      }
     }
-  }
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const auto& p : parts) {
-    result.errors += p.errors;
-    if (!p.fatal.empty()) {
-      result.ok = false;
-      result.message = p.fatal;
-    }
-  }
+  });
   return result;
 }
 

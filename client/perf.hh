@@ -20,13 +20,17 @@ class Bench {
   Bench(const Config& cfg, const Endpoint& ep);
   // Runs nthreads threads, each issuing nreqs measured requests (0: run for cfg.duration).
   PointResult threaded_performance(unsigned nthreads, std::uint64_t nreqs) const;
-  // Stores keys [0, preload_count) with PUT, split across nthreads connections.
+  // Stores keys [0, preload_count) with PUT, split across nthreads connections. Board workloads:
+  // PUTs every member of every board once with its preload score (board_workload.hh), in
+  // pipelined batches.
   PreloadResult preload(unsigned nthreads) const;
   const KeySpace& keyspace() const { return keys_; }
   // --record-trace: each point appends its requests' keys to *trace (null: not recorded).
   void record_into(std::vector<std::uint64_t>* trace) { trace_ = trace; }
 
  private:
+  PreloadResult preload_boards(unsigned nthreads) const;
+
   const Config& cfg_;
   Endpoint ep_;
   KeySpace keys_;

@@ -66,8 +66,25 @@ void fill_host_meta(RunMeta& meta) {
   meta.online_cpus = online > 0 ? static_cast<unsigned>(online) : 0;
 }
 
+// Board workloads: name, keys (= boards x members, the (board, member) pairs), boards, members,
+// top_n (board-top, board-mixed), ratio (get = reads, set = updates), popularity, seed.
+boost::json::value board_workload_json(const WorkloadConfig& w) {
+  boost::json::object o;
+  o["name"] = workload_name(w.kind);
+  o["keys"] = std::uint64_t{w.boards} * w.members;
+  o["boards"] = w.boards;
+  o["members"] = w.members;
+  if (w.kind == WorkloadKind::kBoardTop || w.kind == WorkloadKind::kBoardMixed)
+    o["top_n"] = w.top_n;
+  o["ratio"] = {{"get", w.ratio.get}, {"set", w.ratio.set}, {"delete", w.ratio.del}};
+  o["popularity"] = "uniform";
+  o["seed"] = w.seed;
+  return o;
+}
+
 boost::json::value workload_json(const Config& cfg) {
   const WorkloadConfig& w = cfg.workload;
+  if (is_board_workload(w.kind)) return board_workload_json(w);
   boost::json::object o;
   o["name"] = workload_name(w.kind);
   o["keys"] = w.keys;
@@ -215,7 +232,11 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
     const unsigned max_threads =
         *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
     meta.preload = bench.preload(std::min(max_threads, kMaxPreloadThreads));
-    say("preload: " + std::to_string(meta.preload.keys) + " keys in " +
+    const std::string what = is_board_workload(cfg.workload.kind)
+                                 ? " board members (" + std::to_string(cfg.workload.boards) +
+                                       " boards x " + std::to_string(cfg.workload.members) + ")"
+                                 : " keys";
+    say("preload: " + std::to_string(meta.preload.keys) + what + " in " +
         std::to_string(meta.preload.seconds) + " s, " + std::to_string(meta.preload.errors) +
         " errors");
     if (interrupted()) return stop_interrupted("during the preload");

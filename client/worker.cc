@@ -79,6 +79,12 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
   if (cfg_.workload.kind == WorkloadKind::kFixedGet) {
     fixed_request_ = "GET " + cfg_.workload.path + " HTTP/1.1\r\nHost: " + ep_.text() + "\r\n\r\n";
   }
+  if (is_board_workload(cfg_.workload.kind)) {
+    board_requests_.emplace(cfg_.workload, ep_.host);
+    board_verifier_ = std::make_unique<BoardVerifier>();
+    if (cfg_.preload && defaults_for(cfg_.workload.kind).preload)
+      board_min_members_ = cfg_.workload.members;
+  }
   for (auto& link : links_) link.request.reserve(1024);
   record_ = !cfg_.record_trace_path.empty();
   if (record_ && plan_.requests > 0 && plan_.warmup_time.count() == 0)
@@ -245,6 +251,10 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
 // Appends the next operation's request to out and returns the operation.
 Op Worker::append_request(std::string& out) {
   const Op op = ops_.next();
+  if (board_requests_) {
+    board_requests_->append(out, op);
+    return op;
+  }
   if (record_) recorded_.push_back(trace_entry(op));
   char key[WorkloadConfig::kMaxKeyBytes];
   const std::size_t key_len = keys_.write_key(op.key, op.cold, key);
@@ -258,6 +268,10 @@ Op Worker::append_request(std::string& out) {
     case OpType::kDelete:
       out += "DELETE /key/";
       break;
+    case OpType::kBoardSet:
+    case OpType::kBoardTop:
+    case OpType::kBoardScore:
+      break;  // board ops are built above
   }
   out.append(key, key_len);
   out += " HTTP/1.1\r\nHost: ";
@@ -441,6 +455,11 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
         ++stats_.deletes;
         expected = response.status == 204 || response.status == 404 || response.status == 200;
         break;
+      case OpType::kBoardSet:
+      case OpType::kBoardTop:
+      case OpType::kBoardScore:
+        expected = finish_board(request.op, response);
+        break;
     }
     if (!expected)
       ++stats_.unexpected_status[static_cast<std::size_t>(response.status) %
@@ -460,6 +479,36 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
       return false;
     }
   }
+  return true;
+}
+
+// Updates count as sets (200 or 201 expected; 507, a full board memory budget, is an unexpected
+// status like any other). Reads count as gets: 200 is a hit and its body is checked, 404 a miss,
+// which after the preload is also a verification failure (every member and board was stored).
+bool Worker::finish_board(const Op& op, const Response& response) {
+  if (op.type == OpType::kBoardSet) {
+    ++stats_.sets;
+    return response.status == 200 || response.status == 201;
+  }
+  ++stats_.gets;
+  if (response.status == 404) {
+    ++stats_.get_misses;
+    if (board_min_members_ > 0) ++stats_.mismatches;
+    return true;
+  }
+  if (response.status != 200) return false;
+  ++stats_.get_hits;
+  char name[kMaxBoardNameBytes];
+  BoardVerdict verdict;
+  if (op.type == OpType::kBoardTop) {
+    verdict = board_verifier_->top(response.body,
+                                   std::string_view(name, write_board_name(op.board, name)),
+                                   cfg_.workload.top_n, board_min_members_);
+  } else {
+    verdict = board_verifier_->member(response.body,
+                                      std::string_view(name, write_member_name(op.key, name)));
+  }
+  if (verdict != BoardVerdict::kOk) ++stats_.mismatches;
   return true;
 }
 

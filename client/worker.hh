@@ -15,11 +15,13 @@
 #include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "board_workload.hh"
 #include "config.hh"
 #include "histogram.hh"
 #include "http.hh"
@@ -91,7 +93,9 @@ struct WorkerStats {
   // `latency` at its lower bound, window end - planned time, so an end-of-run stall is not hidden.
   std::uint64_t unsent = 0;
   std::uint64_t gets = 0, get_hits = 0, get_misses = 0, sets = 0, deletes = 0;
-  std::uint64_t mismatches = 0;  // GET hits whose bytes differ from the derived value
+  // GET hits whose bytes differ from the derived value; board reads whose answer fails its check
+  // (board_workload.hh), and, after the preload, board reads answered 404.
+  std::uint64_t mismatches = 0;
   std::array<std::uint64_t, kStatusSlots> unexpected_status{};
   std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
   Clock::time_point last_completion{};
@@ -166,6 +170,8 @@ class Worker {
   // Returns false on a fatal error.
   bool complete_buffered(Link& link, bool measured);
   bool finish(Link& link, const Response& response, bool measured);
+  // Counts the answer to a board op; returns whether its status was an expected one.
+  bool finish_board(const Op& op, const Response& response);
   // The connection failed: its outstanding requests are lost (the last `unsent` of them never
   // went out: a timeout does not record those in the histogram). Counts them, re-opens the
   // connection; false when the thread must stop.
@@ -196,6 +202,11 @@ class Worker {
   unsigned consecutive_failures_ = 0;  // connection failures since the last response
   std::string value_;
   std::string fixed_request_;
+  // Board workloads: the request builder, the answer checker (null otherwise), and the members
+  // every board holds at least (the preload's; 0 without a preload).
+  std::optional<BoardRequests> board_requests_;
+  std::unique_ptr<BoardVerifier> board_verifier_;
+  std::uint64_t board_min_members_ = 0;
   bool record_ = false;                  // --record-trace given
   std::vector<std::uint64_t> recorded_;  // grows amortised; merged by the caller after join
   Clock::time_point t0_{};

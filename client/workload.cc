@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "board_workload.hh"
+
 namespace bench {
 namespace {
 
@@ -63,8 +65,21 @@ const char* workload_name(WorkloadKind kind) {
       return "uniform";
     case WorkloadKind::kFixedGet:
       return "fixed-get";
+    case WorkloadKind::kBoardUpdate:
+      return "board-update";
+    case WorkloadKind::kBoardTop:
+      return "board-top";
+    case WorkloadKind::kBoardMixed:
+      return "board-mixed";
+    case WorkloadKind::kBoardScore:
+      return "board-score";
   }
   return "?";
+}
+
+bool is_board_workload(WorkloadKind kind) {
+  return kind == WorkloadKind::kBoardUpdate || kind == WorkloadKind::kBoardTop ||
+         kind == WorkloadKind::kBoardMixed || kind == WorkloadKind::kBoardScore;
 }
 
 WorkloadDefaults defaults_for(WorkloadKind kind) {
@@ -83,6 +98,15 @@ WorkloadDefaults defaults_for(WorkloadKind kind) {
       return {{30, 1, 0}, 0.0, true, true};
     case WorkloadKind::kFixedGet:
       return {{1, 0, 0}, 0.0, false, false};
+    // Board workloads: GET = reads (top-N, or member reads for board-score), SET = updates.
+    case WorkloadKind::kBoardUpdate:
+      return {{0, 1, 0}, 0.0, false, true};
+    case WorkloadKind::kBoardTop:
+      return {{1, 0, 0}, 0.0, true, true};
+    case WorkloadKind::kBoardMixed:
+      return {{90, 10, 0}, 0.0, true, true};
+    case WorkloadKind::kBoardScore:
+      return {{1, 0, 0}, 0.0, true, true};
   }
   return {{1, 0, 0}, 0.0, false, false};
 }
@@ -160,6 +184,7 @@ bool KeySpace::verify(std::uint64_t idx, std::string_view body) const {
 
 std::uint64_t KeySpace::preload_count() const {
   if (!defaults_for(cfg_.kind).preload) return 0;
+  if (is_board_workload(cfg_.kind)) return std::uint64_t{cfg_.boards} * cfg_.members;
   if (cfg_.kind == WorkloadKind::kGetPopular) return std::min(cfg_.hot_keys, cfg_.keys);
   return cfg_.keys;
 }
@@ -180,6 +205,7 @@ OpGenerator::OpGenerator(const WorkloadConfig& cfg, std::uint64_t seed, std::uin
       popularity_ = Popularity::kUniform;
       break;
   }
+  board_ = is_board_workload(cfg_.kind);
   const double total = cfg_.ratio.get + cfg_.ratio.set + cfg_.ratio.del;
   p_get_ = total > 0 ? cfg_.ratio.get / total : 1.0;
   p_set_ = total > 0 ? (cfg_.ratio.get + cfg_.ratio.set) / total : 1.0;
@@ -202,6 +228,17 @@ std::uint64_t OpGenerator::pick_key() {
 Op OpGenerator::next() {
   Op op;
   const double u = rng_.uniform01();
+  if (board_) {
+    // Uniform board and member; GET weight = reads, SET weight = updates (DELETE is 0).
+    const bool read = u < p_get_;
+    op.type =
+        !read ? OpType::kBoardSet
+              : (cfg_.kind == WorkloadKind::kBoardScore ? OpType::kBoardScore : OpType::kBoardTop);
+    op.board = static_cast<std::uint32_t>(rng_.below(std::max<std::uint32_t>(cfg_.boards, 1)));
+    if (op.type != OpType::kBoardTop) op.key = rng_.below(std::max<std::uint64_t>(cfg_.members, 1));
+    if (op.type == OpType::kBoardSet) op.score = random_board_score(rng_);
+    return op;
+  }
   op.type = u < p_get_ ? OpType::kGet : (u < p_set_ ? OpType::kSet : OpType::kDelete);
   op.key = pick_key();
   if (op.type == OpType::kGet && cfg_.miss_ratio > 0.0)

@@ -5,7 +5,8 @@
 //    carry their 32-bit version in the first 4 bytes (little endian) followed by bytes derived from
 //    (key, version); shorter values are derived from the key alone. Shared read-only by all
 //    threads.
-//  - OpGenerator: the per-thread operation stream (GET/SET/DELETE and which key), seeded from
+//  - OpGenerator: the per-thread operation stream (GET/SET/DELETE and which key; for the board
+//    workloads: update/top-N read/member read, which board, member and score), seeded from
 //    (--seed, thread index), so the same seed replays the same sequence.
 #pragma once
 
@@ -18,12 +19,21 @@
 
 namespace bench {
 
-enum class OpType : std::uint8_t { kGet, kSet, kDelete };
+enum class OpType : std::uint8_t {
+  kGet,
+  kSet,
+  kDelete,
+  kBoardSet,    // PUT /board/b<board>/member/m<key>?op=set, body = score
+  kBoardTop,    // GET /board/b<board>/top?n=<top_n>
+  kBoardScore,  // GET /board/b<board>/member/m<key>
+};
 
 struct Op {
   OpType type = OpType::kGet;
-  std::uint64_t key = 0;  // index in [0, keys)
-  bool cold = false;      // a key of the never-stored namespace (a planned miss)
+  std::uint64_t key = 0;    // index in [0, keys); board ops: the member in [0, members)
+  bool cold = false;        // a key of the never-stored namespace (a planned miss)
+  std::uint32_t board = 0;  // board ops: the board in [0, boards)
+  double score = 0.0;       // kBoardSet: the score sent
 };
 
 // Fills in the workload's defaults (mix, miss ratio, value sizes) for anything left unset.
@@ -48,7 +58,8 @@ class KeySpace {
   std::size_t value_size(std::uint64_t idx) const;
   void make_value(std::uint64_t idx, std::uint32_t version, std::string& out) const;
   bool verify(std::uint64_t idx, std::string_view body) const;
-  // Keys the preload phase stores: [0, preload_count()).
+  // Keys the preload phase stores: [0, preload_count()). Board workloads: boards x members
+  // (entry i is member i % members of board i / members), 0 for board-update.
   std::uint64_t preload_count() const;
   std::uint64_t keys() const { return cfg_.keys; }
 
@@ -70,6 +81,7 @@ class OpGenerator {
   Rng rng_;
   Zipf zipf_;
   Popularity popularity_;
+  bool board_ = false;  // a board workload: board ops only
   double p_get_ = 1.0;  // cumulative probabilities of the mix
   double p_set_ = 1.0;
 };

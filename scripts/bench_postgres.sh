@@ -57,9 +57,10 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HELPER="$ROOT/scripts/bench_postgres_report.py"
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
-die() { echo "bench_postgres: $*" >&2; exit 1; }
-bad_usage() { echo "bench_postgres: $* (see --help)" >&2; exit 2; }
+BENCH_NAME=bench_postgres
+# usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
+# echo_cmd, split_conns, stop_server, start_ours, alive
+source "$ROOT/scripts/lib/bench_common.sh"
 
 DURATION="" CONNS="1 4 16 64" REPEAT=1 KEYS="" OUT="" QUICK=0 BUILD="" DATA_PARENT="${TMPDIR:-/tmp}"
 SERVER_THREADS=1 CLIENT_THREADS=8 STORE_CONNS=4 GET_CONNS=8 READ_CONNS=16
@@ -91,7 +92,6 @@ SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 
 # --- validate ----------------------------------------------------------------------------------
-is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
 if [ -z "$DURATION" ]; then DURATION=10; [ "$QUICK" = 1 ] && DURATION=1; fi
 if [ -z "$KEYS" ]; then KEYS=100000; [ "$QUICK" = 1 ] && KEYS=2000; fi
 [[ "$DURATION" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] || bad_usage "--duration '$DURATION' is not a number of seconds"
@@ -161,24 +161,6 @@ chmod 755 "$WORK"  # pg_cluster runs PostgreSQL as the postgres user when we are
 # --- processes: every PID we start is stopped on exit -------------------------------------------
 PIDS=()
 PG_STARTED=0
-stop_pid() {  # stop_pid PID: TERM, wait up to 15 s (write-behind flushes), then KILL
-  local pid="$1" i
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-  kill -TERM "$pid" 2> /dev/null || true
-  for i in $(seq 1 150); do
-    kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-    sleep 0.1
-  done
-  echo "bench_postgres: PID $pid did not exit on TERM; sending KILL" >&2
-  kill -KILL "$pid" 2> /dev/null || true
-  wait "$pid" 2> /dev/null || true
-}
-forget_pid() {
-  local p keep=()
-  for p in "${PIDS[@]:-}"; do [ -z "$p" ] || [ "$p" = "$1" ] || keep+=("$p"); done
-  PIDS=("${keep[@]:-}")
-}
 cleanup() {
   local p
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && stop_pid "$p"; done
@@ -191,25 +173,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
 # --- measurement helpers -----------------------------------------------------------------------
-CLK_TCK="$(getconf CLK_TCK)"
-cpu_ticks() {  # cpu_ticks PID -> utime+stime of the process (all its threads), in clock ticks
-  local s
-  s="$(cat "/proc/$1/stat" 2> /dev/null)" || { echo 0; return 0; }
-  s="${s##*) }"
-  set -- $s
-  echo $(( ${12} + ${13} ))
-}
 # cpu_snap -> "total steal server_cpu_total server_cpu_idle client_cpu_total client_cpu_idle"
 # (jiffies from /proc/stat; idle includes iowait)
-cpu_snap() {
-  awk -v s="cpu$SERVER_CPU" -v c="cpu$CLIENT_CPU" '
-    /^cpu/ { t = $2+$3+$4+$5+$6+$7+$8+$9; i = $5+$6 }
-    $1 == "cpu" { T = t; S = $9 } $1 == s { ST = t; SI = i } $1 == c { CT = t; CI = i }
-    END { print T, S, ST, SI, CT, CI }' /proc/stat
-}
 
 # find_disk DIR: sets DISK, the block device holding DIR as named in /proc/diskstats, and
 # DISK_HOW, how it was found (both "" if none).
@@ -234,10 +201,6 @@ disk_snap() {  # the device's whole /proc/diskstats line ("" without a device)
   awk -v n="$DISK" '$3 == n { print; exit }' /proc/diskstats
 }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
 record_cmd() {
   local text="${2//"$WORK"/\$DATA}" q
   if [ -n "${PGCONN:-}" ]; then
@@ -304,50 +267,11 @@ TABLE_DDL='(key bytea primary key, value bytea not null, updated_at timestamptz 
 # --- servers -------------------------------------------------------------------------------------
 declare -A SRV_PID SRV_PORT
 # start_ours NAME FLAGS...: a fresh cache_server on a free port (-p 0; it prints the port).
-start_ours() {
-  local name="$1" cmd pid port=""
-  shift
-  cmd=("$CACHE_SERVER" -t "$SERVER_THREADS" "$@" -s 127.0.0.1 -p 0)
-  : > "$OUT/raw/server-$name.log"
-  taskset -c "$SERVER_CPU" "${cmd[@]}" > "$OUT/raw/server-$name.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 1 150); do
-    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$OUT/raw/server-$name.log" || true)"
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  if [ -z "$port" ]; then
-    cat "$OUT/raw/server-$name.log" >&2
-    die "cache_server ($name) did not start: $(echo_cmd "${cmd[@]}" | sed "s|$WORK|\$DATA|g")"
-  fi
-  SRV_PID[$name]="$pid"; SRV_PORT[$name]="$port"
-  record_cmd "$name server" "taskset -c $SERVER_CPU $(echo_cmd "${cmd[@]}")"
-  log "$name: cache_server PID $pid on 127.0.0.1:$port, CPU $SERVER_CPU"
-}
-stop_server() {
-  local name="$1" pid="${SRV_PID[$1]:-}"
-  [ -n "$pid" ] || return 0
-  stop_pid "$pid"; forget_pid "$pid"
-  unset "SRV_PID[$name]" "SRV_PORT[$name]"
-}
-alive() {
-  kill -0 "${SRV_PID[$1]}" 2> /dev/null && return 0
-  [ -f "$OUT/raw/server-$1.log" ] && tail -20 "$OUT/raw/server-$1.log" >&2
-  die "the $1 server (PID ${SRV_PID[$1]}) died"
-}
 stats() {  # stats NAME FILE: GET /stats into FILE
   curl -s -m 10 "http://127.0.0.1:${SRV_PORT[$1]}/stats" > "$2" || die "GET /stats of $1 failed"
 }
 
 # split_conns C -> "T K": T threads x K connections each = C, T the largest divisor of C <= max.
-split_conns() {
-  local c="$1" t
-  for ((t = CLIENT_THREADS < c ? CLIENT_THREADS : c; t >= 1; t--)); do
-    if [ $((c % t)) = 0 ]; then echo "$t $((c / t))"; return; fi
-  done
-}
 
 # --- a point's common measurements ---------------------------------------------------------------
 # begin_point SERVER_PID(or "") CHECKPOINT(0/1) / end_point: the CPU, disk and time snapshots.

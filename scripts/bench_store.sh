@@ -46,9 +46,10 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
-die() { echo "bench_store: $*" >&2; exit 1; }
-bad_usage() { echo "bench_store: $* (see --help)" >&2; exit 2; }
+BENCH_NAME=bench_store
+# usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
+# echo_cmd, split_conns, stop_server, start_ours, alive
+source "$ROOT/scripts/lib/bench_common.sh"
 
 DURATION="" CONNS="1 8 50 200" OUT="" QUICK=0 BUILD="" DATA_PARENT="${TMPDIR:-/tmp}"
 SERVER_THREADS=1 CLIENT_THREADS=8 PERF=0
@@ -79,7 +80,6 @@ SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 
 # --- validate ----------------------------------------------------------------------------------
-is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
 if [ -z "$DURATION" ]; then DURATION=5; [ "$QUICK" = 1 ] && DURATION=1; fi
 [[ "$DURATION" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] || bad_usage "--duration '$DURATION' is not a number of seconds"
 awk -v d="$DURATION" 'BEGIN { exit !(d >= 0.1 && d <= 600) }' || bad_usage "--duration must be 0.1..600 s"
@@ -136,24 +136,6 @@ WORK="$(mktemp -d "$DATA_PARENT/bench_store.XXXXXX")" || die "cannot create a di
 
 # --- processes: every PID we start is stopped on exit -------------------------------------------
 PIDS=()
-stop_pid() {  # stop_pid PID: TERM, wait up to 15 s (write-behind flushes, Redis fsyncs), then KILL
-  local pid="$1" i
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-  kill -TERM "$pid" 2> /dev/null || true
-  for i in $(seq 1 150); do
-    kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-    sleep 0.1
-  done
-  echo "bench_store: PID $pid did not exit on TERM; sending KILL" >&2
-  kill -KILL "$pid" 2> /dev/null || true
-  wait "$pid" 2> /dev/null || true
-}
-forget_pid() {
-  local p keep=()
-  for p in "${PIDS[@]:-}"; do [ -z "$p" ] || [ "$p" = "$1" ] || keep+=("$p"); done
-  PIDS=("${keep[@]:-}")
-}
 cleanup() {
   local p
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && stop_pid "$p"; done
@@ -162,26 +144,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
 # --- measurement helpers -----------------------------------------------------------------------
-CLK_TCK="$(getconf CLK_TCK)"
-cpu_ticks() {  # cpu_ticks PID -> utime+stime of the process (all its threads), in clock ticks
-  local s
-  s="$(cat "/proc/$1/stat" 2> /dev/null)" || { echo 0; return 0; }
-  s="${s##*) }"
-  set -- $s
-  echo $(( ${12} + ${13} ))
-}
 # cpu_snap -> "total steal server_cpu_total server_cpu_idle client_cpu_total client_cpu_idle"
 # (jiffies from /proc/stat; idle includes iowait): steal shows the VM's noise, and the busy share
 # of the two pinned CPUs against our processes' own CPU shows what else ran on them.
-cpu_snap() {
-  awk -v s="cpu$SERVER_CPU" -v c="cpu$CLIENT_CPU" '
-    /^cpu/ { t = $2+$3+$4+$5+$6+$7+$8+$9; i = $5+$6 }
-    $1 == "cpu" { T = t; S = $9 } $1 == s { ST = t; SI = i } $1 == c { CT = t; CI = i }
-    END { print T, S, ST, SI, CT, CI }' /proc/stat
-}
 
 # The block device holding the data directory, as named in /proc/diskstats ("" if none).
 disk_of() {
@@ -209,10 +176,6 @@ disk_snap() {
 }
 jnum() { case "$1" in ''|-) echo null ;; *) echo "$1" ;; esac; }  # a number or JSON null
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
 record_cmd() { echo "$1: ${2//$WORK/\$DATA}" >> "$OUT/commands.txt"; }
 
 # --- servers -------------------------------------------------------------------------------------
@@ -245,48 +208,8 @@ start_redis() {
   die "redis-server ($name) did not start"
 }
 # start_ours NAME FLAGS...: a fresh cache_server on a free port (-p 0; it prints the port).
-start_ours() {
-  local name="$1" cmd pid port=""
-  shift
-  cmd=("$CACHE_SERVER" -t "$SERVER_THREADS" "$@" -s 127.0.0.1 -p 0)
-  : > "$OUT/raw/server-$name.log"  # exists before the child opens it: the loop below reads it
-  taskset -c "$SERVER_CPU" "${cmd[@]}" > "$OUT/raw/server-$name.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 1 150); do
-    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$OUT/raw/server-$name.log" || true)"
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  if [ -z "$port" ]; then
-    cat "$OUT/raw/server-$name.log" >&2
-    die "cache_server ($name) did not start: $(echo_cmd "${cmd[@]}")"
-  fi
-  SRV_PID[$name]="$pid"; SRV_PORT[$name]="$port"
-  record_cmd "$name server" "taskset -c $SERVER_CPU $(echo_cmd "${cmd[@]}")"
-  log "$name: cache_server PID $pid on 127.0.0.1:$port ($*), CPU $SERVER_CPU"
-}
-stop_server() {
-  local name="$1" pid="${SRV_PID[$1]:-}"
-  [ -n "$pid" ] || return 0
-  stop_pid "$pid"; forget_pid "$pid"
-  unset "SRV_PID[$name]" "SRV_PORT[$name]"
-}
-alive() {
-  kill -0 "${SRV_PID[$1]}" 2> /dev/null && return 0
-  [ -f "$OUT/raw/server-$1.log" ] && tail -20 "$OUT/raw/server-$1.log" >&2
-  [ -f "$WORK/$1/redis.log" ] && tail -20 "$WORK/$1/redis.log" >&2
-  die "the $1 server (PID ${SRV_PID[$1]}) died"
-}
 
 # split_conns C -> "T K": T threads x K connections each = C, T the largest divisor of C <= max.
-split_conns() {
-  local c="$1" t
-  for ((t = CLIENT_THREADS < c ? CLIENT_THREADS : c; t >= 1; t--)); do
-    if [ $((c % t)) = 0 ]; then echo "$t $((c / t))"; return; fi
-  done
-}
 
 # --- one Redis point ---------------------------------------------------------------------------
 # redis_point NAME CONNS: a probe sizes -n to about DURATION s, then the measured run.

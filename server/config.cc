@@ -97,6 +97,10 @@ std::string validate(const Config& c) {
   if (c.header_timeout.count() <= 0) return "--header-timeout must be positive";
   if (c.idle_timeout.count() <= 0) return "--idle-timeout must be positive";
   if (c.max_connections == 0) return "--max-connections must be at least 1";
+  if (c.board_maxmem < kMinBoardMaxmemBytes) {
+    return "--board-maxmem " + std::to_string(c.board_maxmem) + " is too small: at least " +
+           std::to_string(kMinBoardMaxmemBytes) + " bytes (2K, the largest board with one member)";
+  }
   if (c.max_inflight < c.max_value) {
     return "--max-inflight " + std::to_string(c.max_inflight) + " is smaller than --max-value " +
            std::to_string(c.max_value) + ": the largest value could never be received";
@@ -156,7 +160,9 @@ std::string describe(const Config& c) {
   if (store && store->scheme == "postgres") {
     out << " store_connections=" << c.store_connections << " store_table=" << c.store_table;
   }
-  out << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight;
+  out << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight
+      << " board_maxmem=" << c.board_maxmem
+      << " board_top_cache=" << (c.board_top_cache ? "on" : "off");
   return out.str();
 }
 

@@ -35,8 +35,12 @@ inline constexpr std::chrono::milliseconds kDefaultStoreTimeout{2000};  // --sto
 inline constexpr int kDefaultStoreConnections = 4;                      // --store-connections
 inline constexpr const char* kDefaultStoreTable = "kv";                 // --store-table
 inline constexpr int kMaxStoreConnections = 64;
-inline constexpr std::size_t kMaxStoreTableBytes = 63;           // PostgreSQL's identifier limit
-inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;  // --max-dirty
+inline constexpr std::size_t kMaxStoreTableBytes = 63;              // PostgreSQL's identifier limit
+inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;     // --max-dirty
+inline constexpr std::size_t kDefaultBoardMaxmemBytes = 64u << 20;  // --board-maxmem
+// The smallest --board-maxmem: room for the largest board with one member (a 250-byte board
+// name and a 250-byte member cost about 1,060 bytes, boards/registry.cc; test_boards.py checks it).
+inline constexpr std::size_t kMinBoardMaxmemBytes = 2048;
 
 // How worker threads share the network work (see docs/server.md for the measurement).
 enum class IoModel : std::uint8_t {
@@ -96,6 +100,9 @@ struct Config {
   std::chrono::milliseconds store_timeout = kDefaultStoreTimeout;  // --store-timeout
   int store_connections = kDefaultStoreConnections;                // --store-connections (postgres)
   std::string store_table = kDefaultStoreTable;                    // --store-table (postgres)
+  // The leaderboards (boards/, docs/api.md "Boards"): memory only, one budget for all of them.
+  std::size_t board_maxmem = kDefaultBoardMaxmemBytes;  // --board-maxmem
+  bool board_top_cache = true;  // --board-top-cache: keep rendered top-N pages (top_cache.hh)
 };
 
 // A --store URI split into its scheme and the rest: "none" → {"none", ""}, "rocksdb:/d" →

@@ -274,6 +274,21 @@ bool apply_max_dirty(Config& c, std::string_view v, std::string& e) {
     e = "invalid --max-dirty '" + std::string(v) + "' (want BYTES with optional K/M/G)";
   return e.empty();
 }
+bool apply_board_maxmem(Config& c, std::string_view v, std::string& e) {
+  if (!parse_size(v, c.board_maxmem))
+    e = "invalid --board-maxmem '" + std::string(v) + "' (want BYTES with optional K/M/G)";
+  return e.empty();
+}
+bool apply_board_top_cache(Config& c, std::string_view v, std::string& e) {
+  if (v == "on") {
+    c.board_top_cache = true;
+  } else if (v == "off") {
+    c.board_top_cache = false;
+  } else {
+    e = "unknown --board-top-cache '" + std::string(v) + "' (want on or off)";
+  }
+  return e.empty();
+}
 bool apply_store_faults(Config& c, std::string_view v, std::string& /*error*/) {
   c.store_faults = v;  // the store library checks the spec when it opens the store
   return true;
@@ -285,6 +300,7 @@ constexpr std::string_view kConnectionGroup =
 constexpr std::string_view kVariantGroup =
     "Variants: each optimization or its baseline (docs/server.md)";
 constexpr std::string_view kStoreGroup = "Durable store behind the cache (docs/api.md)";
+constexpr std::string_view kBoardGroup = "Leaderboards (docs/api.md, \"Boards\")";
 
 constexpr FlagSpec kFlags[] = {
     {kCacheGroup, "-m", "--maxmem", "BYTES", "cache capacity, K/M/G suffixes (default 64M)",
@@ -361,6 +377,14 @@ constexpr FlagSpec kFlags[] = {
      "testing only: fault injection, e.g.\n"
      "read-delay=50ms,sync-error-after=10 (default: none)",
      apply_store_faults},
+    {kBoardGroup, "", "--board-maxmem", "BYTES",
+     "memory for every board together, K/M/G suffixes, at least 2K;\n"
+     "a new member beyond it gets 507 (default 64M)",
+     apply_board_maxmem},
+    {kBoardGroup, "", "--board-top-cache", "on|off",
+     "keep each board's rendered top-N pages until an update\n"
+     "moves a member within them (default on)",
+     apply_board_top_cache},
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "server/board_handlers.hh"
 #include "server/json_escape.hh"
 #include "server/metrics.hh"
 #include "server/percent_decode.hh"
@@ -20,27 +21,52 @@ HandlerResult fail(status s, std::string_view reason) {
   return {s, reason, {}};
 }
 
-// The decoded key lives in `storage`; on failure `error` holds the result to return.
+// The reasons decode_name gives, per kind of name (static: HandlerResult holds a view).
+struct NameErrors {
+  std::string_view empty;
+  std::string_view too_long;
+};
+constexpr NameErrors name_errors(NameKind kind) {
+  switch (kind) {
+    case NameKind::board:
+      return {"empty board name", "board name longer than 250 bytes"};
+    case NameKind::member:
+      return {"empty member name", "member name longer than 250 bytes"};
+    case NameKind::key:
+      break;
+  }
+  return {"empty key", "key longer than 250 bytes"};
+}
+
 struct DecodedKey {
   std::string_view key;
   HandlerResult error;
 };
 
-using KeyBuffer = std::array<char, cache::kMaxKeyBytes>;
+using KeyBuffer = NameBuffer;
 
-DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
-  if (raw.empty()) return {{}, fail(status::bad_request, "empty key")};
+// decode_name (handlers.hh), inlined where it is called here.
+[[gnu::always_inline]] inline DecodedName decode_name_inline(std::string_view raw,
+                                                             NameBuffer& storage, NameKind kind) {
+  const NameErrors reasons = name_errors(kind);
+  if (raw.empty()) return {{}, fail(status::bad_request, reasons.empty)};
   const DecodeResult r = percent_decode(raw, storage);
   switch (r.status) {
     case DecodeStatus::bad_encoding:
       return {{}, fail(status::bad_request, "invalid percent-encoding")};
     case DecodeStatus::too_long:
-      return {{}, fail(status::uri_too_long, "key longer than 250 bytes")};
+      return {{}, fail(status::uri_too_long, reasons.too_long)};
     case DecodeStatus::ok:
       break;
   }
-  if (r.size == 0) return {{}, fail(status::bad_request, "empty key")};
+  if (r.size == 0) return {{}, fail(status::bad_request, reasons.empty)};
   return {std::string_view(storage.data(), r.size), {}};
+}
+
+// The key form of decode_name: the GET hit's, inlined with its kind known.
+DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
+  const DecodedName d = decode_name_inline(raw, storage, NameKind::key);
+  return {d.name, d.error};
 }
 
 // Renders a value's JSON form; false (nothing rendered) when --max-inflight has no room for it.
@@ -126,6 +152,10 @@ bool iequals_ascii(char a, char b) {
 
 }  // namespace
 
+DecodedName decode_name(std::string_view raw, NameBuffer& storage, NameKind kind) {
+  return decode_name_inline(raw, storage, kind);
+}
+
 bool accepts_json(std::string_view accept) {
   constexpr std::string_view needle = "application/json";
   if (accept.size() < needle.size()) return false;
@@ -159,6 +189,21 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
       return stats_json(out);
     case Endpoint::metrics:
       return metrics_text(out);
+    case Endpoint::board_member_get:
+      return BoardHandlers{ctx.boards}.get_member(route.key, route.value, out);
+    case Endpoint::board_member_put:
+      return BoardHandlers{ctx.boards}.put_member(route.key, route.value, route.query, request.body,
+                                                  out);
+    case Endpoint::board_member_delete:
+      return BoardHandlers{ctx.boards}.delete_member(route.key, route.value, out);
+    case Endpoint::board_top:
+      return BoardHandlers{ctx.boards}.top(route.key, route.query, out);
+    case Endpoint::board_around:
+      return BoardHandlers{ctx.boards}.around(route.key, route.value, route.query, out);
+    case Endpoint::board_get:
+      return BoardHandlers{ctx.boards}.get_board(route.key, out);
+    case Endpoint::board_delete:
+      return BoardHandlers{ctx.boards}.delete_board(route.key, out);
     case Endpoint::not_found:
       return fail(status::not_found, "no such path");
     case Endpoint::method_not_allowed:
@@ -305,8 +350,9 @@ HandlerResult Handlers::head_root(ResponseWriter& out) {
   return {};
 }
 
-// POST /reset empties the cache and the store (durably, before the 204); ?scope=cache empties
-// only the cache (cold-cache measurements). scope=all is the default.
+// POST /reset empties the cache, the boards and the store (durably, before the 204);
+// ?scope=cache empties only the cache (cold-cache measurements; boards are not cache).
+// scope=all is the default.
 HandlerResult Handlers::reset(std::string_view query, const RequestView& request,
                               ResponseWriter& out) {
   bool cache_only = false;
@@ -322,6 +368,7 @@ HandlerResult Handlers::reset(std::string_view query, const RequestView& request
       return fail(status::bad_request, "unknown reset scope (want cache or all)");
     }
   }
+  if (!cache_only) ctx.boards.clear();  // memory only: gone before the answer, store or not
   if (ctx.tier == nullptr) {
     ctx.cache.reset();
   } else if (cache_only) {

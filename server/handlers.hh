@@ -6,9 +6,13 @@
 // argument: CStringValue is that zero-copy path, StringValue its baseline; the rest is shared.
 // With a store (ctx.tier), a miss, a write-through write and a reset defer their response
 // (response_queue.hh) and the store finishes it; a GET hit never touches the store.
+// The board endpoints are dispatched here too; their handlers are board_handlers.hh's.
 #pragma once
 
+#include <array>
 #include <string_view>
+
+#include "cache/cache.hh"
 
 #include "server/handler_result.hh"
 #include "server/response_queue.hh"
@@ -26,6 +30,17 @@ struct RequestView {
   std::string_view body;               // the request body (PUT /key/{k} only)
   ResponseQueue* responses = nullptr;  // where a response that waits on the store is queued
 };
+
+// A name in the path — a key, a board or a member — percent-decoded into `storage`: 1..250
+// bytes (cache::kMaxKeyBytes), any byte. On failure `error` holds the result to return: 400 for
+// an empty name or a bad encoding, 414 for a long one (its reason names what was named).
+enum class NameKind { key, board, member };
+using NameBuffer = std::array<char, cache::kMaxKeyBytes>;
+struct DecodedName {
+  std::string_view name;  // in the caller's NameBuffer
+  HandlerResult error;
+};
+DecodedName decode_name(std::string_view raw, NameBuffer& storage, NameKind kind);
 
 // Does an Accept header ask for JSON? (case-insensitive "application/json"; q-values ignored)
 bool accepts_json(std::string_view accept);

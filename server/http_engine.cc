@@ -179,7 +179,8 @@ namespace {
 // Writes are PUT, DELETE and POST /reset: they change what later requests see.
 bool is_write(Endpoint e) {
   return e == Endpoint::key_put_body || e == Endpoint::key_put_path || e == Endpoint::key_delete ||
-         e == Endpoint::reset;
+         e == Endpoint::reset || e == Endpoint::board_member_put ||
+         e == Endpoint::board_member_delete || e == Endpoint::board_delete;
 }
 
 }  // namespace

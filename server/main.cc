@@ -12,6 +12,14 @@
 #include "server/flags.hh"
 #include "server/server.hh"
 
+// jemalloc's options, read once at its start-up when jemalloc is the allocator (ignored by any
+// other): one background thread ("jemalloc_bg_thd") returns freed pages to the OS on jemalloc's
+// decay schedule, as Redis configures it (jemalloc-bg-thread yes). Without it an idle server keeps
+// every page it ever freed resident: a 1M-member board's transient hash-bucket arrays alone added
+// ~13 bytes per member to RSS (docs/server.md, "Allocator").
+extern "C" const char* malloc_conf;
+const char* malloc_conf = "background_thread:true,max_background_threads:1";
+
 namespace {
 
 // Thousands of connections need thousands of descriptors: lift the soft RLIMIT_NOFILE to the

@@ -114,6 +114,31 @@ constexpr MetricDef kMetrics[] = {
     {"max_inflight", K::gauge, "The --max-inflight budget.",
      [](const Snapshot& s) { return u64(s.ctx.config.max_inflight); }, "max_inflight_bytes"},
     {"allocator", K::info, "", [](const Snapshot&) { return text(allocator_name()); }},
+    // The leaderboards (memory only, docs/api.md "Boards").
+    {"boards", K::gauge, "Boards (leaderboards) that exist now.",
+     [](const Snapshot& s) { return u64(s.boards.boards); }},
+    {"board_members", K::gauge, "Members of every board together.",
+     [](const Snapshot& s) { return u64(s.boards.members); }},
+    {"board_bytes", K::gauge, "Memory the boards hold, counted against --board-maxmem.",
+     [](const Snapshot& s) { return u64(s.boards.bytes); }},
+    {"board_maxmem", K::gauge, "The --board-maxmem budget.",
+     [](const Snapshot& s) { return u64(s.ctx.config.board_maxmem); }, "board_maxmem_bytes"},
+    {"board_updates", K::counter, "Board member updates applied (PUT /board/{b}/member/{m}).",
+     [](const Snapshot& s) { return u64(s.boards.updates); }},
+    {"board_refused", K::counter,
+     "Board member updates refused: past --board-maxmem, or a score that would not be finite.",
+     [](const Snapshot& s) { return u64(s.boards.refused); }},
+    {"board_removals", K::counter, "Board members removed, one by one or with their board.",
+     [](const Snapshot& s) { return u64(s.boards.removals); }},
+    {"board_reads", K::counter, "Board reads that found their board.",
+     [](const Snapshot& s) { return u64(s.boards.reads); }},
+    {"board_top_cache_hits", K::counter, "Top-N reads answered from the board's cached page.",
+     [](const Snapshot& s) { return u64(s.boards.top_cache_hits); }},
+    {"board_top_cache_misses", K::counter,
+     "Top-N reads that rendered their page (--board-top-cache on).",
+     [](const Snapshot& s) { return u64(s.boards.top_cache_misses); }},
+    {"board_top_cache_bytes", K::gauge, "Text held by the boards' top-N caches.",
+     [](const Snapshot& s) { return u64(s.boards.top_cache_bytes); }},
 };
 
 // The renderers below rely on these (Prometheus: a HELP line is one line, and `\` would need
@@ -187,8 +212,9 @@ void append_ns_as_seconds(std::string& out, std::uint64_t ns) {
 }  // namespace
 
 Snapshot take_snapshot(const ServerContext& ctx) {
-  Snapshot s{ctx, ctx.cache.stats(), ctx.stats.sum(), {}, 0};
+  Snapshot s{ctx, ctx.cache.stats(), ctx.stats.sum(), {}, 0, {}};
   if (ctx.tier != nullptr) s.tier = ctx.tier->stats();
+  s.boards = ctx.boards.stats();
   s.uptime_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   return s;

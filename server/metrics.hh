@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "boards/registry.hh"
 #include "cache/cache.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
@@ -35,6 +36,7 @@ struct Snapshot {
   StatsTotals totals;
   TierStats tier;
   double uptime_s = 0;
+  boards::RegistryStats boards;
 };
 Snapshot take_snapshot(const ServerContext& ctx);
 

@@ -17,9 +17,21 @@
 namespace server {
 
 // What a request is, for its duration histogram. Each row of kRouteTable names its class;
-// requests no row takes (404, 405, 501, malformed) are `other`.
-enum class RouteClass : std::uint8_t { get, put, delete_, head, reset, stats, metrics, other };
-inline constexpr std::size_t kRouteClassCount = 8;
+// requests no row takes (404, 405, 501, malformed) are `other`. The board routes have two:
+// board_update (PUT and DELETE of members and boards) and board_read (their GETs).
+enum class RouteClass : std::uint8_t {
+  get,
+  put,
+  delete_,
+  head,
+  reset,
+  stats,
+  metrics,
+  board_update,
+  board_read,
+  other,
+};
+inline constexpr std::size_t kRouteClassCount = 10;
 
 constexpr std::string_view route_class_name(RouteClass c) {
   switch (c) {
@@ -37,11 +49,17 @@ constexpr std::string_view route_class_name(RouteClass c) {
       return "stats";
     case RouteClass::metrics:
       return "metrics";
+    case RouteClass::board_update:
+      return "board_update";
+    case RouteClass::board_read:
+      return "board_read";
     case RouteClass::other:
       return "other";
   }
   return "?";
 }
+static_assert(static_cast<std::size_t>(RouteClass::other) + 1 == kRouteClassCount,
+              "kRouteClassCount counts every RouteClass (other is the last)");
 
 // The histogram's upper bounds (inclusive, as Prometheus's `le`), 25 µs to 1 s; a duration above
 // the last falls in the +Inf bucket. `le` is the label text /metrics prints (seconds).

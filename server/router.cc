@@ -32,6 +32,41 @@ struct KeyPath {
   return {true, true, rest.substr(0, slash), value};
 }
 
+// /board/{b}, /board/{b}/member/{m}, /board/{b}/top or /board/{b}/around/{m}; anything else
+// under /board/ (including "/board/" itself and extra segments) is no board path. Only board
+// requests and requests no earlier row took get here, so it is parsed where it is asked for.
+struct BoardPath {
+  PathPattern pattern = PathPattern::root;  // meaningful when matched
+  bool matched = false;
+  std::string_view board;
+  std::string_view member;
+};
+
+inline BoardPath match_board_path(std::string_view path) {
+  if (!path.starts_with(kBoardPrefix)) return {};
+  const std::string_view rest = path.substr(kBoardPrefix.size());
+  if (rest.empty()) return {};
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos) return {PathPattern::board, true, rest, {}};
+  const std::string_view board = rest.substr(0, slash);
+  const std::string_view tail = rest.substr(slash + 1);
+  if (tail == "top") return {PathPattern::board_top, true, board, {}};
+  for (const auto& [prefix, pattern] :
+       {std::pair{std::string_view("member/"), PathPattern::board_member},
+        std::pair{std::string_view("around/"), PathPattern::board_around}}) {
+    if (!tail.starts_with(prefix)) continue;
+    const std::string_view member = tail.substr(prefix.size());
+    if (member.find('/') != std::string_view::npos) return {};
+    return {pattern, true, board, member};
+  }
+  return {};
+}
+
+constexpr bool is_board_pattern(PathPattern p) {
+  return p == PathPattern::board || p == PathPattern::board_member || p == PathPattern::board_top ||
+         p == PathPattern::board_around;
+}
+
 struct Target {
   std::string_view path;
   std::string_view query;  // after the first '?', without it
@@ -74,6 +109,9 @@ bool matches(const Target& t) {
     return t.key.matched && !t.key.has_value;
   } else if constexpr (P == PathPattern::key_value) {
     return t.key.matched && t.key.has_value;
+  } else if constexpr (is_board_pattern(P)) {
+    const BoardPath b = match_board_path(t.path);
+    return b.matched && b.pattern == P;
   } else {
     static_assert(pattern_text(P).find('{') == std::string_view::npos,
                   "a pattern with segments needs its own matcher here");
@@ -87,6 +125,9 @@ Route found(Endpoint endpoint, const Target& t) {
     return {endpoint, t.key.key, {}, {}, t.query};
   } else if constexpr (P == PathPattern::key_value) {
     return {endpoint, t.key.key, t.key.value, {}, t.query};
+  } else if constexpr (is_board_pattern(P)) {
+    const BoardPath b = match_board_path(t.path);
+    return {endpoint, b.board, b.member, {}, t.query};
   } else {
     return {endpoint, {}, {}, {}, t.query};
   }
@@ -225,6 +266,14 @@ std::string_view allow_list(PathPattern p) {
       return kAllow<PathPattern::stats>;
     case PathPattern::metrics:
       return kAllow<PathPattern::metrics>;
+    case PathPattern::board:
+      return kAllow<PathPattern::board>;
+    case PathPattern::board_member:
+      return kAllow<PathPattern::board_member>;
+    case PathPattern::board_top:
+      return kAllow<PathPattern::board_top>;
+    case PathPattern::board_around:
+      return kAllow<PathPattern::board_around>;
   }
   return {};
 }

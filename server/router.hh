@@ -14,8 +14,9 @@
 // - the request-duration histogram a request is timed in (route_class(), /metrics): the row's
 //   RouteClass, or `other` for the error endpoints.
 // Path errors are values: unknown path → 404, known path with the wrong method → 405 plus the
-// Allow list, a method HTTP does not define → 501. The key and value segments come back still
-// percent-encoded; the handlers decode them (percent_decode.hh).
+// Allow list, a method HTTP does not define → 501. The key and value segments (for the board
+// routes: the board and member names) come back still percent-encoded; the handlers decode them
+// (percent_decode.hh).
 #pragma once
 
 #include <ostream>  // boost/core/detail/string_view.hpp needs it before verb.hpp
@@ -33,18 +34,25 @@
 namespace server {
 
 enum class Endpoint : std::uint8_t {
-  key_get,             // GET    /key/{k}
-  key_put_body,        // PUT    /key/{k}          value = request body
-  key_put_path,        // PUT    /key/{k}/{v}      value = decoded {v}
-  key_delete,          // DELETE /key/{k}
-  key_head,            // HEAD   /key/{k}
-  root_head,           // HEAD   /
-  reset,               // POST   /reset
-  stats,               // GET    /stats
-  metrics,             // GET    /metrics
-  not_found,           // error: unknown path (404)
-  method_not_allowed,  // error: known path, wrong method (405, see allow)
-  not_implemented,     // error: a method HTTP does not define (501)
+  key_get,              // GET    /key/{k}
+  key_put_body,         // PUT    /key/{k}          value = request body
+  key_put_path,         // PUT    /key/{k}/{v}      value = decoded {v}
+  key_delete,           // DELETE /key/{k}
+  key_head,             // HEAD   /key/{k}
+  root_head,            // HEAD   /
+  reset,                // POST   /reset
+  stats,                // GET    /stats
+  metrics,              // GET    /metrics
+  board_member_put,     // PUT    /board/{b}/member/{m}   body = a score, ?op=set|best|incr
+  board_member_get,     // GET    /board/{b}/member/{m}
+  board_member_delete,  // DELETE /board/{b}/member/{m}
+  board_top,            // GET    /board/{b}/top          ?n=&offset=
+  board_around,         // GET    /board/{b}/around/{m}   ?n=
+  board_get,            // GET    /board/{b}
+  board_delete,         // DELETE /board/{b}
+  not_found,            // error: unknown path (404)
+  method_not_allowed,   // error: known path, wrong method (405, see allow)
+  not_implemented,      // error: a method HTTP does not define (501)
 };
 
 // The paths the server knows (matched in router.cc). Literal patterns match the path exactly.
@@ -55,6 +63,12 @@ enum class PathPattern : std::uint8_t {
   reset,      // /reset
   stats,      // /stats
   metrics,    // /metrics
+  // The board paths: /board/ then a board name, one segment (empty only where more follows:
+  // "/board/" alone is no path; "/board//top" routes, and the handler answers 400).
+  board,         // /board/{b}
+  board_member,  // /board/{b}/member/{m}: exactly one segment after member/
+  board_top,     // /board/{b}/top
+  board_around,  // /board/{b}/around/{m}: exactly one segment after around/
 };
 
 constexpr std::string_view pattern_text(PathPattern p) {
@@ -71,6 +85,14 @@ constexpr std::string_view pattern_text(PathPattern p) {
       return "/stats";
     case PathPattern::metrics:
       return "/metrics";
+    case PathPattern::board:
+      return "/board/{b}";
+    case PathPattern::board_member:
+      return "/board/{b}/member/{m}";
+    case PathPattern::board_top:
+      return "/board/{b}/top";
+    case PathPattern::board_around:
+      return "/board/{b}/around/{m}";
   }
   return "?";
 }
@@ -106,8 +128,9 @@ inline constexpr RouteRow kRouteTable[] = {
     {boost::beast::http::verb::head, PathPattern::root, Endpoint::root_head, RouteClass::head,
      "`200`, `Content-Length: 0`."},
     {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset, RouteClass::reset,
-     "empties the cache and, with `--store`, the store (durably, before the answer): `204`. "
-     "`POST /reset?scope=cache` empties only the cache: the store keeps every key (write-behind "
+     "empties the cache, every board and, with `--store`, the store (durably, before the "
+     "answer): `204`. `POST /reset?scope=cache` empties only the cache: the boards are kept "
+     "(they are not cache), the store keeps every key (write-behind "
      "writes not yet durable still reach it) and later reads fill the cache from it again, for "
      "cold-cache measurements. `scope=all` is the default; any other `scope` is a `400`. "
      "Eviction counters are kept."},
@@ -116,6 +139,35 @@ inline constexpr RouteRow kRouteTable[] = {
     {boost::beast::http::verb::get, PathPattern::metrics, Endpoint::metrics, RouteClass::metrics,
      "`200`, `text/plain; version=0.0.4; charset=utf-8`: the `/stats` counters and the "
      "request-duration histograms in the Prometheus text format, see below."},
+    // The boards (docs/api.md, "Boards"): names are percent-decoded like keys.
+    {boost::beast::http::verb::get, PathPattern::board_member, Endpoint::board_member_get,
+     RouteClass::board_read,
+     "`200` `{\"member\": m, \"score\": s, \"rank\": r}`; `404` when the board or the member "
+     "is absent."},
+    {boost::beast::http::verb::put, PathPattern::board_member, Endpoint::board_member_put,
+     RouteClass::board_update,
+     "the body is a score. `?op=set` (the default), `best` (keeps the higher) or `incr` (adds; "
+     "an absent member counts as 0). `201` when the member is new, `200` otherwise, with "
+     "`{\"member\": m, \"score\": s, \"rank\": r}` after the update; the board is created by "
+     "its first member. A bad score or `op`, or a result that is not finite: `400`. A new member "
+     "beyond `--board-maxmem`: `507`."},
+    {boost::beast::http::verb::delete_, PathPattern::board_member, Endpoint::board_member_delete,
+     RouteClass::board_update, "`204`, or `404`. A board's last member takes the board with it."},
+    {boost::beast::http::verb::get, PathPattern::board_top, Endpoint::board_top,
+     RouteClass::board_read,
+     "`?n=N&offset=K`: `n` 1..1000 (default 10), `offset` ≥ 0 (default 0). `200` "
+     "`{\"board\": b, \"members\": TOTAL, \"entries\": [{\"rank\": r, \"member\": m, "
+     "\"score\": s}, ...]}` from rank K+1 on (empty past the end); `404` when the board is "
+     "absent."},
+    {boost::beast::http::verb::get, PathPattern::board_around, Endpoint::board_around,
+     RouteClass::board_read,
+     "`?n=N`, 0..500 (default 5): `200`, shaped as `top`, with the members ranked rank(m)−N to "
+     "rank(m)+N, clipped at the board's ends; `404` when the board or the member is absent."},
+    {boost::beast::http::verb::get, PathPattern::board, Endpoint::board_get, RouteClass::board_read,
+     "`200` `{\"board\": b, \"members\": N, \"top_score\": s, \"bottom_score\": s}`; "
+     "`404`."},
+    {boost::beast::http::verb::delete_, PathPattern::board, Endpoint::board_delete,
+     RouteClass::board_update, "`204`, or `404`."},
 };
 
 // The order route() tests methods in, most frequent first; route_naive() uses the reverse.
@@ -126,8 +178,9 @@ inline constexpr boost::beast::http::verb kMethodFrequencyOrder[] = {
 
 struct Route {
   Endpoint endpoint;
-  std::string_view key;    // percent-encoded key segment (key_* endpoints)
-  std::string_view value;  // percent-encoded value segment (key_put_path)
+  std::string_view key;    // percent-encoded key segment (key_*), or board name (board_*)
+  std::string_view value;  // percent-encoded value segment (key_put_path), or member name
+                           // (board_member_*, board_around)
   std::string_view allow;  // the Allow header value (method_not_allowed)
   std::string_view query;  // the raw query after '?' (without it), empty when none; every endpoint
 };
@@ -208,12 +261,17 @@ inline constexpr std::string_view kAllow{detail::kAllowChars<P>.data(),
                                          detail::kAllowChars<P>.size()};
 
 inline constexpr std::string_view kKeyPrefix = "/key/";
+inline constexpr std::string_view kBoardPrefix = "/board/";
 inline constexpr std::string_view kAllowKey = kAllow<PathPattern::key>;
 inline constexpr std::string_view kAllowKeyValue = kAllow<PathPattern::key_value>;
 inline constexpr std::string_view kAllowRoot = kAllow<PathPattern::root>;
 inline constexpr std::string_view kAllowReset = kAllow<PathPattern::reset>;
 inline constexpr std::string_view kAllowStats = kAllow<PathPattern::stats>;
 inline constexpr std::string_view kAllowMetrics = kAllow<PathPattern::metrics>;
+inline constexpr std::string_view kAllowBoard = kAllow<PathPattern::board>;
+inline constexpr std::string_view kAllowBoardMember = kAllow<PathPattern::board_member>;
+inline constexpr std::string_view kAllowBoardTop = kAllow<PathPattern::board_top>;
+inline constexpr std::string_view kAllowBoardAround = kAllow<PathPattern::board_around>;
 
 namespace detail {
 constexpr std::size_t kEndpointCount = static_cast<std::size_t>(Endpoint::not_implemented) + 1;

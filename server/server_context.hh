@@ -1,11 +1,13 @@
 // server_context.hh — the state every connection shares: configuration, the cache, the stats
-// registry, the start time, the connection cap, the shutdown flag and the durable tier (if any).
+// registry, the start time, the connection cap, the shutdown flag, the durable tier (if any) and
+// the leaderboards (memory only; their byte budget is --board-maxmem).
 // Owned by Server (or by a test/fuzzer), passed by reference; nothing here is global.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 
+#include "boards/registry.hh"
 #include "cache/cache.hh"
 #include "server/config.hh"
 #include "server/connection_limit.hh"
@@ -23,7 +25,8 @@ struct ServerContext {
         stats(s),
         started(std::chrono::steady_clock::now()),
         connections(c.max_connections),
-        inflight(c.max_inflight) {}
+        inflight(c.max_inflight),
+        boards(c.board_maxmem, c.board_top_cache) {}
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
 
@@ -35,6 +38,7 @@ struct ServerContext {
   InflightBudget inflight;            // --max-inflight: bytes held for connections, in sum
   std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: finish, then close
   StoreTier* tier = nullptr;          // the durable tier behind the cache; null with --store none
+  boards::Registry boards;            // every board by name (board_handlers.hh); thread-safe
 };
 
 // The cache options the server uses for a config (sharded so workers rarely share a lock).

@@ -234,5 +234,105 @@ TEST(Cli, HelpExplainsDurations) {
     EXPECT_NE(h.find(s), std::string::npos) << s;
 }
 
+TEST(Cli, BoardWorkloadsParseWithTheirDefaults) {
+  struct Case {
+    const char* name;
+    WorkloadKind kind;
+    double get, set;
+  };
+  for (const Case& c : {Case{"board-update", WorkloadKind::kBoardUpdate, 0, 1},
+                        Case{"board-top", WorkloadKind::kBoardTop, 1, 0},
+                        Case{"board-mixed", WorkloadKind::kBoardMixed, 90, 10},
+                        Case{"board-score", WorkloadKind::kBoardScore, 1, 0}}) {
+    Config cfg;
+    std::string err;
+    ASSERT_EQ(parse({"--workload", c.name}, cfg, err), CliOutcome::kRun) << c.name << ": " << err;
+    EXPECT_EQ(cfg.workload.kind, c.kind);
+    EXPECT_STREQ(workload_name(c.kind), c.name);
+    EXPECT_TRUE(is_board_workload(c.kind));
+    EXPECT_EQ(cfg.workload.boards, 1u);
+    EXPECT_EQ(cfg.workload.members, 100'000u);
+    EXPECT_EQ(cfg.workload.top_n, 100u);
+    EXPECT_DOUBLE_EQ(cfg.workload.ratio.get, c.get);
+    EXPECT_DOUBLE_EQ(cfg.workload.ratio.set, c.set);
+    EXPECT_DOUBLE_EQ(cfg.workload.ratio.del, 0);
+    EXPECT_DOUBLE_EQ(cfg.workload.miss_ratio, 0);
+  }
+  for (WorkloadKind k : {WorkloadKind::kEtc, WorkloadKind::kMixed, WorkloadKind::kFixedGet})
+    EXPECT_FALSE(is_board_workload(k));
+}
+
+TEST(Cli, BoardFlagsAreParsed) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--workload", "board-mixed", "--boards", "4", "--members", "2500", "--top-n",
+                   "1000", "--ratio", "3:1:0"},
+                  cfg, err),
+            CliOutcome::kRun)
+      << err;
+  EXPECT_EQ(cfg.workload.boards, 4u);
+  EXPECT_EQ(cfg.workload.members, 2500u);
+  EXPECT_EQ(cfg.workload.top_n, 1000u);
+  EXPECT_DOUBLE_EQ(cfg.workload.ratio.get, 3);
+  EXPECT_DOUBLE_EQ(cfg.workload.ratio.set, 1);
+  // The flags may come before --workload; --top-n 1 and the product's bound are accepted.
+  Config before;
+  ASSERT_EQ(
+      parse({"--top-n", "1", "--boards", "1000", "--members", "1000000", "--workload", "board-top"},
+            before, err),
+      CliOutcome::kRun)
+      << err;
+  EXPECT_EQ(before.workload.top_n, 1u);
+  Config score;
+  ASSERT_EQ(parse({"--workload", "board-score", "--members", "7"}, score, err), CliOutcome::kRun);
+  EXPECT_EQ(score.workload.members, 7u);
+}
+
+TEST(Cli, BoardFlagsAreValidated) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;  // a piece of the one-line error
+  };
+  const std::vector<Case> bad = {
+      {{"--workload", "board-top", "--top-n", "0"}, "--top-n"},
+      {{"--workload", "board-top", "--top-n", "1001"}, "--top-n"},
+      {{"--workload", "board-top", "--top-n", "x"}, "--top-n"},
+      {{"--workload", "board-top", "--top-n"}, "--top-n needs"},
+      {{"--workload", "board-top", "--boards", "0"}, "--boards"},
+      {{"--workload", "board-top", "--boards", "1000001"}, "--boards"},
+      {{"--workload", "board-top", "--boards", "-1"}, "--boards"},
+      {{"--workload", "board-top", "--members", "0"}, "--members"},
+      {{"--workload", "board-top", "--members", "1000000001"}, "--members"},
+      {{"--workload", "board-top", "--boards", "2", "--members", "600000000"}, "at most"},
+      {{"--boards", "2"}, "board workloads only"},
+      {{"--workload", "mixed", "--members", "10"}, "board workloads only"},
+      {{"--workload", "etc", "--top-n", "10"}, "--top-n applies"},
+      {{"--workload", "board-update", "--top-n", "10"}, "--top-n applies"},
+      {{"--workload", "board-score", "--top-n", "10"}, "--top-n applies"},
+      {{"--workload", "board-mixed", "--ratio", "9:1:1"}, "READS:UPDATES:0"},
+      {{"--workload", "board-mixed", "--ratio", "0:0:0"}, "--ratio"},
+      {{"--workload", "board-top", "--ratio", "9:1:0"}, "does not apply"},
+      {{"--workload", "board-update", "--ratio", "0:1:0"}, "does not apply"},
+      {{"--workload", "board-mixed", "--miss-ratio", "0.1"}, "--miss-ratio"},
+      {{"--workload", "board-top", "--record-trace", "t.txt"}, "--record-trace"},
+      {{"--workload", "board"}, "board-mixed"},
+  };
+  for (const auto& c : bad) {
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse(c.args, cfg, err), CliOutcome::kError) << c.args.back();
+    EXPECT_NE(err.find(c.says), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
+TEST(Cli, HelpDocumentsTheBoardWorkloads) {
+  const std::string h = help_text();
+  for (const char* s :
+       {"board-update", "board-top", "board-mixed", "board-score", "--boards B", "--members N",
+        "--top-n N", "default 100000", "READS:UPDATES:0", "default 90:10:0"})
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace bench

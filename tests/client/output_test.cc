@@ -78,5 +78,18 @@ TEST(Output, PipelineDepthIsInTheModeTheCsvAndTheTable) {
   EXPECT_EQ(row.substr(row.rfind(',') + 1), "16");
 }
 
+TEST(Output, BoardWorkloadsShowBoardsAndMembersInTheTable) {
+  SweepResult r;
+  r.meta.workload = boost::json::object{
+      {"name", "board-top"}, {"keys", 20}, {"boards", 2}, {"members", 10}, {"top_n", 5}};
+  r.meta.mode = boost::json::object{{"loop", "closed"}};
+  std::ostringstream table;
+  write_table_preamble(table, r);
+  EXPECT_NE(table.str().find("workload \"board-top\"  boards 2  members 10  top_n 5  loop"),
+            std::string::npos)
+      << table.str();
+  EXPECT_EQ(table.str().find("keys"), std::string::npos) << table.str();
+}
+
 }  // namespace
 }  // namespace bench

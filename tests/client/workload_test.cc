@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "distributions.hh"
@@ -238,6 +239,120 @@ TEST(Workload, SameSeedSameSequenceDifferentSeedDifferent) {
   EXPECT_EQ(run(42, 3), run(42, 3));
   EXPECT_NE(run(42, 0), run(43, 0));
   EXPECT_NE(run(42, 0), run(42, 1));
+}
+
+// The board workloads' op streams: only their own op types, boards and members in range, every
+// board and member reachable, and the --ratio mix of board-mixed.
+struct BoardCounts {
+  double update = 0, top = 0, score = 0;
+  std::set<std::uint32_t> boards;
+  std::set<std::uint64_t> members;
+};
+
+BoardCounts sample_board(WorkloadKind kind, OpRatio ratio, std::uint32_t boards,
+                         std::uint64_t members, int n) {
+  WorkloadConfig cfg;
+  cfg.kind = kind;
+  cfg.ratio = ratio;
+  cfg.miss_ratio = 0;
+  cfg.boards = boards;
+  cfg.members = members;
+  OpGenerator gen(cfg, 7, 1);
+  BoardCounts c;
+  for (int i = 0; i < n; ++i) {
+    const Op op = gen.next();
+    EXPECT_LT(op.board, boards);
+    EXPECT_FALSE(op.cold);
+    c.boards.insert(op.board);
+    switch (op.type) {
+      case OpType::kBoardSet:
+        c.update += 1;
+        EXPECT_LT(op.key, members);
+        EXPECT_GE(op.score, 0.0);
+        EXPECT_LT(op.score, 1e9);
+        c.members.insert(op.key);
+        break;
+      case OpType::kBoardTop:
+        c.top += 1;
+        break;
+      case OpType::kBoardScore:
+        c.score += 1;
+        EXPECT_LT(op.key, members);
+        c.members.insert(op.key);
+        break;
+      default:
+        ADD_FAILURE() << "non-board op " << static_cast<int>(op.type);
+    }
+  }
+  return c;
+}
+
+TEST(BoardWorkloads, UpdateOnlyUpdatesEveryBoardAndMember) {
+  const auto c = sample_board(WorkloadKind::kBoardUpdate,
+                              defaults_for(WorkloadKind::kBoardUpdate).ratio, 5, 300, 50'000);
+  EXPECT_EQ(c.update, 50'000);
+  EXPECT_EQ(c.boards.size(), 5u);
+  EXPECT_EQ(c.members.size(), 300u);  // 50000 uniform draws over 300 reach all of them
+  EXPECT_FALSE(defaults_for(WorkloadKind::kBoardUpdate).preload);
+}
+
+TEST(BoardWorkloads, TopAndScoreOnlyRead) {
+  const auto top = sample_board(WorkloadKind::kBoardTop,
+                                defaults_for(WorkloadKind::kBoardTop).ratio, 4, 10, 10'000);
+  EXPECT_EQ(top.top, 10'000);
+  EXPECT_EQ(top.boards.size(), 4u);
+  EXPECT_TRUE(defaults_for(WorkloadKind::kBoardTop).preload);
+  const auto score = sample_board(WorkloadKind::kBoardScore,
+                                  defaults_for(WorkloadKind::kBoardScore).ratio, 3, 1000, 20'000);
+  EXPECT_EQ(score.score, 20'000);
+  EXPECT_EQ(score.boards.size(), 3u);
+  EXPECT_EQ(score.members.size(), 1000u);
+  EXPECT_EQ(*score.members.rbegin(), 999u);
+  EXPECT_TRUE(defaults_for(WorkloadKind::kBoardScore).preload);
+}
+
+TEST(BoardWorkloads, MixedHonoursTheRatio) {
+  // Default 90:10:0 = top reads : updates.
+  const auto d = sample_board(WorkloadKind::kBoardMixed,
+                              defaults_for(WorkloadKind::kBoardMixed).ratio, 2, 100, kSamples);
+  EXPECT_NEAR(d.top / kSamples, 0.9, 0.005);
+  EXPECT_NEAR(d.update / kSamples, 0.1, 0.005);
+  EXPECT_EQ(d.score, 0);
+  for (const OpRatio r : {OpRatio{1, 3, 0}, OpRatio{7, 3, 0}, OpRatio{0, 1, 0}, OpRatio{1, 0, 0}}) {
+    const auto c = sample_board(WorkloadKind::kBoardMixed, r, 2, 100, kSamples);
+    const double p_top = r.get / (r.get + r.set);
+    EXPECT_NEAR(c.top / kSamples, p_top, 0.005) << r.get << ":" << r.set;
+    EXPECT_NEAR(c.update / kSamples, 1 - p_top, 0.005) << r.get << ":" << r.set;
+  }
+}
+
+TEST(BoardWorkloads, PreloadCoversEveryMemberOfEveryBoard) {
+  WorkloadConfig cfg;
+  cfg.kind = WorkloadKind::kBoardTop;
+  cfg.boards = 3;
+  cfg.members = 1234;
+  EXPECT_EQ(KeySpace(cfg).preload_count(), 3u * 1234u);
+  cfg.kind = WorkloadKind::kBoardUpdate;
+  EXPECT_EQ(KeySpace(cfg).preload_count(), 0u);
+}
+
+TEST(BoardWorkloads, SameSeedSameStream) {
+  WorkloadConfig cfg;
+  cfg.kind = WorkloadKind::kBoardMixed;
+  cfg.ratio = {1, 1, 0};
+  cfg.boards = 8;
+  cfg.members = 1000;
+  auto run = [&](std::uint64_t seed) {
+    OpGenerator gen(cfg, seed, 0);
+    std::vector<std::tuple<int, std::uint32_t, std::uint64_t, double>> ops;
+    for (int i = 0; i < 1'000; ++i) {
+      const Op op = gen.next();
+      ops.emplace_back(static_cast<int>(op.type), op.board, op.key, op.score);
+    }
+    return ops;
+  };
+  EXPECT_EQ(run(5), run(5));
+  EXPECT_NE(run(5), run(6));
 }
 
 }  // namespace

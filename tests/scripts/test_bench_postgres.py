@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from md_tables import number, table
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_postgres.sh"
 HELPER = ROOT / "scripts" / "bench_postgres_report.py"
@@ -74,27 +76,6 @@ def missing():
     if len(os.sched_getaffinity(0)) < 2:
         return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
     return None
-
-
-def number(cell):
-    """A table cell as a float: '12,345' -> 12345.0; raises on 'n/a' and anything else."""
-    assert re.fullmatch(r"-?[\d,]+(\.\d+)?", cell), f"not a number: {cell!r}"
-    return float(cell.replace(",", ""))
-
-
-def table(md, header_start):
-    """The header and rows (lists of cells) of the Markdown table whose header begins so."""
-    lines = md.splitlines()
-    i = next(i for i, l in enumerate(lines) if l.startswith(header_start))
-    header = [c.strip() for c in lines[i].strip("|").split("|")]
-    assert set(lines[i + 1].replace("|", "").replace("-", "").replace(":", "")) <= {""}
-    rows = []
-    for l in lines[i + 2:]:
-        if not l.startswith("|"):
-            break
-        rows.append([c.strip() for c in l.strip("|").split("|")])
-        assert len(rows[-1]) == len(header), l
-    return header, rows
 
 
 # --- end to end ----------------------------------------------------------------------------------

@@ -416,6 +416,47 @@ TEST(Describe, NamesTheStoreSettings) {
   EXPECT_EQ(line.find('\n'), std::string::npos);
 }
 
+TEST(BoardFlags, MaxmemParsesLikeMaxmemAndHasAFloor) {
+  EXPECT_EQ(parse_ok({}).board_maxmem, 64u << 20);
+  EXPECT_EQ(parse_ok({}).board_maxmem, kDefaultBoardMaxmemBytes);
+  EXPECT_EQ(parse_ok({"--board-maxmem", "2K"}).board_maxmem, 2048u);
+  EXPECT_EQ(parse_ok({"--board-maxmem=3MB"}).board_maxmem, 3u << 20);
+  EXPECT_EQ(parse_ok({"--board-maxmem", "1g"}).board_maxmem, 1u << 30);
+  EXPECT_EQ(validate(parse_ok({"--board-maxmem", "2048"})), "");
+  for (const std::string_view bad : {"lots", "", "1X", "-1", "1KK"}) {
+    EXPECT_NE(parse_error({"--board-maxmem", bad}).find("invalid --board-maxmem"),
+              std::string::npos)
+        << bad;
+  }
+  for (const std::string_view small : {"0", "1K", "2047"}) {
+    const std::string e = validate(parse_ok({"--board-maxmem", small}));
+    EXPECT_NE(e.find("--board-maxmem"), std::string::npos) << small << ": " << e;
+    EXPECT_NE(e.find("at least 2048 bytes"), std::string::npos) << e;
+  }
+  EXPECT_TRUE(describe(Config{}).ends_with(
+      " max_inflight=268435456 board_maxmem=67108864 board_top_cache=on"))
+      << describe(Config{});
+  EXPECT_NE(describe(parse_ok({"--board-maxmem", "64K"})).find(" board_maxmem=65536"),
+            std::string::npos);
+  const std::string usage = usage_text();
+  EXPECT_NE(usage.find("--board-maxmem BYTES"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("Leaderboards"), std::string::npos) << usage;
+}
+
+TEST(BoardFlags, TopCacheIsOnOrOff) {
+  EXPECT_TRUE(parse_ok({}).board_top_cache);
+  EXPECT_FALSE(parse_ok({"--board-top-cache", "off"}).board_top_cache);
+  EXPECT_TRUE(parse_ok({"--board-top-cache=on"}).board_top_cache);
+  for (const std::string_view bad : {"yes", "", "ON", "0"}) {
+    EXPECT_NE(parse_error({"--board-top-cache", bad}).find("unknown --board-top-cache"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(describe(parse_ok({"--board-top-cache", "off"})).find(" board_top_cache=off"),
+            std::string::npos);
+  EXPECT_NE(usage_text().find("--board-top-cache on|off"), std::string::npos);
+}
+
 TEST(ShardCount, EveryShardHoldsTheLargestValue) {
   Config c;
   EXPECT_EQ(shard_count(c), 16u);  // 64M / 16 = 4M >= 1M + 250

@@ -54,8 +54,11 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
   ASSERT_EQ(h.cache.set("k", "vv"), cache::SetResult::created);
   const std::string json = render_stats_json(take_snapshot(h.ctx));
   std::vector<std::string> expected = split_words(kLegacyStatsFields);
-  for (const char* added : {"rejected_connections", "inflight_bytes", "inflight_high_water",
-                            "max_inflight", "allocator"}) {
+  for (const char* added :
+       {"rejected_connections", "inflight_bytes", "inflight_high_water", "max_inflight",
+        "allocator", "boards", "board_members", "board_bytes", "board_maxmem", "board_updates",
+        "board_refused", "board_removals", "board_reads", "board_top_cache_hits",
+        "board_top_cache_misses", "board_top_cache_bytes"}) {
     expected.push_back(added);
   }
   EXPECT_EQ(json_keys(json), expected) << json;
@@ -70,7 +73,11 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
                      R"("store_reconnects": 0, "rejected_connections": 0, )"
                      R"("inflight_bytes": 0, "inflight_high_water": 0, )"
                      R"("max_inflight": 268435456, "allocator": ")" +
-                     std::string(allocator_name()) + "\"}"))
+                     std::string(allocator_name()) +
+                     R"(", "boards": 0, "board_members": 0, "board_bytes": 0, )"
+                     R"("board_maxmem": 67108864, "board_updates": 0, "board_refused": 0, )"
+                     R"("board_removals": 0, "board_reads": 0, "board_top_cache_hits": 0, )"
+                     R"("board_top_cache_misses": 0, "board_top_cache_bytes": 0})"))
       << json;
 }
 
@@ -87,6 +94,41 @@ TEST(MetricsList, RejectedConnectionsAreCountedAndRendered) {
                       "counter\ncache_server_rejected_connections_total 2\n"),
             std::string::npos)
       << prom;
+}
+
+// The board counters come from the registry (boards/registry.hh) into both renderings.
+TEST(MetricsList, BoardStatsAreRendered) {
+  testing::EngineHarness h;
+  const std::string put = h.feed(
+      "PUT /board/b/member/m HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n12"
+      "GET /board/b HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /board/b/top HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /board/b/top HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(put.starts_with("HTTP/1.1 201 Created\r\n")) << put;
+  const Snapshot snap = take_snapshot(h.ctx);
+  const std::string json = render_stats_json(snap);
+  const std::string bytes = std::to_string(h.ctx.boards.stats().bytes);
+  EXPECT_NE(bytes, "0");
+  const std::string page = std::to_string(h.ctx.boards.stats().top_cache_bytes);  // the top-10
+  EXPECT_NE(page, "0");
+  EXPECT_NE(json.find(R"("boards": 1, "board_members": 1, "board_bytes": )" + bytes +
+                      R"(, "board_maxmem": 67108864, "board_updates": 1, "board_refused": 0, )"
+                      R"("board_removals": 0, "board_reads": 3, "board_top_cache_hits": 1, )"
+                      R"("board_top_cache_misses": 1, "board_top_cache_bytes": )" +
+                      page + "}"),
+            std::string::npos)
+      << json;
+  const std::string prom = render_prometheus(snap, h.stats.sum_timings());
+  for (const std::string& line : std::vector<std::string>{
+           "cache_server_boards 1\n", "cache_server_board_members 1\n",
+           "cache_server_board_bytes " + bytes + "\n", "cache_server_board_maxmem_bytes 67108864\n",
+           "cache_server_board_updates_total 1\n", "cache_server_board_refused_total 0\n",
+           "cache_server_board_removals_total 0\n", "cache_server_board_reads_total 3\n",
+           "cache_server_board_top_cache_hits_total 1\n",
+           "cache_server_board_top_cache_misses_total 1\n",
+           "cache_server_board_top_cache_bytes " + page + "\n"}) {
+    EXPECT_NE(prom.find(line), std::string::npos) << line << prom;
+  }
 }
 
 TEST(MetricsList, NamesAreUniqueAndValidPrometheusNames) {
@@ -163,6 +205,15 @@ TEST(RequestTiming, RouteClassesComeFromTheRouteTable) {
   EXPECT_EQ(route_class(Endpoint::key_get), RouteClass::get);
   EXPECT_EQ(route_class(Endpoint::key_put_path), RouteClass::put);
   EXPECT_EQ(route_class(Endpoint::metrics), RouteClass::metrics);
+  EXPECT_EQ(route_class(Endpoint::board_member_put), RouteClass::board_update);
+  EXPECT_EQ(route_class(Endpoint::board_member_delete), RouteClass::board_update);
+  EXPECT_EQ(route_class(Endpoint::board_delete), RouteClass::board_update);
+  for (const Endpoint e : {Endpoint::board_member_get, Endpoint::board_top, Endpoint::board_around,
+                           Endpoint::board_get}) {
+    EXPECT_EQ(route_class(e), RouteClass::board_read);
+  }
+  EXPECT_EQ(route_class_name(RouteClass::board_update), "board_update");
+  EXPECT_EQ(route_class_name(RouteClass::board_read), "board_read");
   EXPECT_EQ(route_class(Endpoint::not_found), RouteClass::other);
   EXPECT_EQ(route_class(Endpoint::method_not_allowed), RouteClass::other);
   EXPECT_EQ(route_class(Endpoint::not_implemented), RouteClass::other);
@@ -172,6 +223,25 @@ std::uint64_t count_of(const TimingTotals& t, RouteClass c) {
   std::uint64_t n = 0;
   for (const std::uint64_t b : t.by_class[static_cast<std::size_t>(c)].buckets) n += b;
   return n;
+}
+
+// Board requests are timed in their two classes; their errors (404, 405) are `other`.
+TEST(RequestTiming, BoardRequestsAreTimedInTheirClasses) {
+  testing::EngineHarness h;
+  const auto t0 = clock_type::now();
+  h.engine.mark_arrival(t0);
+  h.feed(
+      "PUT /board/b/member/m HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n5"
+      "GET /board/b/top HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /board/b/around/m HTTP/1.1\r\nHost: t\r\n\r\n"
+      "DELETE /board/b HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /board/b/nope HTTP/1.1\r\nHost: t\r\n\r\n"
+      "POST /board/b HTTP/1.1\r\nHost: t\r\n\r\n");
+  h.engine.record_durations(t0 + 30us);
+  const TimingTotals t = h.stats.sum_timings();
+  EXPECT_EQ(count_of(t, RouteClass::board_update), 2u);
+  EXPECT_EQ(count_of(t, RouteClass::board_read), 2u);
+  EXPECT_EQ(count_of(t, RouteClass::other), 2u);
 }
 
 // The engine counts answers per class and records them, all with the connection's readings.
@@ -212,6 +282,8 @@ TEST(RequestTiming, EngineTimesEachRequestFromArrivalToTheReadingItIsGiven) {
            "cache_server_request_duration_seconds_bucket{route=\"stats\",le=\"+Inf\"} 1\n",
            "cache_server_request_duration_seconds_sum{route=\"stats\"} 3\n",
            "cache_server_request_duration_seconds_count{route=\"metrics\"} 0\n",
+           "cache_server_request_duration_seconds_count{route=\"board_update\"} 0\n",
+           "cache_server_request_duration_seconds_count{route=\"board_read\"} 0\n",
        }) {
     EXPECT_NE(prom.find(line), std::string::npos) << line << prom;
   }

@@ -48,6 +48,84 @@ TEST(Router, FixedRoutes) {
   EXPECT_EQ(route(verb::get, "/metrics/x").endpoint, Endpoint::not_found);
 }
 
+TEST(Router, BoardRoutesByMethod) {
+  struct Case {
+    verb method;
+    const char* target;
+    Endpoint endpoint;
+    std::string_view board;
+    std::string_view member;
+  };
+  for (const Case& c : {
+           Case{verb::get, "/board/b/member/m", Endpoint::board_member_get, "b", "m"},
+           Case{verb::put, "/board/b/member/m", Endpoint::board_member_put, "b", "m"},
+           Case{verb::delete_, "/board/b/member/m", Endpoint::board_member_delete, "b", "m"},
+           Case{verb::get, "/board/b/top", Endpoint::board_top, "b", ""},
+           Case{verb::get, "/board/b/around/m", Endpoint::board_around, "b", "m"},
+           Case{verb::get, "/board/b", Endpoint::board_get, "b", ""},
+           Case{verb::delete_, "/board/b", Endpoint::board_delete, "b", ""},
+           // Segments come back percent-encoded; names that look like the path's words are names.
+           Case{verb::put, "/board/b%2F1/member/m%20x", Endpoint::board_member_put, "b%2F1",
+                "m%20x"},
+           Case{verb::get, "/board/top/member/member", Endpoint::board_member_get, "top", "member"},
+           Case{verb::get, "/board/top/top", Endpoint::board_top, "top", ""},
+           Case{verb::get, "/board/member", Endpoint::board_get, "member", ""},
+           Case{verb::get, "/board/around/around/top", Endpoint::board_around, "around", "top"},
+           // Empty names route: the handler answers 400, as for /key//v.
+           Case{verb::get, "/board//top", Endpoint::board_top, "", ""},
+           Case{verb::put, "/board/b/member/", Endpoint::board_member_put, "b", ""},
+           Case{verb::get, "/board/b/around/", Endpoint::board_around, "b", ""},
+           Case{verb::get, "http://h:1/board/b/top?n=3", Endpoint::board_top, "b", ""},
+       }) {
+    for (const Route& r : {route(c.method, c.target), route_naive(c.method, c.target)}) {
+      EXPECT_EQ(r.endpoint, c.endpoint) << c.target;
+      EXPECT_EQ(r.key, c.board) << c.target;
+      EXPECT_EQ(r.value, c.member) << c.target;
+    }
+  }
+  const Route top = route(verb::get, "/board/b/top?n=5&offset=10");
+  EXPECT_EQ(top.endpoint, Endpoint::board_top);
+  EXPECT_EQ(top.query, "n=5&offset=10");
+  EXPECT_EQ(route(verb::put, "/board/b/member/m?op=incr").query, "op=incr");
+}
+
+TEST(Router, UnknownBoardPathsAre404) {
+  for (const char* path : {"/board", "/board/", "/board/b/nope", "/board/b/member/m/extra",
+                           "/board/b/", "/board/b/top/", "/board/b/top/x", "/board/b/member",
+                           "/board/b/around", "/board/b/around/m/x", "/board/b/Top", "/boards/b",
+                           "/Board/b", "//board/b", "/board/b/members/m"}) {
+    for (const verb m : {verb::get, verb::put, verb::delete_, verb::post, verb::head}) {
+      EXPECT_EQ(route(m, path).endpoint, Endpoint::not_found) << path;
+      EXPECT_EQ(route_naive(m, path).endpoint, Endpoint::not_found) << path;
+    }
+  }
+}
+
+TEST(Router, WrongMethodOnABoardPathIs405WithAllow) {
+  struct Case {
+    verb method;
+    const char* path;
+    std::string_view allow;
+  };
+  for (const Case& c : {
+           Case{verb::post, "/board/b/member/m", "GET, PUT, DELETE"},
+           Case{verb::head, "/board/b/member/m", "GET, PUT, DELETE"},
+           Case{verb::put, "/board/b/top", "GET"},
+           Case{verb::delete_, "/board/b/top", "GET"},
+           Case{verb::put, "/board/b/around/m", "GET"},
+           Case{verb::delete_, "/board/b/around/m", "GET"},
+           Case{verb::put, "/board/b", "GET, DELETE"},
+           Case{verb::post, "/board/b", "GET, DELETE"},
+           Case{verb::patch, "/board/b?x", "GET, DELETE"},
+       }) {
+    for (const Route& r : {route(c.method, c.path), route_naive(c.method, c.path)}) {
+      EXPECT_EQ(r.endpoint, Endpoint::method_not_allowed) << c.path;
+      EXPECT_EQ(r.allow, c.allow) << c.path;
+    }
+  }
+  EXPECT_EQ(route(verb::unknown, "/board/b").endpoint, Endpoint::not_implemented);
+}
+
 TEST(Router, QueryIsIgnored) {
   EXPECT_EQ(route(verb::get, "/key/abc?x=1").key, "abc");
   EXPECT_EQ(route(verb::get, "/stats?pretty").endpoint, Endpoint::stats);
@@ -113,7 +191,14 @@ TEST(Router, NaiveAndOrderedDispatchAgree) {
                            "http://example.com",
                            "https://h/stats?x",
                            "https://h/reset",
-                           "/nothing"};
+                           "/nothing",
+                           "/board/b",
+                           "/board/",
+                           "/board/b/member/m",
+                           "/board/b/member/m/x",
+                           "/board/b/top?n=1",
+                           "/board/b/around/m",
+                           "/board/b/nope"};
   std::size_t errors = 0;
   for (const verb m : methods) {
     for (const char* t : targets) {
@@ -180,11 +265,46 @@ TEST(Router, QueryIsPassedRawForEveryEndpoint) {
 TEST(Router, OrderedAndNaiveAgreeOnGeneratedInputs) {
   std::vector<std::string> targets;
   const char* prefixes[] = {"", "http://h", "https://h:8080", "http://", "HTTP://h"};
-  const char* paths[] = {"/",       "",         "*",         "/key",         "/key/",  "/key/a",
-                         "/key/a/", "/key/a/b", "/key/a/b/", "/key/a/b/c",   "/key//", "/key//v",
-                         "//key/a", "/keys/a",  "/Key/a",    "/key/%2F/%3F", "/reset", "/reset/",
-                         "/resetx", "/stats",   "/stats/",   "/statsx",      "/Stats", "/stat",
-                         "x",       "?"};
+  const char* paths[] = {"/",
+                         "",
+                         "*",
+                         "/key",
+                         "/key/",
+                         "/key/a",
+                         "/key/a/",
+                         "/key/a/b",
+                         "/key/a/b/",
+                         "/key/a/b/c",
+                         "/key//",
+                         "/key//v",
+                         "//key/a",
+                         "/keys/a",
+                         "/Key/a",
+                         "/key/%2F/%3F",
+                         "/reset",
+                         "/reset/",
+                         "/resetx",
+                         "/stats",
+                         "/stats/",
+                         "/statsx",
+                         "/Stats",
+                         "/stat",
+                         "x",
+                         "?",
+                         "/board",
+                         "/board/",
+                         "/board/b",
+                         "/board/b/",
+                         "/board/b/top",
+                         "/board/b/top/",
+                         "/board/b/member/m",
+                         "/board/b/member/m/",
+                         "/board/b/member/",
+                         "/board//member/m",
+                         "/board/b/around/m",
+                         "/board/b/around/m/x",
+                         "/board/b/around",
+                         "/board/b/x"};
   const char* queries[] = {"", "?", "?a=1", "?scope=cache", "?x?y", "?/key/a", "?#f"};
   for (const char* p : prefixes) {
     for (const char* path : paths) {
@@ -192,11 +312,11 @@ TEST(Router, OrderedAndNaiveAgreeOnGeneratedInputs) {
     }
   }
   std::mt19937_64 rng(2024);
-  const std::string alphabet = "/key?rsta%:h.p";
+  const std::string alphabet = "/key?rsta%:h.pbodmunc";
   std::uniform_int_distribution<std::size_t> length(0, 14);
   std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
   std::uniform_int_distribution<int> coin(0, 3);
-  const char* stems[] = {"/key/", "/reset", "/stats", "/", "http://h/"};
+  const char* stems[] = {"/key/", "/reset", "/stats", "/", "http://h/", "/board/b/", "/board/"};
   for (int i = 0; i < 20'000; ++i) {
     std::string t = coin(rng) == 0 ? "" : stems[static_cast<std::size_t>(i) % std::size(stems)];
     for (std::size_t n = length(rng); n > 0; --n) t += alphabet[pick(rng)];
@@ -232,16 +352,20 @@ TEST(Router, OrderedAndNaiveAgreeOnGeneratedInputs) {
 TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
   auto example = [](PathPattern p) {
     std::string path(pattern_text(p));
-    for (const auto& [from, to] :
-         {std::pair<std::string, std::string>{"{k}", "k1"}, {"{v}", "v1"}}) {
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"{k}", "k1"},
+                                   {"{v}", "v1"},
+                                   {"{b}", "b1"},
+                                   {"{m}", "m1"}}) {
       if (const auto at = path.find(from); at != std::string::npos)
         path.replace(at, from.size(), to);
     }
     return path;
   };
   std::size_t patterns_seen = 0;
-  for (const PathPattern p : {PathPattern::key, PathPattern::key_value, PathPattern::root,
-                              PathPattern::reset, PathPattern::stats, PathPattern::metrics}) {
+  for (const PathPattern p :
+       {PathPattern::key, PathPattern::key_value, PathPattern::root, PathPattern::reset,
+        PathPattern::stats, PathPattern::metrics, PathPattern::board, PathPattern::board_member,
+        PathPattern::board_top, PathPattern::board_around}) {
     std::string expected_allow;
     for (const RouteRow& row : kRouteTable) {
       if (row.path != p) continue;
@@ -268,7 +392,7 @@ TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
       }
     }
   }
-  EXPECT_EQ(patterns_seen, 6u);
+  EXPECT_EQ(patterns_seen, 10u);
   // The named constants are the same derived lists, as documented in docs/api.md.
   EXPECT_EQ(kAllowKey, "GET, PUT, DELETE, HEAD");
   EXPECT_EQ(kAllowKeyValue, "PUT");
@@ -276,6 +400,10 @@ TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
   EXPECT_EQ(kAllowReset, "POST");
   EXPECT_EQ(kAllowStats, "GET");
   EXPECT_EQ(kAllowMetrics, "GET");
+  EXPECT_EQ(kAllowBoard, "GET, DELETE");
+  EXPECT_EQ(kAllowBoardMember, "GET, PUT, DELETE");
+  EXPECT_EQ(kAllowBoardTop, "GET");
+  EXPECT_EQ(kAllowBoardAround, "GET");
 }
 
 // docs/api.md's route list is route_table_markdown(), verbatim, between its markers.

@@ -1,0 +1,147 @@
+// board.cc — Board: updates (set, best, incr) with the arrival-order rule, rank and window
+// reads over Boost.MultiIndex's ranked index, and the memory estimate --board-maxmem counts.
+#include "boards/board.hh"
+
+#include <algorithm>
+#include <cmath>
+
+namespace boards {
+
+namespace {
+
+// -0 and 0 compare equal; storing one spelling keeps the JSON from showing "-0".
+double canonical(double score) {
+  return score == 0 ? 0.0 : score;
+}
+
+// MemberName keeps up to 15 bytes inline; longer members cost a heap block of their length,
+// rounded and with a header as in member_cost().
+std::size_t heap_bytes(std::size_t member_size) {
+  return member_size > MemberName::kInline ? (member_size + 8 + 15) / 16 * 16 : 0;
+}
+
+}  // namespace
+
+std::size_t Board::member_cost(std::size_t member_size) {
+  // One node: the Node itself, the hashed index's two links and the ranked index's red-black
+  // links (parent with the colour packed in, left, right) and subtree size, as one allocation:
+  // rounded up to 16 bytes plus an 8-byte header, as glibc's malloc hands it out (jemalloc,
+  // which cache_server links, has an 80-byte class and no header: the estimate errs high there,
+  // never low). Plus the hash buckets: one pointer per member at the index's top load factor,
+  // a third more on average between its doublings.
+  constexpr std::size_t kNode =
+      sizeof(Node) + 2 * sizeof(void*) + 3 * sizeof(void*) + sizeof(std::size_t);
+  constexpr std::size_t kAllocated = (kNode + 8 + 15) / 16 * 16;
+  constexpr std::size_t kBuckets = sizeof(void*) * 4 / 3;
+  return kAllocated + kBuckets + heap_bytes(member_size);
+}
+
+std::size_t Board::bytes() const {
+  return members_.size() * member_cost(0) + member_bytes_;
+}
+
+std::size_t Board::rank_of(Members::index<ByMember>::type::const_iterator it) const {
+  const auto& by_rank = members_.get<ByRank>();
+  return by_rank.rank(members_.project<ByRank>(it)) + 1;
+}
+
+std::optional<Updated> Board::update(std::string_view member, Op op, double value) {
+  auto& by_member = members_.get<ByMember>();
+  auto it = by_member.find(member, MemberHash{}, MemberEq{});
+  if (it == by_member.end()) {
+    const double score = canonical(value);  // best and incr from nothing both give the value
+    if (!std::isfinite(score)) return std::nullopt;
+    auto [pos, inserted] = by_member.insert(Node{MemberName(member), score, next_seq_++});
+    member_bytes_ += heap_bytes(member.size());
+    return Updated{
+        .created = true, .changed = true, .score = score, .rank = rank_of(pos), .old_rank = 0};
+  }
+  const double old = it->score;
+  double score = old;
+  switch (op) {
+    case Op::set:
+      score = value;
+      break;
+    case Op::best:
+      score = std::max(old, value);
+      break;
+    case Op::incr:
+      score = old + value;
+      break;
+  }
+  score = canonical(score);
+  if (!std::isfinite(score)) return std::nullopt;
+  const std::size_t old_rank = rank_of(it);
+  if (score == old) {  // same score: the member keeps its place
+    return Updated{
+        .created = false, .changed = false, .score = old, .rank = old_rank, .old_rank = old_rank};
+  }
+  const std::uint64_t seq = next_seq_++;
+  by_member.modify(it, [&](Node& n) {
+    n.score = score;
+    n.seq = seq;
+  });
+  return Updated{
+      .created = false, .changed = true, .score = score, .rank = rank_of(it), .old_rank = old_rank};
+}
+
+void Board::restore(std::string_view member, double score, std::uint64_t seq) {
+  score = canonical(score);
+  auto& by_member = members_.get<ByMember>();
+  auto it = by_member.find(member, MemberHash{}, MemberEq{});
+  if (it == by_member.end()) {
+    by_member.insert(Node{MemberName(member), score, seq});
+    member_bytes_ += heap_bytes(member.size());
+  } else {
+    by_member.modify(it, [&](Node& n) {
+      n.score = score;
+      n.seq = seq;
+    });
+  }
+  next_seq_ = std::max(next_seq_, seq + 1);
+}
+
+std::optional<std::size_t> Board::remove(std::string_view member) {
+  auto& by_member = members_.get<ByMember>();
+  auto it = by_member.find(member, MemberHash{}, MemberEq{});
+  if (it == by_member.end()) return std::nullopt;
+  const std::size_t rank = rank_of(it);
+  member_bytes_ -= heap_bytes(it->member.size());
+  by_member.erase(it);
+  return rank;
+}
+
+std::optional<Ranked> Board::find(std::string_view member) const {
+  const auto& by_member = members_.get<ByMember>();
+  auto it = by_member.find(member, MemberHash{}, MemberEq{});
+  if (it == by_member.end()) return std::nullopt;
+  return Ranked{.rank = rank_of(it), .member = it->member, .score = it->score};
+}
+
+std::optional<Stored> Board::stored(std::string_view member) const {
+  const auto& by_member = members_.get<ByMember>();
+  auto it = by_member.find(member, MemberHash{}, MemberEq{});
+  if (it == by_member.end()) return std::nullopt;
+  return Stored{.score = it->score, .seq = it->seq};
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> Board::around(std::string_view member,
+                                                                 std::size_t n) const {
+  const auto& by_member = members_.get<ByMember>();
+  auto it = by_member.find(member, MemberHash{}, MemberEq{});
+  if (it == by_member.end()) return std::nullopt;
+  const std::size_t rank = rank_of(it);
+  const std::size_t first = rank > n ? rank - n : 1;
+  const std::size_t last = std::min(size(), rank + n);
+  return std::pair{first, last - first + 1};
+}
+
+double Board::top_score() const {
+  return members_.get<ByRank>().begin()->score;
+}
+
+double Board::bottom_score() const {
+  return std::prev(members_.get<ByRank>().end())->score;
+}
+
+}  // namespace boards

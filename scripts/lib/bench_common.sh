@@ -1,0 +1,90 @@
+# bench_common.sh — shell helpers the benchmark scripts share (bench_store.sh, bench_postgres.sh,
+# compare_redis_boards.sh): usage from the script's header comment, errors with the script's name
+# and exit codes (1 failure, 2 bad usage), stopping processes by PID, CPU ticks from /proc, free
+# ports, and splitting connections over client threads.
+# Source it after setting BENCH_NAME (the prefix of every message). The caller owns: PIDS (the
+# PIDs its cleanup stops), SRV_PID/SRV_PORT (associative arrays of its servers), SERVER_CPU,
+# CLIENT_CPU, CLIENT_THREADS, CACHE_SERVER, SERVER_THREADS, OUT (results, with raw/), WORK (its
+# temporary directory), record_cmd NAME CMD; and its own cleanup and traps.
+
+CLK_TCK="$(getconf CLK_TCK)"
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
+bad_usage() { echo "$BENCH_NAME: $* (see --help)" >&2; exit 2; }
+is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
+stop_pid() {  # stop_pid PID: TERM, wait up to 15 s (write-behind flushes, fsyncs), then KILL
+  local pid="$1" i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
+  kill -TERM "$pid" 2> /dev/null || true
+  for i in $(seq 1 150); do
+    kill -0 "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
+    sleep 0.1
+  done
+  echo "$BENCH_NAME: PID $pid did not exit on TERM; sending KILL" >&2
+  kill -KILL "$pid" 2> /dev/null || true
+  wait "$pid" 2> /dev/null || true
+}
+forget_pid() {
+  local p keep=()
+  for p in "${PIDS[@]:-}"; do [ -z "$p" ] || [ "$p" = "$1" ] || keep+=("$p"); done
+  PIDS=("${keep[@]:-}")
+}
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+cpu_ticks() {  # cpu_ticks PID -> utime+stime of the process (all its threads), in clock ticks
+  local s
+  s="$(cat "/proc/$1/stat" 2> /dev/null)" || { echo 0; return 0; }
+  s="${s##*) }"
+  set -- $s
+  echo $(( ${12} + ${13} ))
+}
+cpu_snap() {
+  awk -v s="cpu$SERVER_CPU" -v c="cpu$CLIENT_CPU" '
+    /^cpu/ { t = $2+$3+$4+$5+$6+$7+$8+$9; i = $5+$6 }
+    $1 == "cpu" { T = t; S = $9 } $1 == s { ST = t; SI = i } $1 == c { CT = t; CI = i }
+    END { print T, S, ST, SI, CT, CI }' /proc/stat
+}
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
+split_conns() {
+  local c="$1" t
+  for ((t = CLIENT_THREADS < c ? CLIENT_THREADS : c; t >= 1; t--)); do
+    if [ $((c % t)) = 0 ]; then echo "$t $((c / t))"; return; fi
+  done
+}
+stop_server() {
+  local name="$1" pid="${SRV_PID[$1]:-}"
+  [ -n "$pid" ] || return 0
+  stop_pid "$pid"; forget_pid "$pid"
+  unset "SRV_PID[$name]" "SRV_PORT[$name]"
+}
+start_ours() {  # start_ours NAME FLAGS...: a cache_server on a free port (-p 0; it prints the port)
+  local name="$1" cmd pid port=""
+  shift
+  cmd=("$CACHE_SERVER" -t "$SERVER_THREADS" "$@" -s 127.0.0.1 -p 0)
+  : > "$OUT/raw/server-$name.log"  # exists before the child opens it: the loop below reads it
+  taskset -c "$SERVER_CPU" "${cmd[@]}" > "$OUT/raw/server-$name.log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  for _ in $(seq 1 150); do
+    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$OUT/raw/server-$name.log" || true)"
+    [ -n "$port" ] && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    cat "$OUT/raw/server-$name.log" >&2
+    die "cache_server ($name) did not start: $(echo_cmd "${cmd[@]}" | sed "s|$WORK|\$DATA|g")"
+  fi
+  SRV_PID[$name]="$pid"; SRV_PORT[$name]="$port"
+  record_cmd "$name server" "taskset -c $SERVER_CPU $(echo_cmd "${cmd[@]}")"
+  log "$name: cache_server PID $pid on 127.0.0.1:$port ($*), CPU $SERVER_CPU"
+}
+alive() {  # alive NAME: dies with the tail of the server's log if it is gone
+  kill -0 "${SRV_PID[$1]}" 2> /dev/null && return 0
+  [ -f "$OUT/raw/server-$1.log" ] && tail -20 "$OUT/raw/server-$1.log" >&2
+  [ -f "$WORK/$1/redis.log" ] && tail -20 "$WORK/$1/redis.log" >&2
+  die "the $1 server (PID ${SRV_PID[$1]}) died"
+}

@@ -1,0 +1,42 @@
+// board_handlers.hh — the leaderboard endpoints (/board/..., docs/api.md "Boards"): decode the
+// board and member names (handlers.hh's decode_name, the key rules), parse the score
+// (boards::parse_score) and the query, make one boards::Registry call, answer JSON. A read renders
+// its whole body into a std::string under the board's shared lock and sends it after the lock is
+// released. Handlers::dispatch (handlers.cc) picks these like every other endpoint.
+//
+// Memory only: the boards live in ServerContext::boards, bounded by --board-maxmem (a new member
+// beyond it is a 507); the store does not see them.
+#pragma once
+
+#include <string_view>
+
+#include "boards/registry.hh"
+#include "server/handler_result.hh"
+#include "server/response_writer.hh"
+
+namespace server {
+
+// The query bounds of the reads (docs/api.md).
+inline constexpr std::size_t kBoardTopDefault = 10;  // GET /board/{b}/top?n=
+inline constexpr std::size_t kBoardTopMax = 1000;
+inline constexpr std::size_t kBoardAroundDefault = 5;  // GET /board/{b}/around/{m}?n=
+inline constexpr std::size_t kBoardAroundMax = 500;
+
+struct BoardHandlers {
+  boards::Registry& registry;
+
+  // The raw_* arguments are the route's percent-encoded segments; query is the raw query.
+  HandlerResult get_member(std::string_view raw_board, std::string_view raw_member,
+                           ResponseWriter& out);
+  HandlerResult put_member(std::string_view raw_board, std::string_view raw_member,
+                           std::string_view query, std::string_view body, ResponseWriter& out);
+  HandlerResult delete_member(std::string_view raw_board, std::string_view raw_member,
+                              ResponseWriter& out);
+  HandlerResult top(std::string_view raw_board, std::string_view query, ResponseWriter& out);
+  HandlerResult around(std::string_view raw_board, std::string_view raw_member,
+                       std::string_view query, ResponseWriter& out);
+  HandlerResult get_board(std::string_view raw_board, ResponseWriter& out);
+  HandlerResult delete_board(std::string_view raw_board, ResponseWriter& out);
+};
+
+}  // namespace server
