@@ -59,7 +59,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HELPER="$ROOT/scripts/bench_postgres_report.py"
 BENCH_NAME=bench_postgres
 # usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
-# echo_cmd, split_conns, stop_server, start_ours, alive
+# echo_cmd, split_conns, stop_server, start_ours, alive, start_redis_server
 source "$ROOT/scripts/lib/bench_common.sh"
 
 DURATION="" CONNS="1 4 16 64" REPEAT=1 KEYS="" OUT="" QUICK=0 BUILD="" DATA_PARENT="${TMPDIR:-/tmp}"

@@ -48,7 +48,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BENCH_NAME=bench_store
 # usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
-# echo_cmd, split_conns, stop_server, start_ours, alive
+# echo_cmd, split_conns, stop_server, start_ours, alive, start_redis_server
 source "$ROOT/scripts/lib/bench_common.sh"
 
 DURATION="" CONNS="1 8 50 200" OUT="" QUICK=0 BUILD="" DATA_PARENT="${TMPDIR:-/tmp}"
@@ -182,30 +182,7 @@ record_cmd() { echo "$1: ${2//$WORK/\$DATA}" >> "$OUT/commands.txt"; }
 declare -A SRV_PID SRV_PORT
 # start_redis NAME FSYNC: a fresh redis-server with AOF (fsync policy FSYNC), no RDB snapshots.
 start_redis() {
-  local name="$1" fsync="$2" dir="$WORK/$1" port pid try cmd
-  mkdir -p "$dir"
-  for try in 1 2 3 4 5; do
-    port="$(free_port)"
-    cmd=(redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes --daemonize no
-         --save "" --appendonly yes --appendfsync "$fsync" --dir "$dir" --logfile "$dir/redis.log")
-    taskset -c "$SERVER_CPU" "${cmd[@]}" > /dev/null 2>&1 &
-    pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 1 100); do
-      kill -0 "$pid" 2> /dev/null || break
-      [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2> /dev/null)" = PONG ] && break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2> /dev/null && [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2> /dev/null)" = PONG ]; then
-      SRV_PID[$name]="$pid"; SRV_PORT[$name]="$port"
-      record_cmd "$name server" "taskset -c $SERVER_CPU $(echo_cmd "${cmd[@]}")"
-      log "$name: redis-server PID $pid on 127.0.0.1:$port (appendfsync $fsync), CPU $SERVER_CPU"
-      return 0
-    fi
-    stop_pid "$pid"; forget_pid "$pid"  # most likely the port was taken meanwhile: try another
-  done
-  tail -20 "$dir/redis.log" >&2 2> /dev/null || true
-  die "redis-server ($name) did not start"
+  start_redis_server "$1" --appendonly yes --appendfsync "$2"
 }
 # start_ours NAME FLAGS...: a fresh cache_server on a free port (-p 0; it prints the port).
 

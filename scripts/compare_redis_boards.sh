@@ -55,7 +55,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HELPER="$ROOT/scripts/compare_redis_boards_report.py"
 BENCH_NAME=compare_redis_boards
 # usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
-# echo_cmd, split_conns, stop_server, start_ours, alive
+# echo_cmd, split_conns, stop_server, start_ours, alive, start_redis_server
 source "$ROOT/scripts/lib/bench_common.sh"
 
 MEMBERS="" CONNS=50 DURATION="" REPEAT="" OUT="" QUICK=0 WRK=1 BUILD="" BOARD_MAXMEM=""
@@ -194,31 +194,8 @@ jget() {  # jget FILE PYTHON-EXPR(d): a figure of a JSON file
 declare -A SRV_PID SRV_PORT
 rcli() { redis-cli -h 127.0.0.1 -p "${SRV_PORT[$1]}" "${@:2}"; }
 used_memory() { rcli "$1" info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)$/\1/p'; }
-start_redis() {  # start_redis NAME: no persistence
-  local name="$1" dir="$WORK/$1" port pid try cmd
-  mkdir -p "$dir"
-  for try in 1 2 3 4 5; do
-    port="$(free_port)"
-    cmd=(redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes --daemonize no
-         --save "" --appendonly no --dir "$dir" --logfile "$dir/redis.log")
-    taskset -c "$SERVER_CPU" "${cmd[@]}" > /dev/null 2>&1 &
-    pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 1 100); do
-      kill -0 "$pid" 2> /dev/null || break
-      [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2> /dev/null)" = PONG ] && break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2> /dev/null && [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2> /dev/null)" = PONG ]; then
-      SRV_PID[$name]="$pid"; SRV_PORT[$name]="$port"
-      record_cmd "$name server" "taskset -c $SERVER_CPU $(echo_cmd "${cmd[@]}")"
-      log "$name: redis-server PID $pid on 127.0.0.1:$port, CPU $SERVER_CPU"
-      return 0
-    fi
-    stop_pid "$pid"; forget_pid "$pid"  # most likely the port was taken meanwhile: try another
-  done
-  tail -20 "$dir/redis.log" >&2 2> /dev/null || true
-  die "redis-server ($name) did not start"
+start_redis() {  # start_redis NAME: no persistence (our boards are memory-only too)
+  start_redis_server "$1" --appendonly no
 }
 stats() { curl -s -m 10 "http://127.0.0.1:${SRV_PORT[$1]}/stats" > "$2" || die "GET /stats of $1 failed"; }
 

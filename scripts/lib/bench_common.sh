@@ -1,7 +1,7 @@
 # bench_common.sh — shell helpers the benchmark scripts share (bench_store.sh, bench_postgres.sh,
 # compare_redis_boards.sh): usage from the script's header comment, errors with the script's name
 # and exit codes (1 failure, 2 bad usage), stopping processes by PID, CPU ticks from /proc, free
-# ports, and splitting connections over client threads.
+# ports, splitting connections over client threads, and starting cache_server and redis-server.
 # Source it after setting BENCH_NAME (the prefix of every message). The caller owns: PIDS (the
 # PIDs its cleanup stops), SRV_PID/SRV_PORT (associative arrays of its servers), SERVER_CPU,
 # CLIENT_CPU, CLIENT_THREADS, CACHE_SERVER, SERVER_THREADS, OUT (results, with raw/), WORK (its
@@ -87,4 +87,31 @@ alive() {  # alive NAME: dies with the tail of the server's log if it is gone
   [ -f "$OUT/raw/server-$1.log" ] && tail -20 "$OUT/raw/server-$1.log" >&2
   [ -f "$WORK/$1/redis.log" ] && tail -20 "$WORK/$1/redis.log" >&2
   die "the $1 server (PID ${SRV_PID[$1]}) died"
+}
+start_redis_server() {  # start_redis_server NAME REDIS-FLAGS...: redis-server on a free port
+  local name="$1" dir="$WORK/$1" port pid try cmd
+  shift
+  mkdir -p "$dir"
+  for try in 1 2 3 4 5; do
+    port="$(free_port)"
+    cmd=(redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes --daemonize no
+         --save "" "$@" --dir "$dir" --logfile "$dir/redis.log")
+    taskset -c "$SERVER_CPU" "${cmd[@]}" > /dev/null 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2> /dev/null || break
+      [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2> /dev/null)" = PONG ] && break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2> /dev/null && [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2> /dev/null)" = PONG ]; then
+      SRV_PID[$name]="$pid"; SRV_PORT[$name]="$port"
+      record_cmd "$name server" "taskset -c $SERVER_CPU $(echo_cmd "${cmd[@]}")"
+      log "$name: redis-server PID $pid on 127.0.0.1:$port ($*), CPU $SERVER_CPU"
+      return 0
+    fi
+    stop_pid "$pid"; forget_pid "$pid"  # most likely the port was taken meanwhile: try another
+  done
+  tail -20 "$dir/redis.log" >&2 2> /dev/null || true
+  die "redis-server ($name) did not start"
 }
