@@ -53,8 +53,8 @@ void Registry::unlink_locked(Map::iterator it) {
   map_.erase(it);
 }
 
-UpdateOutcome Registry::update(std::string_view board, std::string_view member, Op op,
-                               double value) {
+UpdateOutcome Registry::update(std::string_view board, std::string_view member, Op op, double value,
+                               ChangeSink* sink) {
   for (;;) {
     std::shared_ptr<Slot> slot = find_or_create(board);
     if (!slot) {
@@ -77,6 +77,7 @@ UpdateOutcome Registry::update(std::string_view board, std::string_view member, 
         }
         if (is_new) members_.fetch_add(1, std::memory_order_relaxed);
         updates_.fetch_add(1, std::memory_order_relaxed);
+        if (sink != nullptr) sink->member_set(board, member, *slot->board.stored(member));
         return out;
       } else {
         if (is_new) release(cost);
@@ -95,8 +96,20 @@ UpdateOutcome Registry::update(std::string_view board, std::string_view member, 
   }
 }
 
-std::optional<std::size_t> Registry::remove_member(std::string_view board,
-                                                   std::string_view member) {
+bool Registry::restore(std::string_view board, std::string_view member, const Stored& row) {
+  std::shared_ptr<Slot> slot = find_or_create(board);
+  if (!slot) return false;
+  std::unique_lock lock(slot->mu);
+  const bool is_new = !slot->board.stored(member);
+  if (is_new && !reserve(Board::member_cost(member.size()))) return false;
+  slot->board.restore(member, row.score, row.seq);
+  slot->top.invalidate_from(1, top_bytes_);
+  if (is_new) members_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+std::optional<std::size_t> Registry::remove_member(std::string_view board, std::string_view member,
+                                                   ChangeSink* sink) {
   // Exclusive on the registry: the board may go with this member.
   std::unique_lock registry(mu_);
   auto it = map_.find(board);
@@ -108,6 +121,7 @@ std::optional<std::size_t> Registry::remove_member(std::string_view board,
   const auto rank = b.remove(member);
   if (!rank) return std::nullopt;
   keep->top.invalidate_from(*rank, top_bytes_);
+  if (sink != nullptr) sink->member_removed(board, member);
   release(before - b.bytes());
   members_.fetch_sub(1, std::memory_order_relaxed);
   removals_.fetch_add(1, std::memory_order_relaxed);
@@ -115,17 +129,18 @@ std::optional<std::size_t> Registry::remove_member(std::string_view board,
   return rank;
 }
 
-bool Registry::remove_board(std::string_view board) {
+bool Registry::remove_board(std::string_view board, ChangeSink* sink) {
   std::unique_lock registry(mu_);
   auto it = map_.find(board);
   if (it == map_.end()) return false;
   std::shared_ptr<Slot> keep = it->second;  // outlives the lock: unlinking drops the map's
   std::unique_lock lock(keep->mu);
-  unlink_locked(it);
+  if (sink != nullptr) sink->board_removed(board);
+  unlink_locked(it);  // erases the map's key: board may view it, so the sink went first
   return true;
 }
 
-void Registry::clear() {
+void Registry::clear(const std::function<void()>& then) {
   std::unique_lock registry(mu_);
   while (!map_.empty()) {
     auto it = map_.begin();
@@ -133,6 +148,7 @@ void Registry::clear() {
     std::unique_lock lock(keep->mu);
     unlink_locked(it);
   }
+  if (then) then();
 }
 
 RegistryStats Registry::stats() const {

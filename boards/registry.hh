@@ -8,6 +8,10 @@
 // marked gone under both locks, so an update that found it just before retries on the map
 // instead of writing into a board nobody can see.
 //
+// Durability: a ChangeSink passed to update/remove_member/remove_board is told of the change
+// while the board's exclusive lock is held, so whatever it forwards (the server's store writes)
+// sees one board's changes in the order they were applied. restore() rebuilds boards from rows.
+//
 // Each board carries a rendered top-N cache (top_cache.hh), read through read_top(): updates and
 // removals invalidate it from the first rank they disturb, under the board's exclusive lock.
 #pragma once
@@ -15,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +59,22 @@ struct RegistryStats {
   std::size_t top_cache_bytes = 0;     // text held by every board's top-N cache
 };
 
+// Told of each change under the board's exclusive lock (see above). Calls must not block long
+// (they hold the board) and must not call back into the registry.
+class ChangeSink {
+ public:
+  // The member's row after an update that succeeded (also when its score and place were kept:
+  // the row is the same, and a durable caller still waits for it to be committed).
+  virtual void member_set(std::string_view board, std::string_view member, const Stored& row) = 0;
+  // A member removed (its board may have gone with it).
+  virtual void member_removed(std::string_view board, std::string_view member) = 0;
+  // A whole board removed.
+  virtual void board_removed(std::string_view board) = 0;
+
+ protected:
+  ~ChangeSink() = default;
+};
+
 class Registry {
  public:
   // top_cache: keep rendered top-N texts (read_top). Their bytes are bounded apart from the
@@ -64,14 +85,20 @@ class Registry {
   Registry& operator=(const Registry&) = delete;
 
   // Applies op to the member of the board, creating the board on its first member.
-  UpdateOutcome update(std::string_view board, std::string_view member, Op op, double value);
+  UpdateOutcome update(std::string_view board, std::string_view member, Op op, double value,
+                       ChangeSink* sink = nullptr);
+
+  // Inserts or replaces a member with a stored row (a restart's rebuild), creating its board.
+  // false, changing nothing, when a new member would not fit in the budget.
+  [[nodiscard]] bool restore(std::string_view board, std::string_view member, const Stored& row);
 
   // Removes a member; its rank before, or nullopt if the board or the member is absent. The
   // board goes with its last member.
-  std::optional<std::size_t> remove_member(std::string_view board, std::string_view member);
+  std::optional<std::size_t> remove_member(std::string_view board, std::string_view member,
+                                           ChangeSink* sink = nullptr);
 
   // Removes a whole board; false if absent.
-  bool remove_board(std::string_view board);
+  bool remove_board(std::string_view board, ChangeSink* sink = nullptr);
 
   // Calls f(const Board&) under the board's shared lock; false (f not called) if absent.
   template <class F>
@@ -115,8 +142,10 @@ class Registry {
     return true;
   }
 
-  // Removes every board (POST /reset).
-  void clear();
+  // Removes every board (POST /reset), then calls then() (if set) while still holding the
+  // registry's lock: no update can start on any board until it returns, so a store cleared from
+  // then() never loses a write that memory keeps.
+  void clear(const std::function<void()>& then = {});
 
   RegistryStats stats() const;
   std::size_t max_bytes() const { return max_bytes_; }

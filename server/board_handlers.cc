@@ -1,10 +1,14 @@
-// board_handlers.cc — see board_handlers.hh. Each handler: decode, parse, one registry call, one
-// response. JSON is rendered by hand, like the key's (json_escape.hh for names, append_score for
-// scores), into a string the response then copies.
+// board_handlers.cc — see board_handlers.hh. Each handler: decode, parse, one registry call (its
+// changes forwarded to the store by RowWriter), one response; or, with --board-source store, one
+// store::BoardSource call answered later. JSON is rendered by hand, like the key's (json_escape.hh
+// for names, append_score for scores), into a string the response then copies.
 #include "server/board_handlers.hh"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +16,7 @@
 #include "server/handlers.hh"
 #include "server/inflight_budget.hh"
 #include "server/json_escape.hh"
+#include "server/store_tier.hh"
 
 namespace server {
 namespace http = boost::beast::http;
@@ -162,6 +167,135 @@ BoardMember decode_board_member(std::string_view raw_board, std::string_view raw
   return {b.name, m.name, {}};
 }
 
+std::shared_ptr<DeferredResponse> defer(const RequestView& request, DeferKind kind,
+                                        const ResponseWriter& out) {
+  return std::make_shared<DeferredResponse>(request.responses->defer(kind, out));
+}
+
+// --- durability: the registry's changes as store rows ------------------------------------------
+
+// The response of a change that waits for its row's commit: rendered by the handler once the
+// registry call returned; sent by the commit's callback. (finish() renders on the connection's
+// thread, after the handler has returned, so the handler's rendering is always there first.)
+struct PendingAnswer {
+  std::shared_ptr<DeferredResponse> slot;
+  status code = status::ok;
+  std::string json;  // empty: no body (204)
+};
+
+HandlerResult send_answer(const PendingAnswer& a, ResponseWriter& w) {
+  if (a.json.empty()) {
+    w.no_content(a.code);
+    return {};
+  }
+  return send_json(a.code, a.json, w);
+}
+
+// Forwards a registry call's change (at most one row: a member set or removed, or a board
+// dropped) to the store tier, inside the board's lock (boards::ChangeSink). Write-through defers
+// the request's response until the row is committed; write-behind answers at once.
+class RowWriter final : public boards::ChangeSink {
+ public:
+  RowWriter(StoreTier& tier, const RequestView& request, const ResponseWriter& out)
+      : tier_(tier), request_(request), out_(out) {}
+
+  void member_set(std::string_view board, std::string_view member,
+                  const boards::Stored& row) override {
+    submit(
+        store::Write::board_set_row(std::string(board), std::string(member), row.score, row.seq));
+  }
+  void member_removed(std::string_view board, std::string_view member) override {
+    submit(store::Write::board_remove_row(std::string(board), std::string(member)));
+  }
+  void board_removed(std::string_view board) override {
+    submit(store::Write::board_drop_rows(std::string(board)));
+  }
+
+  // The answer to a change the registry made: now (no store write was needed, or write-behind
+  // took it), or once its row is committed.
+  HandlerResult answer(status code, std::string json, ResponseWriter& out) {
+    if (pending_) {
+      pending_->code = code;
+      pending_->json = std::move(json);
+      return kDeferred;
+    }
+    if (!error_.empty()) {
+      out.error(status::service_unavailable, error_);
+      return {};
+    }
+    return send_answer(PendingAnswer{nullptr, code, std::move(json)}, out);
+  }
+
+ private:
+  void submit(store::Write row) {
+    if (tier_.mode() == WriteMode::behind) {
+      if (auto now = tier_.board_write(std::move(row), {})) {
+        if (now->kind == StoreTier::Outcome::Kind::error) error_ = now->error;
+      }
+      return;
+    }
+    pending_ = std::make_shared<PendingAnswer>();
+    pending_->slot = defer(request_, DeferKind::write, out_);
+    auto done = [pending = pending_](const StoreTier::Outcome& o) {
+      pending->slot->finish([pending, o](ResponseWriter& w) -> HandlerResult {
+        if (o.kind == StoreTier::Outcome::Kind::error) {
+          return {status::service_unavailable, o.error, {}, false};
+        }
+        return send_answer(*pending, w);
+      });
+    };
+    if (auto now = tier_.board_write(std::move(row), done)) done(*now);
+  }
+
+  StoreTier& tier_;
+  const RequestView& request_;
+  const ResponseWriter& out_;
+  std::shared_ptr<PendingAnswer> pending_;  // write-through: the deferred answer
+  std::string error_;                       // write-behind: why the row was refused
+};
+
+// --- --board-source store: reads answered by the database ---------------------------------------
+
+// Renders a BoardPage's entries as append_entries renders a board's.
+std::string page_entries(const store::BoardPage& page) {
+  std::string json;
+  for (const store::BoardEntry& e : page.entries) {
+    json += json.empty() ? "{\"rank\": " : ", {\"rank\": ";
+    append_u64(json, e.rank);
+    json += ", \"member\": ";
+    append_string(json, e.member);
+    json += ", \"score\": ";
+    boards::append_score(json, e.score);
+    json += '}';
+  }
+  return json;
+}
+
+// Sends the request to the database and answers it when the page comes back: 404 with the
+// store's "board not found" / "member not found", 503 for a store error, else render(page).
+template <class Render>
+HandlerResult from_store(const RequestView& request, const ResponseWriter& out,
+                         const std::function<void(store::BoardPageDone)>& ask, Render render) {
+  auto slot = defer(request, DeferKind::read, out);
+  ask([slot, render](store::BoardPage page) {
+    slot->finish([page = std::move(page), render](ResponseWriter& w) -> HandlerResult {
+      if (page.status.code == store::Code::not_found) {
+        return {status::not_found, page.status.message, {}, false};
+      }
+      if (!page.status.ok()) {
+        return {status::service_unavailable, page.status.message, {}, false};
+      }
+      return send_json(status::ok, render(page), w);
+    });
+  });
+  return kDeferred;
+}
+
+store::BoardSource* store_source(const ServerContext& ctx) {
+  if (ctx.config.board_source != BoardSource::store || ctx.tier == nullptr) return nullptr;
+  return ctx.tier->board_source();
+}
+
 }  // namespace
 
 HandlerResult BoardHandlers::get_member(std::string_view raw_board, std::string_view raw_member,
@@ -171,9 +305,23 @@ HandlerResult BoardHandlers::get_member(std::string_view raw_board, std::string_
       decode_board_member(raw_board, raw_member, board_storage, member_storage);
   if (!names.error.ok()) return names.error;
   const std::string_view b = names.board, m = names.member;
+  if (store::BoardSource* source = store_source(ctx)) {
+    return from_store(
+        request, out,
+        [&](store::BoardPageDone done) {
+          source->board_member(std::string(b), std::string(m), std::move(done));
+        },
+        [member = std::string(m)](const store::BoardPage& page) {
+          std::string json;
+          if (!page.entries.empty()) {
+            append_member(json, member, page.entries[0].score, page.entries[0].rank);
+          }
+          return json;
+        });
+  }
   std::string json;
   bool found_member = false;
-  const bool found_board = registry.read(b, [&](const boards::Board& board) {
+  const bool found_board = ctx.boards.read(b, [&](const boards::Board& board) {
     const std::optional<boards::Ranked> r = board.find(m);
     if (!r) return;
     found_member = true;
@@ -201,11 +349,13 @@ HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_
     out.error(status::bad_request, "invalid score: " + why);
     return {};
   }
-  const boards::UpdateOutcome u = registry.update(b, m, *op, *score);
+  std::optional<RowWriter> rows;
+  if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
+  const boards::UpdateOutcome u = ctx.boards.update(b, m, *op, *score, rows ? &*rows : nullptr);
   switch (u.status) {
     case boards::UpdateOutcome::Status::ok:
       break;
-    case boards::UpdateOutcome::Status::no_space:
+    case boards::UpdateOutcome::Status::no_space:  // (no row was written)
       return fail(status::insufficient_storage,
                   "boards full: a new member would exceed "
                   "--board-maxmem");
@@ -214,7 +364,9 @@ HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_
   }
   std::string json;
   append_member(json, m, u.updated.score, u.updated.rank);
-  return send_json(u.updated.created ? status::created : status::ok, json, out);
+  const status code = u.updated.created ? status::created : status::ok;
+  if (rows) return rows->answer(code, std::move(json), out);
+  return send_json(code, json, out);
 }
 
 HandlerResult BoardHandlers::delete_member(std::string_view raw_board, std::string_view raw_member,
@@ -224,9 +376,12 @@ HandlerResult BoardHandlers::delete_member(std::string_view raw_board, std::stri
       decode_board_member(raw_board, raw_member, board_storage, member_storage);
   if (!names.error.ok()) return names.error;
   const std::string_view b = names.board, m = names.member;
-  if (!registry.remove_member(b, m)) {
+  std::optional<RowWriter> rows;
+  if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
+  if (!ctx.boards.remove_member(b, m, rows ? &*rows : nullptr)) {
     return fail(status::not_found, "board or member not found");
   }
+  if (rows) return rows->answer(status::no_content, {}, out);
   out.no_content(status::no_content);
   return {};
 }
@@ -240,11 +395,23 @@ HandlerResult BoardHandlers::top(std::string_view raw_board, std::string_view qu
   if (!n) return fail(status::bad_request, "invalid n (want a whole number 1..1000)");
   const auto offset = count_param(query, "offset", 0, 0, UINT64_MAX);
   if (!offset) return fail(status::bad_request, "invalid offset (want a whole number, 0 or more)");
+  if (store::BoardSource* source = store_source(ctx)) {
+    // SQL's OFFSET is a bigint: anything past it is past every board's end anyway.
+    const std::uint64_t sql_offset = std::min<std::uint64_t>(*offset, INT64_MAX);
+    return from_store(
+        request, out,
+        [&](store::BoardPageDone done) {
+          source->board_top(std::string(b.name), sql_offset, *n, std::move(done));
+        },
+        [board = std::string(b.name)](const store::BoardPage& page) {
+          return render_window(board, page.members, page_entries(page));
+        });
+  }
   // The entries come from the board's top-N cache when no update has moved a member within
   // them since they were rendered (--board-top-cache, boards/top_cache.hh); the member count
   // around them is read now.
   std::string json;
-  const bool found = registry.read_top(
+  const bool found = ctx.boards.read_top(
       b.name, *offset, *n,
       [&](const boards::Board& board) {
         std::string entries;
@@ -268,9 +435,19 @@ HandlerResult BoardHandlers::around(std::string_view raw_board, std::string_view
   const std::string_view b = names.board, m = names.member;
   const auto n = count_param(query, "n", kBoardAroundDefault, 0, kBoardAroundMax);
   if (!n) return fail(status::bad_request, "invalid n (want a whole number 0..500)");
+  if (store::BoardSource* source = store_source(ctx)) {
+    return from_store(
+        request, out,
+        [&](store::BoardPageDone done) {
+          source->board_around(std::string(b), std::string(m), *n, std::move(done));
+        },
+        [board = std::string(b)](const store::BoardPage& page) {
+          return render_window(board, page.members, page_entries(page));
+        });
+  }
   std::string json;
   bool found_member = false;
-  const bool found_board = registry.read(b, [&](const boards::Board& board) {
+  const bool found_board = ctx.boards.read(b, [&](const boards::Board& board) {
     const auto window = board.around(m, *n);
     if (!window) return;
     found_member = true;
@@ -283,22 +460,42 @@ HandlerResult BoardHandlers::around(std::string_view raw_board, std::string_view
   return send_json(status::ok, json, out);
 }
 
+namespace {
+
+// {"board": b, "members": N, "top_score": s, "bottom_score": s}
+std::string render_info(std::string_view board, std::size_t members, double top, double bottom) {
+  std::string json = "{\"board\": ";
+  append_string(json, board);
+  json += ", \"members\": ";
+  append_u64(json, members);
+  json += ", \"top_score\": ";
+  boards::append_score(json, top);
+  json += ", \"bottom_score\": ";
+  boards::append_score(json, bottom);
+  json += '}';
+  return json;
+}
+
+}  // namespace
+
 HandlerResult BoardHandlers::get_board(std::string_view raw_board, ResponseWriter& out) {
   NameBuffer board_storage;
   const DecodedName b = decode_name(raw_board, board_storage, NameKind::board);
   if (!b.error.ok()) return b.error;
+  if (store::BoardSource* source = store_source(ctx)) {
+    return from_store(
+        request, out,
+        [&](store::BoardPageDone done) {
+          source->board_info(std::string(b.name), std::move(done));
+        },
+        [board = std::string(b.name)](const store::BoardPage& page) {
+          return render_info(board, page.members, page.top_score, page.bottom_score);
+        });
+  }
   std::string json;
-  const bool found = registry.read(b.name, [&](const boards::Board& board) {
+  const bool found = ctx.boards.read(b.name, [&](const boards::Board& board) {
     if (board.empty()) return;  // as in top()
-    json = "{\"board\": ";
-    append_string(json, b.name);
-    json += ", \"members\": ";
-    append_u64(json, board.size());
-    json += ", \"top_score\": ";
-    boards::append_score(json, board.top_score());
-    json += ", \"bottom_score\": ";
-    boards::append_score(json, board.bottom_score());
-    json += '}';
+    json = render_info(b.name, board.size(), board.top_score(), board.bottom_score());
   });
   if (!found || json.empty()) return fail(status::not_found, kBoardNotFound);
   return send_json(status::ok, json, out);
@@ -308,7 +505,12 @@ HandlerResult BoardHandlers::delete_board(std::string_view raw_board, ResponseWr
   NameBuffer board_storage;
   const DecodedName b = decode_name(raw_board, board_storage, NameKind::board);
   if (!b.error.ok()) return b.error;
-  if (!registry.remove_board(b.name)) return fail(status::not_found, kBoardNotFound);
+  std::optional<RowWriter> rows;
+  if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
+  if (!ctx.boards.remove_board(b.name, rows ? &*rows : nullptr)) {
+    return fail(status::not_found, kBoardNotFound);
+  }
+  if (rows) return rows->answer(status::no_content, {}, out);
   out.no_content(status::no_content);
   return {};
 }

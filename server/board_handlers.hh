@@ -4,15 +4,20 @@
 // its whole body into a std::string under the board's shared lock and sends it after the lock is
 // released. Handlers::dispatch (handlers.cc) picks these like every other endpoint.
 //
-// Memory only: the boards live in ServerContext::boards, bounded by --board-maxmem (a new member
-// beyond it is a 507); the store does not see them.
+// The boards live in ServerContext::boards, bounded by --board-maxmem (a new member beyond it is
+// a 507). With a store (ctx.tier), every change is also a store row (RowWriter in the .cc, a
+// boards::ChangeSink): write-through answers once the row is committed, write-behind at once.
+// With --board-source store, the reads are answered by the database instead (store::BoardSource,
+// SQL), the baseline the in-memory boards are measured against.
 #pragma once
 
 #include <string_view>
 
 #include "boards/registry.hh"
 #include "server/handler_result.hh"
+#include "server/handlers.hh"
 #include "server/response_writer.hh"
+#include "server/server_context.hh"
 
 namespace server {
 
@@ -23,7 +28,8 @@ inline constexpr std::size_t kBoardAroundDefault = 5;  // GET /board/{b}/around/
 inline constexpr std::size_t kBoardAroundMax = 500;
 
 struct BoardHandlers {
-  boards::Registry& registry;
+  ServerContext& ctx;
+  const RequestView& request;
 
   // The raw_* arguments are the route's percent-encoded segments; query is the raw query.
   HandlerResult get_member(std::string_view raw_board, std::string_view raw_member,

@@ -43,6 +43,16 @@ const char* to_string(WriteBatching b) {
   return b == WriteBatching::on ? "on" : "off";
 }
 
+const char* to_string(BoardSource s) {
+  switch (s) {
+    case BoardSource::memory:
+      return "memory";
+    case BoardSource::store:
+      return "store";
+  }
+  return "?";
+}
+
 const char* to_string(WriteMode m) {
   switch (m) {
     case WriteMode::through:
@@ -128,10 +138,27 @@ std::string validate(const Config& c) {
   if (c.store_table.empty() || c.store_table.size() > kMaxStoreTableBytes) {
     return "--store-table must be 1.." + std::to_string(kMaxStoreTableBytes) + " bytes";
   }
+  if (c.store_board_table.empty() || c.store_board_table.size() > kMaxStoreTableBytes) {
+    return "--store-board-table must be 1.." + std::to_string(kMaxStoreTableBytes) + " bytes";
+  }
   // (A flag given its default value cannot be told from one not given: that is harmless.)
   if (store->scheme != "postgres" &&
-      (c.store_connections != kDefaultStoreConnections || c.store_table != kDefaultStoreTable)) {
-    return "--store-connections and --store-table need --store postgres:CONNINFO";
+      (c.store_connections != kDefaultStoreConnections || c.store_table != kDefaultStoreTable ||
+       c.store_board_table != kDefaultStoreBoardTable)) {
+    return "--store-connections, --store-table and --store-board-table need --store "
+           "postgres:CONNINFO";
+  }
+  if (store->scheme == "postgres" && c.store_board_table == c.store_table) {
+    return "--store-board-table and --store-table must name different tables";
+  }
+  if (c.board_source == BoardSource::store) {
+    if (store->scheme != "postgres") {
+      return "--board-source store needs --store postgres:CONNINFO (its reads are SQL)";
+    }
+    if (c.write_mode != WriteMode::through) {
+      return "--board-source store needs --write-mode through (a database read would not see "
+             "write-behind's dirty board rows)";
+    }
   }
   return {};
 }
@@ -158,11 +185,13 @@ std::string describe(const Config& c) {
       << " flush_interval_ms=" << c.flush_interval.count() << " max_dirty=" << c.max_dirty
       << " store_timeout_ms=" << c.store_timeout.count();
   if (store && store->scheme == "postgres") {
-    out << " store_connections=" << c.store_connections << " store_table=" << c.store_table;
+    out << " store_connections=" << c.store_connections << " store_table=" << c.store_table
+        << " store_board_table=" << c.store_board_table;
   }
   out << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight
       << " board_maxmem=" << c.board_maxmem
-      << " board_top_cache=" << (c.board_top_cache ? "on" : "off");
+      << " board_top_cache=" << (c.board_top_cache ? "on" : "off")
+      << " board_source=" << to_string(c.board_source);
   return out.str();
 }
 

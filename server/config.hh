@@ -34,6 +34,7 @@ inline constexpr std::chrono::milliseconds kDefaultFlushInterval{100};  // --flu
 inline constexpr std::chrono::milliseconds kDefaultStoreTimeout{2000};  // --store-timeout
 inline constexpr int kDefaultStoreConnections = 4;                      // --store-connections
 inline constexpr const char* kDefaultStoreTable = "kv";                 // --store-table
+inline constexpr const char* kDefaultStoreBoardTable = "leaderboard";   // --store-board-table
 inline constexpr int kMaxStoreConnections = 64;
 inline constexpr std::size_t kMaxStoreTableBytes = 63;              // PostgreSQL's identifier limit
 inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;     // --max-dirty
@@ -75,6 +76,13 @@ enum class WriteMode : std::uint8_t {
 };
 const char* to_string(WriteMode m);  // "through" / "behind"
 
+// Where board reads are answered from (--board-source).
+enum class BoardSource : std::uint8_t {
+  memory,  // the in-memory boards (boards/): the default
+  store,   // the database, with SQL (postgres only): the baseline the boards are measured against
+};
+const char* to_string(BoardSource s);  // "memory" / "store"
+
 struct Config {
   std::size_t maxmem = kDefaultMaxmemBytes;
   std::string host = kDefaultHost;
@@ -100,9 +108,12 @@ struct Config {
   std::chrono::milliseconds store_timeout = kDefaultStoreTimeout;  // --store-timeout
   int store_connections = kDefaultStoreConnections;                // --store-connections (postgres)
   std::string store_table = kDefaultStoreTable;                    // --store-table (postgres)
-  // The leaderboards (boards/, docs/api.md "Boards"): memory only, one budget for all of them.
+  std::string store_board_table = kDefaultStoreBoardTable;         // --store-board-table (postgres)
+  // The leaderboards (boards/, docs/api.md "Boards"): in memory, one budget for all of them,
+  // durable through the store when there is one.
   std::size_t board_maxmem = kDefaultBoardMaxmemBytes;  // --board-maxmem
   bool board_top_cache = true;  // --board-top-cache: keep rendered top-N pages (top_cache.hh)
+  BoardSource board_source = BoardSource::memory;  // --board-source
 };
 
 // A --store URI split into its scheme and the rest: "none" → {"none", ""}, "rocksdb:/d" →

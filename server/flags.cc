@@ -289,6 +289,24 @@ bool apply_board_top_cache(Config& c, std::string_view v, std::string& e) {
   }
   return e.empty();
 }
+bool apply_board_source(Config& c, std::string_view v, std::string& e) {
+  if (v == "memory") {
+    c.board_source = BoardSource::memory;
+  } else if (v == "store") {
+    c.board_source = BoardSource::store;
+  } else {
+    e = "unknown --board-source '" + std::string(v) + "' (want memory or store)";
+  }
+  return e.empty();
+}
+bool apply_store_board_table(Config& c, std::string_view v, std::string& e) {
+  if (v.empty() || v.size() > kMaxStoreTableBytes || v.find('\0') != std::string_view::npos) {
+    e = "invalid --store-board-table (want a table name of 1.." +
+        std::to_string(kMaxStoreTableBytes) + " bytes)";
+  }
+  c.store_board_table = v;
+  return e.empty();
+}
 bool apply_store_faults(Config& c, std::string_view v, std::string& /*error*/) {
   c.store_faults = v;  // the store library checks the spec when it opens the store
   return true;
@@ -373,6 +391,10 @@ constexpr FlagSpec kFlags[] = {
      "postgres: the table holding the keys, created if missing\n"
      "(default kv)",
      apply_store_table},
+    {kStoreGroup, "", "--store-board-table", "NAME",
+     "postgres: the table holding the boards' rows, created if\n"
+     "missing (default leaderboard)",
+     apply_store_board_table},
     {kStoreGroup, "", "--store-faults", "SPEC",
      "testing only: fault injection, e.g.\n"
      "read-delay=50ms,sync-error-after=10 (default: none)",
@@ -385,6 +407,11 @@ constexpr FlagSpec kFlags[] = {
      "keep each board's rendered top-N pages until an update\n"
      "moves a member within them (default on)",
      apply_board_top_cache},
+    {kBoardGroup, "", "--board-source", "SOURCE",
+     "where board reads are answered from: memory (the boards)\n"
+     "or store (the database, with SQL; postgres, write-through:\n"
+     "the baseline the boards are measured against) (default memory)",
+     apply_board_source},
 };
 
 }  // namespace

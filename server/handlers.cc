@@ -190,20 +190,20 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
     case Endpoint::metrics:
       return metrics_text(out);
     case Endpoint::board_member_get:
-      return BoardHandlers{ctx.boards}.get_member(route.key, route.value, out);
+      return BoardHandlers{ctx, request}.get_member(route.key, route.value, out);
     case Endpoint::board_member_put:
-      return BoardHandlers{ctx.boards}.put_member(route.key, route.value, route.query, request.body,
-                                                  out);
+      return BoardHandlers{ctx, request}.put_member(route.key, route.value, route.query,
+                                                    request.body, out);
     case Endpoint::board_member_delete:
-      return BoardHandlers{ctx.boards}.delete_member(route.key, route.value, out);
+      return BoardHandlers{ctx, request}.delete_member(route.key, route.value, out);
     case Endpoint::board_top:
-      return BoardHandlers{ctx.boards}.top(route.key, route.query, out);
+      return BoardHandlers{ctx, request}.top(route.key, route.query, out);
     case Endpoint::board_around:
-      return BoardHandlers{ctx.boards}.around(route.key, route.value, route.query, out);
+      return BoardHandlers{ctx, request}.around(route.key, route.value, route.query, out);
     case Endpoint::board_get:
-      return BoardHandlers{ctx.boards}.get_board(route.key, out);
+      return BoardHandlers{ctx, request}.get_board(route.key, out);
     case Endpoint::board_delete:
-      return BoardHandlers{ctx.boards}.delete_board(route.key, out);
+      return BoardHandlers{ctx, request}.delete_board(route.key, out);
     case Endpoint::not_found:
       return fail(status::not_found, "no such path");
     case Endpoint::method_not_allowed:
@@ -368,20 +368,24 @@ HandlerResult Handlers::reset(std::string_view query, const RequestView& request
       return fail(status::bad_request, "unknown reset scope (want cache or all)");
     }
   }
-  if (!cache_only) ctx.boards.clear();  // memory only: gone before the answer, store or not
   if (ctx.tier == nullptr) {
+    if (!cache_only) ctx.boards.clear();
     ctx.cache.reset();
   } else if (cache_only) {
-    ctx.tier->reset_cache();
+    ctx.tier->reset_cache();  // the boards stay, in memory and in the store
   } else {
     auto slot = defer(request, DeferKind::barrier, out);
-    ctx.tier->reset([slot](const store::Status& s) {
-      slot->finish([s](ResponseWriter& w) -> HandlerResult {
-        if (!s.ok()) {
-          return {status::service_unavailable, s.message, {}, false};
-        }
-        w.no_content(status::no_content);
-        return {};
+    // The store is cleared while the registry is still locked against updates: a board row
+    // written after the boards were emptied is committed after the clear, never erased by it.
+    ctx.boards.clear([&] {
+      ctx.tier->reset([slot](const store::Status& s) {
+        slot->finish([s](ResponseWriter& w) -> HandlerResult {
+          if (!s.ok()) {
+            return {status::service_unavailable, s.message, {}, false};
+          }
+          w.no_content(status::no_content);
+          return {};
+        });
       });
     });
     return kDeferred;

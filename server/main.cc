@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
     srv.start();
     const auto ep = srv.local_endpoint();
     const bool v6 = ep.address().is_v6();
-    std::cout << server::describe(config) << "\n"
-              << "listening on " << (v6 ? "[" : "") << ep.address().to_string() << (v6 ? "]" : "")
+    std::cout << server::describe(config) << "\n";
+    if (!srv.boards_rebuilt().empty()) std::cout << srv.boards_rebuilt() << "\n";
+    std::cout << "listening on " << (v6 ? "[" : "") << ep.address().to_string() << (v6 ? "]" : "")
               << ":" << ep.port() << std::endl;
     int received = 0;
     while (sigwait(&shutdown_signals, &received) != 0) {

@@ -3,6 +3,8 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/strand.hpp>
+#include <chrono>
+#include <cstdio>
 #include <stdexcept>
 
 namespace server {
@@ -22,6 +24,7 @@ std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) 
   store::OpenOptions open;
   open.faults = faults;
   open.table = config.store_table;
+  open.board_table = config.store_board_table;
   open.connections = config.store_connections;
   std::unique_ptr<store::Store> s = store::open_store(config.store, open, error);
   if (!s) {
@@ -40,6 +43,33 @@ std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) 
   return std::make_unique<StoreTier>(cache, std::move(s), options);
 }
 
+// Rebuilds every board from the store's rows (store.hh, load_boards); returns the line that says
+// how long it took. Throws when the store cannot be read or the rows need more than
+// --board-maxmem: a server that starts with part of its boards would serve wrong ranks.
+std::string rebuild_boards(StoreTier& tier, boards::Registry& registry, std::size_t maxmem) {
+  const auto started = std::chrono::steady_clock::now();
+  std::uint64_t rows = 0, refused = 0;
+  const store::Status s = tier.load_boards([&](const store::BoardRow& row) {
+    ++rows;
+    if (!registry.restore(row.board, row.member, boards::Stored{row.score, row.seq})) ++refused;
+  });
+  if (!s.ok()) throw std::runtime_error("cannot rebuild the boards from the store: " + s.message);
+  if (refused > 0) {
+    throw std::runtime_error("the store holds " + std::to_string(rows) +
+                             " board members, more than --board-maxmem " + std::to_string(maxmem) +
+                             " bytes holds (" + std::to_string(refused) +
+                             " did not fit): raise --board-maxmem");
+  }
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  const boards::RegistryStats st = registry.stats();
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", ms);
+  return "boards rebuilt from the store: " + std::to_string(st.members) + " members in " +
+         std::to_string(st.boards) + " boards, " + std::to_string(st.bytes) + " bytes, in " + took +
+         " ms";
+}
+
 }  // namespace
 
 Server::Server(const Config& config)
@@ -49,6 +79,7 @@ Server::Server(const Config& config)
       tier_(open_tier(config_, cache_)),
       ctx_(config_, cache_, stats_) {
   ctx_.tier = tier_.get();
+  if (tier_) boards_rebuilt_ = rebuild_boards(*tier_, ctx_.boards, config_.board_maxmem);
 }
 
 Server::~Server() {

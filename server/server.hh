@@ -28,7 +28,8 @@ inline constexpr std::chrono::milliseconds kDrainTime{1500};
 class Server {
  public:
   // Throws std::invalid_argument from the cache, std::runtime_error when the store cannot be
-  // opened (the message is the one-line reason).
+  // opened or its boards cannot be rebuilt (the message is the one-line reason). With a store,
+  // the boards are rebuilt from its rows here, before anything listens.
   explicit Server(const Config& config);
   ~Server();
   Server(const Server&) = delete;
@@ -43,6 +44,9 @@ class Server {
                  // is closed (write-behind: after flushing every dirty write)
   // After stop(): dirty writes that could not be made durable (the store had failed).
   std::size_t unflushed() const { return unflushed_; }
+  // With a store: the line saying how the boards were rebuilt from it (members, boards, time),
+  // printed before the listening line; empty without a store.
+  const std::string& boards_rebuilt() const { return boards_rebuilt_; }
 
   ServerContext& context() { return ctx_; }
 
@@ -61,6 +65,7 @@ class Server {
   boost::asio::ip::tcp::endpoint endpoint_;
   bool stopped_ = false;
   std::size_t unflushed_ = 0;
+  std::string boards_rebuilt_;
 };
 
 }  // namespace server

@@ -14,6 +14,26 @@ std::size_t dirty_size(std::string_view key, std::string_view value) {
   return key.size() + value.size();
 }
 
+// A dirty board row's key (store_tier.hh): [board length][board][member], one string so one
+// hash map holds every board's rows.
+std::string row_key(std::string_view board, std::string_view member) {
+  std::string k;
+  k.reserve(1 + board.size() + member.size());
+  k.push_back(static_cast<char>(board.size()));  // 1..250
+  k.append(board);
+  k.append(member);
+  return k;
+}
+
+std::pair<std::string, std::string> split_row_key(std::string_view key) {
+  const std::size_t n = static_cast<unsigned char>(key[0]);
+  return {std::string(key.substr(1, n)), std::string(key.substr(1 + n))};
+}
+
+std::size_t row_size(std::string_view key) {
+  return key.size() + sizeof(double) + sizeof(std::uint64_t);
+}
+
 bool stored(cache::SetResult s) {
   return s == cache::SetResult::created || s == cache::SetResult::replaced;
 }
@@ -158,6 +178,74 @@ StoreTier::Outcome StoreTier::timeout_outcome() const {
                                                              : "; the write was not applied")};
 }
 
+// --- board rows ---------------------------------------------------------------------------------
+
+std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, WriteDone done) {
+  std::lock_guard lock(mu_);
+  if (options_.mode == WriteMode::behind) {
+    // Like a key write with room in the buffer, accepted even if the store has failed: it stays
+    // dirty (and is counted as lost at shutdown) rather than refused.
+    board_behind_locked(row);
+    return Outcome{Outcome::Kind::replaced, {}};
+  }
+  // Write-through: bounded like key writes (submit_through_locked), answered by the commit or
+  // at --store-timeout.
+  const std::size_t bytes = row.key.size() + row.member.size() + 16;
+  if (through_bytes_ > 0 && through_bytes_ + bytes > options_.max_dirty) {
+    ++write_errors_;
+    return Outcome{Outcome::Kind::error, "store backlog full: " + std::to_string(through_bytes_) +
+                                             " bytes of writes wait on the store (--max-dirty " +
+                                             std::to_string(options_.max_dirty) + ")"};
+  }
+  through_bytes_ += bytes;
+  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
+  std::vector<store::Write> batch;
+  batch.push_back(std::move(row));
+  store_->write(std::move(batch), [this, bytes, answer](store::WriteResult r) {
+    Outcome o{Outcome::Kind::replaced, {}};
+    {
+      std::lock_guard lock(mu_);
+      through_bytes_ -= bytes;
+      if (!r.status.ok()) {
+        o = Outcome{Outcome::Kind::error, "store write failed: " + r.status.message};
+        log_error_locked(o.error);
+      }
+    }
+    answer(o);
+  });
+  return std::nullopt;
+}
+
+void StoreTier::board_behind_locked(const store::Write& row) {
+  if (nothing_dirty_locked()) dirty_since_ = std::chrono::steady_clock::now();
+  const std::uint64_t version = ++dirty_version_;
+  if (row.kind == Kind::board_drop) {
+    // The drop supersedes every dirty row of the board (a scan: drops are rare).
+    const std::string prefix = row_key(row.key, {});
+    for (auto it = dirty_rows_.begin(); it != dirty_rows_.end();) {
+      if (it->first.starts_with(prefix)) {  // the length byte makes the prefix the board's
+        dirty_bytes_ -= row_size(it->first);
+        it = dirty_rows_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto [it, inserted] = dirty_drops_.try_emplace(row.key, version);
+    if (inserted) dirty_bytes_ += row.key.size();
+    it->second = version;
+    return;
+  }
+  std::string key = row_key(row.key, row.member);
+  const std::size_t size = row_size(key);
+  auto [it, inserted] = dirty_rows_.try_emplace(std::move(key));
+  if (inserted) dirty_bytes_ += size;
+  DirtyRow& d = it->second;
+  d.tombstone = row.kind == Kind::board_remove;
+  d.score = row.score;
+  d.seq = row.seq;
+  d.version = version;
+}
+
 // Write-through: the store decides (existed) and the cache follows once the commit succeeded.
 // Every cache entry came from a committed write or a fill, so the store alone says whether a
 // key existed.
@@ -261,7 +349,7 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key
                                                  std::string_view value) {
   std::string k(key);
   void_fills_locked(k);
-  if (dirty_.empty()) dirty_since_ = std::chrono::steady_clock::now();
+  if (nothing_dirty_locked()) dirty_since_ = std::chrono::steady_clock::now();
   auto [it, inserted] = dirty_.try_emplace(k);
   Dirty& d = it->second;
   const bool had_value = !inserted && !d.tombstone;
@@ -329,6 +417,8 @@ void StoreTier::reset(ResetDone done) {
   for (auto& [key, entry] : inflight_) entry->void_fill = true;
   inflight_.clear();  // later misses start fresh reads, ordered after the clear below
   dirty_.clear();
+  dirty_rows_.clear();
+  dirty_drops_.clear();
   dirty_bytes_ = 0;
   cache_.reset();
   // Under mu_: every write submitted before this point is committed before the clear, and
@@ -357,13 +447,13 @@ void StoreTier::flusher_main() {
     // the last flush ended: when flushes are slow (a loaded machine, a slow commit), a write
     // made during one then waits for at most the rest of a period, not a whole one more.
     const auto due =
-        dirty_.empty() ? std::chrono::steady_clock::now() + period : dirty_since_ + period;
+        nothing_dirty_locked() ? std::chrono::steady_clock::now() + period : dirty_since_ + period;
     flusher_wake_.wait_until(lock, due, [this] {
       return stopping_ || !waiting_.empty() || dirty_bytes_ >= options_.max_dirty / 2;
     });
     if (stopping_) break;
     drop_timed_out_waiting_locked();
-    if (!dirty_.empty()) {
+    if (!nothing_dirty_locked()) {
       // A failed flush (the store failed, or a transient error) is retried after a full
       // period, not at once: the dirty data is kept either way.
       if (!flush_once(lock)) flusher_wake_.wait_for(lock, period, [this] { return stopping_; });
@@ -382,8 +472,8 @@ void StoreTier::drop_timed_out_waiting_locked() {
 bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
   const auto snapshot_at = std::chrono::steady_clock::now();
   std::vector<store::Write> batch;
-  std::vector<std::pair<std::string, std::uint64_t>> versions;
-  batch.reserve(dirty_.size());
+  std::vector<std::pair<std::string, std::uint64_t>> versions, row_versions, drop_versions;
+  batch.reserve(dirty_.size() + dirty_drops_.size() + dirty_rows_.size());
   versions.reserve(dirty_.size());
   for (const auto& [key, d] : dirty_) {
     store::Write w;
@@ -392,6 +482,17 @@ bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
     w.value = d.value;
     batch.push_back(std::move(w));
     versions.emplace_back(key, d.version);
+  }
+  // Drops before rows: a row still dirty after its board's drop was written after the drop.
+  for (const auto& [board, version] : dirty_drops_) {
+    batch.push_back(store::Write::board_drop_rows(board));
+    drop_versions.emplace_back(board, version);
+  }
+  for (const auto& [key, row] : dirty_rows_) {
+    const auto [board, member] = split_row_key(key);
+    batch.push_back(row.tombstone ? store::Write::board_remove_row(board, member)
+                                  : store::Write::board_set_row(board, member, row.score, row.seq));
+    row_versions.emplace_back(key, row.version);
   }
   std::promise<store::WriteResult> committed;
   auto result = committed.get_future();
@@ -422,8 +523,22 @@ bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
         dirty_.erase(it);
       }
     }
+    for (const auto& [key, version] : row_versions) {
+      auto it = dirty_rows_.find(key);
+      if (it != dirty_rows_.end() && it->second.version == version) {
+        dirty_bytes_ -= row_size(key);
+        dirty_rows_.erase(it);
+      }
+    }
+    for (const auto& [board, version] : drop_versions) {
+      auto it = dirty_drops_.find(board);
+      if (it != dirty_drops_.end() && it->second == version) {
+        dirty_bytes_ -= board.size();
+        dirty_drops_.erase(it);
+      }
+    }
     // What is left was written after the snapshot.
-    if (!dirty_.empty()) dirty_since_ = std::max(dirty_since_, snapshot_at);
+    if (!nothing_dirty_locked()) dirty_since_ = std::max(dirty_since_, snapshot_at);
   } else {
     log_error_locked("write-behind flush failed, dirty writes kept: " + r.status.message);
   }
@@ -477,8 +592,8 @@ std::size_t StoreTier::shutdown() {
   if (options_.mode == WriteMode::behind) {
     admit_and_answer(lock, true);
     // Bounded: a store that does not answer must not hold the process's exit.
-    if (!dirty_.empty()) flush_once(lock, true);
-    lost = dirty_.size();
+    if (!nothing_dirty_locked()) flush_once(lock, true);
+    lost = dirty_.size() + dirty_rows_.size() + dirty_drops_.size();
   }
   closed_ = true;
   lock.unlock();
@@ -492,7 +607,7 @@ TierStats StoreTier::stats() const {
   t.store = store_->stats();
   std::lock_guard lock(mu_);
   t.dirty_bytes = dirty_bytes_;
-  t.dirty_items = dirty_.size();
+  t.dirty_items = dirty_.size() + dirty_rows_.size() + dirty_drops_.size();
   t.readthrough_fills = fills_;
   t.write_errors = write_errors_;
   return t;

@@ -15,6 +15,12 @@
 //   than flush_interval unless a commit itself takes longer. The dirty buffer is authoritative
 //   over the store for reads, so a dirty entry evicted from the cache is never lost. Past
 //   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room.
+// - Board rows (board_write): the leaderboards' durability. Their caller (the boards' ChangeSink)
+//   calls under the board's lock, so one board's rows reach the store in the order they were
+//   applied in memory. Write-through submits the row and answers after its commit; write-behind
+//   keeps it in the dirty board buffer (coalesced per (board, member); a dropped board replaces
+//   its rows), flushed with the key buffer, and answers at once. Board rows never wait for room:
+//   their number is bounded by --board-maxmem's members, plus the removals of one flush period.
 // - Reset: the cache, the dirty buffer and the store are emptied; in-flight fills are void.
 // - Timeout (--store-timeout): a request that has waited that long on the store is answered 503
 //   (store_deadline.hh). A write answered so may still take effect: its commit may have been
@@ -106,6 +112,18 @@ class StoreTier {
   std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done);
   std::optional<Outcome> del(std::string_view key, WriteDone done);
 
+  // A board row (store::Write::Kind::board_set, board_remove, board_drop). Write-through: returns
+  // nullopt and calls done after the commit (kind replaced) or with an error (503); write-behind:
+  // returns Outcome{replaced} at once. Only the error kind matters to the caller.
+  std::optional<Outcome> board_write(store::Write row, WriteDone done);
+
+  // Startup only, before any board_write: every board row in the store (store.hh).
+  [[nodiscard]] store::Status load_boards(const store::BoardVisitor& visit) {
+    return store_->load_boards(visit);
+  }
+  // The store's own board reads (--board-source store), or nullptr.
+  store::BoardSource* board_source() { return store_->board_source(); }
+
   // POST /reset: empties the cache, the dirty buffer and the store (durably), then done.
   void reset(ResetDone done);
   // POST /reset?scope=cache: empties only the cache (dirty writes stay pending and are flushed).
@@ -129,6 +147,12 @@ class StoreTier {
     std::uint64_t version = 0;  // tells a rewrite during a flush from the flushed state
   };
   using Answer = StoreDeadline::Answer<Outcome>;
+  struct DirtyRow {  // write-behind: the latest state of one board row not yet durable
+    double score = 0;
+    std::uint64_t seq = 0;
+    bool tombstone = false;
+    std::uint64_t version = 0;
+  };
   struct Waiting {  // a write-behind write waiting for room under max_dirty
     Kind kind;
     std::string key;
@@ -147,6 +171,10 @@ class StoreTier {
   std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
                                        const Answer& done);
   bool fits_locked(std::string_view key, std::string_view value) const;
+  bool nothing_dirty_locked() const {
+    return dirty_.empty() && dirty_rows_.empty() && dirty_drops_.empty();
+  }
+  void board_behind_locked(const store::Write& row);
   bool store_failed_locked() const;
   Outcome apply_dirty_locked(Kind kind, std::string_view key, std::string_view value);
   // `claimed`: the caller has claimed `done` already (an admitted waiting write).
@@ -179,6 +207,9 @@ class StoreTier {
   KeyMap<std::shared_ptr<Inflight>> inflight_;
   KeyMap<std::uint32_t> pending_writes_;  // write-through: submitted, not yet applied
   KeyMap<Dirty> dirty_;
+  // Write-behind board rows: key [board length byte][board][member] (row_key in the .cc).
+  KeyMap<DirtyRow> dirty_rows_;
+  KeyMap<std::uint64_t> dirty_drops_;  // boards dropped since the last flush -> version
   std::deque<Waiting> waiting_;
   std::size_t dirty_bytes_ = 0;
   // When the oldest write still in dirty_ was made (at most: after a flush, the snapshot's time).

@@ -1,18 +1,24 @@
 // postgres_store.hh — PostgresStore, the Store over a PostgreSQL table reached with libpq
 // (store.hh is the contract; store/README.md, "The PostgreSQL store", has the design).
 //
-// Schema: <table>(key bytea primary key, value bytea not null, updated_at timestamptz), created
-// by open() if missing. Durability is PostgreSQL's: an ok write is in a committed transaction
-// (fsync'ed WAL with the server's default fsync=on, synchronous_commit=on).
+// Schema: <table>(key bytea primary key, value bytea not null, updated_at timestamptz) and
+// <board_table>(board bytea, member bytea, score double precision, seq bigint, primary key
+// (board, member)) with an index on (board, score DESC, seq), created by open() if missing.
+// Durability is PostgreSQL's: an ok write is in a committed transaction (fsync'ed WAL with the
+// server's default fsync=on, synchronous_commit=on).
 //
 // Threads (all owned, all joined by close()); each connection belongs to one thread:
 // - one committer, on the writer connection: takes every write()/clear() queued since its last
-//   commit, coalesces each key to its last op (segment by segment between clears) and sends the
-//   whole group as ONE pipeline: BEGIN, [SELECT ... FOR UPDATE for want_existed], per segment
-//   [TRUNCATE] one multi-row upsert and one DELETE, COMMIT, Sync: one round trip per group.
+//   commit, coalesces each key and each board row to its last op (segment by segment between
+//   clears) and sends the whole group as ONE pipeline: BEGIN, [SELECT ... FOR UPDATE for
+//   want_existed], per segment [TRUNCATE of both tables], one DELETE of the dropped boards, one
+//   multi-row upsert and one DELETE of board rows, one multi-row upsert and one DELETE of keys,
+//   COMMIT, Sync: one round trip per group.
 // - one completer: runs write callbacks in commit order (as RocksStore's).
 // - connections-1 readers: each takes every read queued so far and serves them with one
-//   `SELECT key, value ... WHERE key = ANY($1)`.
+//   `SELECT key, value ... WHERE key = ANY($1)`, and one board read (BoardSource) at a time, each
+//   one SQL statement (one round trip).
+// load_boards() runs on the caller's thread, over a connection of its own (binary COPY).
 // - a timer thread: delayed reads (fault injection) and operations started after close().
 // Connection loss is not sticky (unlike RocksStore's failed sync): the group in flight completes
 // with io_error ("commit outcome unknown"), the thread reconnects with exponential backoff
@@ -29,6 +35,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,15 +55,17 @@ class PgConnection;
 struct PostgresOptions {
   std::string conninfo;  // a libpq keyword/value string or a postgresql:// URI, passed as is
   std::string table = "kv";
+  std::string board_table = "leaderboard";
   int connections = 4;                      // >= 2: one writer, the rest readers
   std::chrono::milliseconds read_delay{0};  // fault injection: see Faults
 };
 
-class PostgresStore final : public Store {
+class PostgresStore final : public Store, public BoardSource {
  public:
   // Connects every connection and creates the table if missing, or returns nullptr and a
-  // one-line error: bad options (connections < 2, empty table), the server cannot be reached or
-  // refuses the login, the table cannot be created (privileges, ...).
+  // one-line error: bad options (connections < 2, empty table name), the server cannot be
+  // reached or refuses the login, a table cannot be created (privileges, ...) or has another
+  // shape.
   [[nodiscard]] static std::unique_ptr<PostgresStore> open(const PostgresOptions& options,
                                                            std::string& error);
   struct OpenKey {  // only open() can construct (it connects first)
@@ -64,6 +74,7 @@ class PostgresStore final : public Store {
     OpenKey() = default;
   };
   PostgresStore(OpenKey, const PostgresOptions& options, std::string quoted_table,
+                std::string quoted_board_table,
                 std::vector<std::unique_ptr<detail::PgConnection>> connections);
   ~PostgresStore() override;
 
@@ -71,8 +82,19 @@ class PostgresStore final : public Store {
   void read(std::string key, ReadDone done) override;
   void write(std::vector<Write> batch, WriteDone done) override;
   void clear(ClearDone done) override;
+  [[nodiscard]] Status load_boards(const BoardVisitor& visit) override;
+  BoardSource* board_source() override { return this; }
   void close() override;
   StoreStats stats() const override;
+
+  // BoardSource: each call is one SQL statement on a reader connection (store/README.md, "Board
+  // rows in PostgreSQL").
+  void board_top(std::string board, std::uint64_t offset, std::uint64_t n,
+                 BoardPageDone done) override;
+  void board_member(std::string board, std::string member, BoardPageDone done) override;
+  void board_around(std::string board, std::string member, std::uint64_t n,
+                    BoardPageDone done) override;
+  void board_info(std::string board, BoardPageDone done) override;
 
   // Tests only (as RocksStore's): after committing the next group it takes, the committer waits
   // until release_committer() (or close()), so everything submitted meanwhile forms one group.
@@ -83,6 +105,16 @@ class PostgresStore final : public Store {
   struct ReadOp {
     std::string key;
     ReadDone done;
+    std::chrono::steady_clock::time_point issued;
+  };
+  struct BoardOp {
+    enum class Kind : std::uint8_t { top, member, around, info };
+    Kind kind = Kind::top;
+    std::string board;
+    std::string member;        // member, around
+    std::uint64_t offset = 0;  // top
+    std::uint64_t n = 0;       // top, around
+    BoardPageDone done;
     std::chrono::steady_clock::time_point issued;
   };
   struct WriteOp {  // a write() batch, or a clear() when is_clear
@@ -100,6 +132,10 @@ class PostgresStore final : public Store {
   void commit_group(std::vector<WriteOp>& group);
   void reader_main(detail::PgConnection& conn);
   void serve_reads(detail::PgConnection& conn, std::vector<ReadOp>& reads);
+  template <class Exec>
+  Status run_read(detail::PgConnection& conn, Exec exec);
+  void enqueue_board(BoardOp op);
+  void serve_board(detail::PgConnection& conn, BoardOp& op);
   void complete_write(WriteOp& op, Status status, std::vector<bool> existed);
   void enqueue_write(WriteOp op);
   void complete_closed(WriteOp op);
@@ -110,7 +146,9 @@ class PostgresStore final : public Store {
   void mark_lost(detail::PgConnection& conn, const std::string& why);
 
   const std::chrono::milliseconds read_delay_;
+  const std::string conninfo_;                                // load_boards' own connection
   const std::string table_;                                   // quoted identifier
+  const std::string board_table_;                             // quoted identifier
   std::vector<std::unique_ptr<detail::PgConnection>> conns_;  // [0]: writer, rest: readers
   std::unique_ptr<detail::TimerThread> timer_;
 
@@ -129,6 +167,7 @@ class PostgresStore final : public Store {
   std::mutex read_mu_;
   std::condition_variable read_cv_;
   std::vector<ReadOp> read_queue_;
+  std::deque<BoardOp> board_queue_;  // one per reader at a time, in arrival order
   bool read_stopping_ = false;
 
   std::mutex close_mu_;  // serializes close(); held for its whole duration

@@ -7,6 +7,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 #include <rocksdb/perf_level.h>
@@ -14,6 +15,9 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
@@ -122,6 +126,55 @@ bool key_ok(std::string_view key) {
   return !key.empty() && key.size() <= kMaxKey;
 }
 
+bool is_board_op(const Write& w) {
+  return w.kind != Write::Kind::put && w.kind != Write::Kind::del;
+}
+
+// Board rows (rocksdb_store.hh): key [board length][board][member], value score bits + seq.
+constexpr const char* kBoardsFamily = "boards";
+// Every board row key starts with its board's length, 1..250: all sort below "\xff".
+const std::string kEndOfBoardRows(1, '\xff');
+
+std::string board_prefix(std::string_view board) {
+  std::string k;
+  k.reserve(1 + board.size());
+  k.push_back(static_cast<char>(board.size()));
+  k.append(board);
+  return k;
+}
+
+std::string board_row_key(std::string_view board, std::string_view member) {
+  std::string k = board_prefix(board);
+  k.append(member);
+  return k;
+}
+
+// The first key after every key that starts with prefix (prefix never is all 0xFF bytes: its
+// first byte is a length of at most 250).
+std::string prefix_end(std::string prefix) {
+  while (static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
+  prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+  return prefix;
+}
+
+void put_le64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_le64(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+std::string board_row_value(double score, std::uint64_t seq) {
+  std::string v;
+  v.reserve(16);
+  put_le64(v, std::bit_cast<std::uint64_t>(score));
+  put_le64(v, seq);
+  return v;
+}
+
 }  // namespace
 
 // --- open / close ----------------------------------------------------------------------------
@@ -139,22 +192,31 @@ std::unique_ptr<RocksStore> RocksStore::open(const RocksOptions& options, std::s
   }
   std::unique_ptr<rocksdb::Env> env;
   if (options.file_system) env = rocksdb::NewCompositeEnv(options.file_system);
+  rocksdb::Options db_options = make_options(env ? env.get() : rocksdb::Env::Default());
+  db_options.create_missing_column_families = true;  // "boards", in a database made before it
+  const rocksdb::ColumnFamilyOptions family_options(db_options);
+  const std::vector<rocksdb::ColumnFamilyDescriptor> families{
+      {rocksdb::kDefaultColumnFamilyName, family_options}, {kBoardsFamily, family_options}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  const rocksdb::Status s = rocksdb::DB::Open(
-      make_options(env ? env.get() : rocksdb::Env::Default()), options.path, &raw);
+  const rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, families, &handles, &raw);
   std::unique_ptr<rocksdb::DB> db(raw);
   if (!s.ok()) {
     error = open_error(options.path, s);
     return nullptr;
   }
-  return std::make_unique<RocksStore>(OpenKey{}, options, std::move(env), std::move(db));
+  // The default family's handle is the DB's own; only the boards' is kept (and destroyed).
+  (void)db->DestroyColumnFamilyHandle(handles[0]);
+  return std::make_unique<RocksStore>(OpenKey{}, options, std::move(env), std::move(db),
+                                      handles[1]);
 }
 
 RocksStore::RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<rocksdb::Env> env,
-                       std::unique_ptr<rocksdb::DB> db)
+                       std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* boards)
     : read_delay_(options.read_delay),
       env_(std::move(env)),
       db_(std::move(db)),
+      boards_(boards),
       timer_(std::make_unique<detail::TimerThread>()) {
   completer_ = std::thread([this] { completer_main(); });
   committer_ = std::thread([this] { committer_main(); });
@@ -188,7 +250,9 @@ void RocksStore::close() {
   complete_cv_.notify_all();
   completer_.join();  // after the committer: every group it committed is answered first
   for (auto& r : readers_) r.join();
-  timer_->drain();     // delayed reads issued before close()
+  timer_->drain();  // delayed reads issued before close()
+  (void)db_->DestroyColumnFamilyHandle(boards_);
+  boards_ = nullptr;
   (void)db_->Close();  // WAL already synced by every commit; a failed store may report its error
   db_.reset();
   env_.reset();
@@ -231,8 +295,23 @@ void RocksStore::write(std::vector<Write> batch, WriteDone done) {
   op.on_write = std::move(done);
   for (const Write& w : op.batch) {
     if (!key_ok(w.key)) {
-      op.refused = "store write refused: a key must be 1.." + std::to_string(kMaxKey) +
-                   " bytes (got " + std::to_string(w.key.size()) + ")";
+      op.refused = std::string("store write refused: a ") + (is_board_op(w) ? "board" : "key") +
+                   " must be 1.." + std::to_string(kMaxKey) + " bytes (got " +
+                   std::to_string(w.key.size()) + ")";
+      break;
+    }
+    if ((w.kind == Write::Kind::board_set || w.kind == Write::Kind::board_remove) &&
+        !key_ok(w.member)) {
+      op.refused = "store write refused: a member must be 1.." + std::to_string(kMaxKey) +
+                   " bytes (got " + std::to_string(w.member.size()) + ")";
+      break;
+    }
+    if (w.kind == Write::Kind::board_set && !std::isfinite(w.score)) {
+      op.refused = "store write refused: a board score must be finite";
+      break;
+    }
+    if (w.kind == Write::Kind::board_set && w.seq > static_cast<std::uint64_t>(INT64_MAX)) {
+      op.refused = "store write refused: a board seq must be below 2^63";
       break;
     }
   }
@@ -375,6 +454,7 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
         continue;
       }
       for (const Write& w : op.batch) {
+        if (is_board_op(w)) continue;
         if (!cleared && touched.insert(w.key).second && w.want_existed) lookup.emplace_back(w.key);
       }
     }
@@ -419,14 +499,35 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
   bool cleared = false;
   std::uint64_t ops = 0;
   std::vector<const Write*> segment;
+  // Board ops sort after key ops, by board: the stable sort keeps every board's ops (a drop and
+  // the sets after it included) in their order.
   auto emit_segment = [&] {
-    std::stable_sort(segment.begin(), segment.end(),
-                     [](const Write* a, const Write* b) { return a->key < b->key; });
+    std::stable_sort(segment.begin(), segment.end(), [](const Write* a, const Write* b) {
+      const bool a_board = is_board_op(*a);
+      const bool b_board = is_board_op(*b);
+      if (a_board != b_board) return b_board;
+      return a->key < b->key;
+    });
     for (const Write* w : segment) {
-      if (w->kind == Write::Kind::put) {
-        wb.Put(w->key, w->value);
-      } else {
-        wb.Delete(w->key);
+      switch (w->kind) {
+        case Write::Kind::put:
+          wb.Put(w->key, w->value);
+          break;
+        case Write::Kind::del:
+          wb.Delete(w->key);
+          break;
+        case Write::Kind::board_set:
+          wb.Put(boards_, board_row_key(w->key, w->member), board_row_value(w->score, w->seq));
+          break;
+        case Write::Kind::board_remove:
+          wb.Delete(boards_, board_row_key(w->key, w->member));
+          break;
+        case Write::Kind::board_drop: {
+          std::string begin = board_prefix(w->key);
+          std::string end = prefix_end(begin);
+          wb.DeleteRange(boards_, begin, end);
+          break;
+        }
       }
     }
     segment.clear();
@@ -437,6 +538,7 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
     if (op.is_clear) {
       emit_segment();
       wb.DeleteRange(rocksdb::Slice(), kEndOfKeys);
+      wb.DeleteRange(boards_, rocksdb::Slice(), kEndOfBoardRows);
       now.clear();
       cleared = true;
       continue;
@@ -444,14 +546,14 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
     existed[g].assign(op.batch.size(), false);
     for (std::size_t i = 0; i < op.batch.size(); ++i) {
       const Write& w = op.batch[i];
-      if (w.want_existed) {
+      if (w.want_existed && !is_board_op(w)) {  // (board ops have no "existed")
         if (auto it = now.find(w.key); it != now.end()) {
           existed[g][i] = it->second;
         } else if (!cleared) {
           existed[g][i] = in_db.at(w.key);
         }
       }
-      if (any_want_existed) now[w.key] = w.kind == Write::Kind::put;
+      if (any_want_existed && !is_board_op(w)) now[w.key] = w.kind == Write::Kind::put;
       segment.push_back(&w);
       ++ops;
     }
@@ -484,6 +586,36 @@ void RocksStore::commit_group(std::vector<WriteOp>& group) {
       complete_write(op, result, std::move(existed[g]));
     }
   }
+}
+
+// --- boards at startup ------------------------------------------------------------------------
+
+Status RocksStore::load_boards(const BoardVisitor& visit) {
+  std::lock_guard lock(close_mu_);  // held throughout: a concurrent close() waits for the load
+  if (closed_) return {Code::closed, "store closed"};
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;  // one pass over everything: keep the block cache for the hot reads
+  ro.readahead_size = 2 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, boards_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    const rocksdb::Slice v = it->value();
+    const std::size_t board_len = k.size() > 0 ? static_cast<unsigned char>(k[0]) : 0;
+    if (board_len == 0 || k.size() < 2 + board_len || v.size() != 16) {
+      return {Code::io_error, "rocksdb: a malformed board row (" + std::to_string(k.size()) +
+                                  "-byte key, " + std::to_string(v.size()) + "-byte value)"};
+    }
+    BoardRow row;
+    row.board = std::string_view(k.data() + 1, board_len);
+    row.member = std::string_view(k.data() + 1 + board_len, k.size() - 1 - board_len);
+    row.score = std::bit_cast<double>(get_le64(v.data()));
+    row.seq = get_le64(v.data() + 8);
+    visit(row);
+  }
+  if (!it->status().ok()) {
+    return {Code::io_error, "rocksdb: reading the board rows failed: " + it->status().ToString()};
+  }
+  return {};
 }
 
 // --- reads -----------------------------------------------------------------------------------

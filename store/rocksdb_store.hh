@@ -13,6 +13,10 @@
 //   op after op), so the next commit's sync overlaps them rather than waiting for them.
 // - kReaders readers: each takes every read queued so far and serves them with one MultiGet.
 // - a timer thread: delayed reads (fault injection) and operations started after close().
+// Board rows live in their own column family, "boards" (created on first open), keyed by
+// [board length: 1 byte][board][member] so that a board's rows are one key range (board_drop is
+// one DeleteRange); the value is the score's IEEE-754 bits then the seq, 8 bytes each,
+// little-endian.
 // Sticky failure: a commit that fails (IO error, failed sync, no space) fails its whole group,
 // marks the store failed (stats().failed, last_error) and every later write/clear completes
 // with Code::failed without touching the disk. The sync is never retried. Reads keep working.
@@ -30,6 +34,7 @@
 #include "store/store.hh"
 
 namespace rocksdb {
+class ColumnFamilyHandle;
 class DB;
 class Env;
 class FileSystem;
@@ -62,13 +67,14 @@ class RocksStore final : public Store {
     OpenKey() = default;
   };
   RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<rocksdb::Env> env,
-             std::unique_ptr<rocksdb::DB> db);
+             std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* boards);
   ~RocksStore() override;
 
   const char* scheme() const override { return "rocksdb"; }
   void read(std::string key, ReadDone done) override;
   void write(std::vector<Write> batch, WriteDone done) override;
   void clear(ClearDone done) override;
+  [[nodiscard]] Status load_boards(const BoardVisitor& visit) override;
   void close() override;
   StoreStats stats() const override;
 
@@ -108,6 +114,7 @@ class RocksStore final : public Store {
   const std::chrono::milliseconds read_delay_;
   std::unique_ptr<rocksdb::Env> env_;  // outlives db_ (declared before it)
   std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* boards_;  // the "boards" column family; owned, destroyed by close()
   std::unique_ptr<detail::TimerThread> timer_;
 
   std::mutex write_mu_;

@@ -70,6 +70,7 @@ std::unique_ptr<Store> open_postgres(std::string_view conninfo, const OpenOption
   PostgresOptions options;
   options.conninfo = std::string(conninfo);
   options.table = o.table;
+  options.board_table = o.board_table;
   options.connections = o.connections;
   options.read_delay = o.faults.read_delay;
   return PostgresStore::open(options, error);

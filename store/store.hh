@@ -60,12 +60,92 @@ struct ReadResult {
   std::string value;  // empty unless ok
 };
 
+// One op of a write batch. Keys and board rows live apart: a board named "x" and the key "x"
+// never touch each other. Board rows are (board, member) -> (score, seq), what a leaderboard needs
+// to be rebuilt in the same order (boards/board.hh: ties rank by arrival, seq).
 struct Write {
-  enum class Kind : std::uint8_t { put, del };
+  enum class Kind : std::uint8_t {
+    put,           // key := value
+    del,           // key removed (absent: nothing happens)
+    board_set,     // the row (key = board, member) := (score, seq), inserted or replaced
+    board_remove,  // the row (key = board, member) removed (absent: nothing happens)
+    board_drop,    // every row of the board `key` removed
+  };
   Kind kind = Kind::put;
-  std::string key;
+  std::string key;            // the key, or for board_* the board name (1..250 bytes either way)
   std::string value;          // put only
-  bool want_existed = false;  // ask whether the key had a value just before this op
+  bool want_existed = false;  // put/del only: ask whether the key had a value just before this op
+  std::string member;         // board_set, board_remove: 1..250 bytes
+  double score = 0;           // board_set: finite
+  std::uint64_t seq = 0;      // board_set: the member's arrival number in its board (< 2^63)
+
+  static Write board_set_row(std::string board, std::string member, double score,
+                             std::uint64_t seq) {
+    Write w;
+    w.kind = Kind::board_set;
+    w.key = std::move(board);
+    w.member = std::move(member);
+    w.score = score;
+    w.seq = seq;
+    return w;
+  }
+  static Write board_remove_row(std::string board, std::string member) {
+    Write w;
+    w.kind = Kind::board_remove;
+    w.key = std::move(board);
+    w.member = std::move(member);
+    return w;
+  }
+  static Write board_drop_rows(std::string board) {
+    Write w;
+    w.kind = Kind::board_drop;
+    w.key = std::move(board);
+    return w;
+  }
+};
+
+// A board row, as load_boards() hands it out (views valid during the visit only).
+struct BoardRow {
+  std::string_view board;
+  std::string_view member;
+  double score = 0;
+  std::uint64_t seq = 0;
+};
+using BoardVisitor = std::function<void(const BoardRow&)>;
+
+// Board reads answered by the store itself (--board-source store): the database-only baseline
+// the in-memory boards are measured against. Ranks are 1-based, highest score first, equal
+// scores by seq ascending (boards/board.hh's order).
+struct BoardEntry {
+  std::uint64_t rank = 0;
+  std::string member;
+  double score = 0;
+};
+struct BoardPage {
+  // ok; not_found with message "board not found" or "member not found"; io_error; closed.
+  Status status;
+  std::uint64_t members = 0;        // the board's member count (top, around, info)
+  std::vector<BoardEntry> entries;  // top: ranks offset+1..; around: the window; member: one
+  double top_score = 0;             // info only
+  double bottom_score = 0;          // info only
+};
+using BoardPageDone = std::function<void(BoardPage)>;
+
+// Every call completes once through done, on a thread the store owns (never inline), like
+// Store's reads, and sees every board write whose callback has run.
+class BoardSource {
+ public:
+  virtual ~BoardSource() = default;
+  // Ranks offset+1 .. offset+n (n >= 1): entries, and members. Past the end: no entries.
+  virtual void board_top(std::string board, std::uint64_t offset, std::uint64_t n,
+                         BoardPageDone done) = 0;
+  // One member: entries[0] holds its rank and score (members is not filled).
+  virtual void board_member(std::string board, std::string member, BoardPageDone done) = 0;
+  // The members ranked rank(member)-n .. rank(member)+n, clipped at the board's ends; members.
+  virtual void board_around(std::string board, std::string member, std::uint64_t n,
+                            BoardPageDone done) = 0;
+  // members, top_score, bottom_score (no entries).
+  virtual void board_info(std::string board, BoardPageDone done) = 0;
 };
 
 struct WriteResult {
@@ -104,15 +184,25 @@ class Store {
 
   // Completes with ok and the value, not_found, io_error, or closed.
   virtual void read(std::string key, ReadDone done) = 0;
-  // Completes with ok (every op durable), io_error (an engine error, or a key not 1..250 bytes:
-  // then only this batch is refused and the store is not failed), no_space, failed (sticky, see
-  // above), or closed. An empty batch completes ok without a commit.
+  // Completes with ok (every op durable), io_error (an engine error, or a key, board or member
+  // not 1..250 bytes, a board score not finite, a seq of 2^63 or more: then only this batch is
+  // refused and the store is not failed), no_space, failed (sticky, see above), or closed. An
+  // empty batch completes ok without a commit.
   virtual void write(std::vector<Write> batch, WriteDone done) = 0;
-  // Removes every key, durably, then calls done. Ordered with write(): writes queued before it
+  // Removes every key and every board row, durably, then calls done. Ordered with write():
+  // writes queued before it
   // are applied before it, writes queued after it after it (a clear is an op of the group
   // commit, so it may share one commit with them). Completes like a write: ok, io_error,
   // no_space, failed or closed.
   virtual void clear(ClearDone done) = 0;
+
+  // Calls visit for every board row, in no particular order, on the calling thread, and
+  // returns when all were visited (ok) or on the first error (io_error, closed). For startup:
+  // call it before any write; rows written meanwhile may or may not be seen.
+  [[nodiscard]] virtual Status load_boards(const BoardVisitor& visit) = 0;
+
+  // The store's own board reads, or nullptr when it has none (RocksStore).
+  virtual BoardSource* board_source() { return nullptr; }
 
   // Completes every queued operation (committing queued writes), then stops the store's
   // threads. Idempotent. Operations started after close() complete with Code::closed.
@@ -146,9 +236,10 @@ struct Faults {
 
 // What open_store needs beyond the URI. Fields a scheme does not use are ignored.
 struct OpenOptions {
-  Faults faults;             // postgres: only read_delay (other faults are refused)
-  std::string table = "kv";  // postgres: the table (created if missing)
-  int connections = 4;       // postgres: pool size, >= 2 (one writer, the rest readers)
+  Faults faults;                            // postgres: only read_delay (other faults are refused)
+  std::string table = "kv";                 // postgres: the table (created if missing)
+  std::string board_table = "leaderboard";  // postgres: the boards' table (created if missing)
+  int connections = 4;  // postgres: pool size, >= 2 (one writer, the rest readers)
 };
 
 // Opens the store a URI names:

@@ -1,13 +1,18 @@
 // registry_test.cc — Registry: boards appear with their first member and go with their last,
 // the byte budget refuses new members (and new boards) beyond it and frees what removals give
-// back, and concurrent updates, reads and removals of one board stay consistent (run under TSan
-// in CI).
+// back, concurrent updates, reads and removals of one board stay consistent (run under TSan
+// in CI), and the ChangeSink sees every change in the order it was applied, so that replaying
+// its rows (as a restart does through restore) rebuilds the same boards.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "boards/registry.hh"
@@ -145,6 +150,143 @@ TEST(Registry, ConcurrentUpdatesReadsAndRemovalsOfOneBoard) {
   } else {
     EXPECT_GT(s.bytes, bytes);  // members plus the board's own cost
   }
+}
+
+// --- the ChangeSink and restore ------------------------------------------------------------------
+
+// Applies what the sink is told to a model of the store's rows, as the server's store does.
+struct RowLog final : boards::ChangeSink {
+  std::mutex mu;  // the sink is called under one board's lock; boards may call it concurrently
+  std::map<std::pair<std::string, std::string>, boards::Stored> rows;
+  std::size_t calls = 0;
+  void member_set(std::string_view b, std::string_view m, const boards::Stored& row) override {
+    std::lock_guard lock(mu);
+    ++calls;
+    rows[{std::string(b), std::string(m)}] = row;
+  }
+  void member_removed(std::string_view b, std::string_view m) override {
+    std::lock_guard lock(mu);
+    ++calls;
+    rows.erase({std::string(b), std::string(m)});
+  }
+  void board_removed(std::string_view b) override {
+    std::lock_guard lock(mu);
+    ++calls;
+    std::erase_if(rows, [&](const auto& kv) { return kv.first.first == b; });
+  }
+};
+
+// Every member of every board, in rank order: (board, rank, member, score).
+std::vector<std::tuple<std::string, std::size_t, std::string, double>> everything(
+    const Registry& r, const std::vector<std::string>& names) {
+  std::vector<std::tuple<std::string, std::size_t, std::string, double>> out;
+  for (const auto& name : names) {
+    r.read(name, [&](const Board& b) {
+      b.for_ranks(1, b.size(), [&](const boards::Ranked& e) {
+        out.emplace_back(name, e.rank, std::string(e.member), e.score);
+      });
+    });
+  }
+  return out;
+}
+
+TEST(RegistrySink, TellsEveryChangeAndNothingForRefusedOnes) {
+  Registry r(4096);
+  RowLog log;
+  ASSERT_EQ(r.update("b", "a", Op::set, 1, &log).status, Status::ok);
+  ASSERT_EQ(r.update("b", "a", Op::best, 0, &log).status, Status::ok);  // kept: told again
+  EXPECT_EQ(log.calls, 2u);
+  EXPECT_EQ(log.rows.at({"b", "a"}).score, 1);
+  EXPECT_EQ(r.update("b", "a", Op::incr, std::numeric_limits<double>::max(), &log).status,
+            Status::ok);
+  EXPECT_EQ(r.update("b", "a", Op::incr, std::numeric_limits<double>::max(), &log).status,
+            Status::not_finite);
+  EXPECT_EQ(log.calls, 3u);
+  for (int i = 0; i < 100; ++i) r.update("b", numbered("m", i), Op::set, i, &log);  // some 507
+  const std::size_t told = log.rows.size();
+  EXPECT_EQ(told, r.stats().members);
+  EXPECT_LT(told, 101u);
+  EXPECT_FALSE(r.remove_member("b", "nobody", &log));
+  EXPECT_EQ(r.remove_member("b", "a", &log), 1u);  // DBL_MAX: it ranks first
+  EXPECT_FALSE(log.rows.contains({"b", "a"}));
+  EXPECT_TRUE(r.remove_board("b", &log));
+  EXPECT_TRUE(log.rows.empty());
+  bool cleared = false;
+  r.clear([&] { cleared = true; });
+  EXPECT_TRUE(cleared);
+}
+
+TEST(RegistrySink, RestoringTheRowsRebuildsTheSameBoards) {
+  Registry r;
+  RowLog log;
+  const std::vector<std::string> names{"x", "y", "z"};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 5000; ++i) {
+    const std::string& b = names[rng() % 3];
+    const std::string m = numbered("m", rng() % 50);
+    const int what = static_cast<int>(rng() % 20);
+    if (what < 14) {
+      r.update(b, m, static_cast<Op>(rng() % 3), static_cast<double>(rng() % 5), &log);
+    } else if (what < 19) {
+      r.remove_member(b, m, &log);
+    } else {
+      r.remove_board(b, &log);
+    }
+  }
+  Registry rebuilt;
+  for (const auto& [key, row] : log.rows) ASSERT_TRUE(rebuilt.restore(key.first, key.second, row));
+  EXPECT_EQ(everything(rebuilt, names), everything(r, names));
+  EXPECT_EQ(rebuilt.stats().members, r.stats().members);
+  EXPECT_EQ(rebuilt.stats().bytes, r.stats().bytes);
+  // Later arrivals number above every restored one in both: the same tie order again.
+  for (const auto& b : names) {
+    r.update(b, "late", Op::set, 2, &log);
+    rebuilt.update(b, "late", Op::set, 2);
+  }
+  EXPECT_EQ(everything(rebuilt, names), everything(r, names));
+}
+
+TEST(RegistrySink, RestoreRespectsTheBudget) {
+  Registry r(2048);
+  std::size_t restored = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (r.restore("b", numbered("member-", i),
+                  boards::Stored{1.0, static_cast<std::uint64_t>(i)})) {
+      ++restored;
+    }
+  }
+  EXPECT_GT(restored, 0u);
+  EXPECT_LT(restored, 100u);
+  EXPECT_EQ(r.stats().members, restored);
+}
+
+// Concurrent updates and removals of a few boards: the sink's rows, replayed, give exactly the
+// final boards (it was told in the order memory applied each board's changes). TSan in CI.
+TEST(RegistrySink, ConcurrentChangesReplayToTheSameBoards) {
+  Registry r;
+  RowLog log;
+  const std::vector<std::string> names{"p", "q"};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t) + 1);
+      for (int i = 0; i < 3000; ++i) {
+        const std::string& b = names[rng() % 2];
+        const std::string m = numbered("m", rng() % 20);
+        if (rng() % 10 < 8) {
+          r.update(b, m, rng() % 2 ? Op::incr : Op::set, static_cast<double>(rng() % 3), &log);
+        } else if (rng() % 50 == 0) {
+          r.remove_board(b, &log);
+        } else {
+          r.remove_member(b, m, &log);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  Registry rebuilt;
+  for (const auto& [key, row] : log.rows) ASSERT_TRUE(rebuilt.restore(key.first, key.second, row));
+  EXPECT_EQ(everything(rebuilt, names), everything(r, names));
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ The store tests run on every backend: a test that takes `store_backend` (directl
 `store_flags`) is parametrized over `rocksdb` and `postgres` (ids `[rocksdb]`, `[postgres]`),
 unless marked `@pytest.mark.rocksdb_only(reason=...)`. PostgreSQL is one throwaway cluster per
 pytest process (tests/support/pg_cluster.py, the one way the tests start PostgreSQL), and each
-test gets its own table (`--store-table`, the test's name). Missing PostgreSQL fails the
+test gets its own tables (`--store-table`, the test's name, and `--store-board-table`, the same
+with `_lb`). Missing PostgreSQL fails the
 PostgreSQL tests, unless PG_OPTIONAL=1 is set: then they are skipped, saying why.
 """
 import hashlib
@@ -124,8 +125,10 @@ def store_flags(request, store_backend, tmp_path, store_table):
     if store_backend == "rocksdb":
         return ["--store", f"rocksdb:{tmp_path / 'db'}"]
     cluster = request.getfixturevalue("pg")
-    psql_run(cluster, f'DROP TABLE IF EXISTS "{store_table}"')
-    return ["--store", f"postgres:{cluster.conninfo}", "--store-table", store_table]
+    board_table = f"{store_table}_lb"
+    psql_run(cluster, f'DROP TABLE IF EXISTS "{store_table}", "{board_table}"')
+    return ["--store", f"postgres:{cluster.conninfo}", "--store-table", store_table,
+            "--store-board-table", board_table]
 
 
 @pytest.fixture(scope="session")

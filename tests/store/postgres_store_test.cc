@@ -11,18 +11,29 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
+#include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "store/postgres_store.hh"
@@ -111,10 +122,27 @@ std::string name(std::string_view prefix, long long i) {
 }
 
 Write put(std::string key, std::string value, bool want = true) {
-  return Write{Write::Kind::put, std::move(key), std::move(value), want};
+  Write w;
+  w.key = std::move(key);
+  w.value = std::move(value);
+  w.want_existed = want;
+  return w;
 }
 Write del(std::string key, bool want = true) {
-  return Write{Write::Kind::del, std::move(key), {}, want};
+  Write w;
+  w.kind = Write::Kind::del;
+  w.key = std::move(key);
+  w.want_existed = want;
+  return w;
+}
+Write bset(std::string board, std::string member, double score, std::uint64_t seq) {
+  return Write::board_set_row(std::move(board), std::move(member), score, seq);
+}
+Write bremove(std::string board, std::string member) {
+  return Write::board_remove_row(std::move(board), std::move(member));
+}
+Write bdrop(std::string board) {
+  return Write::board_drop_rows(std::move(board));
 }
 
 store::WriteResult write_sync(store::Store& s, std::vector<Write> batch) {
@@ -190,12 +218,15 @@ class PostgresStoreTest : public testing::Test {
     // A fresh table per test, named after it, so tests never see each other's keys.
     table_ = std::string("t_") + testing::UnitTest::GetInstance()->current_test_info()->name();
     if (table_.size() > 60) table_.resize(60);
+    board_table_ = "b" + table_.substr(1);
     ASSERT_EQ(exec_sql("DROP TABLE IF EXISTS \"" + table_ + "\""), "");
+    ASSERT_EQ(exec_sql("DROP TABLE IF EXISTS \"" + board_table_ + "\""), "");
   }
 
   store::OpenOptions options(int connections = 4) const {
     store::OpenOptions o;
     o.table = table_;
+    o.board_table = board_table_;
     o.connections = connections;
     return o;
   }
@@ -208,6 +239,7 @@ class PostgresStoreTest : public testing::Test {
   store::PostgresStore& pg(store::Store& s) { return dynamic_cast<store::PostgresStore&>(s); }
 
   std::string table_;
+  std::string board_table_;
 };
 
 // Holds the committer after a commit of its own, so everything submitted meanwhile forms the
@@ -759,6 +791,694 @@ TEST_F(PostgresStoreTest, AcknowledgedWritesSurviveACrashUnderLoad) {
   }
   ASSERT_GT(keys.size(), 0u);
   for (const auto& k : keys) ASSERT_EQ(value_of(*s, k), k);
+}
+
+// --- board rows ---------------------------------------------------------------------------------
+
+// The board rows as a model: (board, member) -> (score bits, seq), applied op by op in the order
+// the contract promises; the store must end up equal to it.
+using BoardModel =
+    std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::uint64_t>>;
+
+void apply_row(BoardModel& m, const Write& w) {
+  switch (w.kind) {
+    case Write::Kind::board_set:
+      m[{w.key, w.member}] = {std::bit_cast<std::uint64_t>(w.score), w.seq};
+      break;
+    case Write::Kind::board_remove:
+      m.erase({w.key, w.member});
+      break;
+    case Write::Kind::board_drop:
+      std::erase_if(m, [&](const auto& row) { return row.first.first == w.key; });
+      break;
+    default:
+      break;
+  }
+}
+
+BoardModel load_all(store::Store& s) {
+  BoardModel m;
+  const store::Status st = s.load_boards([&](const store::BoardRow& r) {
+    const bool fresh = m.emplace(std::pair{std::string(r.board), std::string(r.member)},
+                                 std::pair{std::bit_cast<std::uint64_t>(r.score), r.seq})
+                           .second;
+    EXPECT_TRUE(fresh) << "row visited twice";
+  });
+  EXPECT_TRUE(st.ok()) << st.message;
+  return m;
+}
+
+std::string describe(const BoardModel& m) {
+  std::string out;
+  for (const auto& [k, v] : m) {
+    out += k.first + "/" + k.second + "=" + std::to_string(std::bit_cast<double>(v.first)) + "#" +
+           std::to_string(v.second) + " ";
+  }
+  return out;
+}
+
+store::BoardPage board_sync(const std::function<void(store::BoardPageDone)>& start) {
+  auto p = std::make_shared<std::promise<store::BoardPage>>();
+  auto f = p->get_future();
+  start([p](store::BoardPage page) { p->set_value(std::move(page)); });
+  return wait_for(f);
+}
+store::BoardPage top(store::Store& s, const std::string& board, std::uint64_t offset,
+                     std::uint64_t n) {
+  return board_sync(
+      [&](store::BoardPageDone d) { s.board_source()->board_top(board, offset, n, std::move(d)); });
+}
+store::BoardPage member(store::Store& s, const std::string& board, const std::string& m) {
+  return board_sync(
+      [&](store::BoardPageDone d) { s.board_source()->board_member(board, m, std::move(d)); });
+}
+store::BoardPage around(store::Store& s, const std::string& board, const std::string& m,
+                        std::uint64_t n) {
+  return board_sync(
+      [&](store::BoardPageDone d) { s.board_source()->board_around(board, m, n, std::move(d)); });
+}
+store::BoardPage info(store::Store& s, const std::string& board) {
+  return board_sync(
+      [&](store::BoardPageDone d) { s.board_source()->board_info(board, std::move(d)); });
+}
+
+// "rank:member:score ..." of a page's entries.
+std::string entries(const store::BoardPage& page) {
+  std::string out;
+  for (const auto& e : page.entries) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(e.rank) + ':' + e.member + ':' + std::to_string(e.score);
+  }
+  return out;
+}
+
+// Submits the batches (and clears, as empty optionals) while the committer is held, so they
+// form one group; waits for every completion.
+void write_one_group(store::PostgresStore& s,
+                     const std::vector<std::optional<std::vector<Write>>>& ops) {
+  std::vector<std::future<Code>> done;
+  {
+    CommitterGate gate(s);
+    for (const auto& op : ops) {
+      auto p = std::make_shared<std::promise<Code>>();
+      done.push_back(p->get_future());
+      if (op) {
+        s.write(*op, [p](store::WriteResult r) { p->set_value(r.status.code); });
+      } else {
+        s.clear([p](store::Status st) { p->set_value(st.code); });
+      }
+    }
+  }
+  for (auto& f : done) EXPECT_EQ(wait_for(f), Code::ok);
+}
+
+TEST_F(PostgresStoreTest, CreatesTheBoardTableWithItsRankingIndex) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s);
+    ASSERT_NE(s->board_source(), nullptr);
+    ASSERT_TRUE(write_sync(*s, {bset("b", "m", 1.5, 7)}).status.ok());
+  }
+  EXPECT_EQ(exec_sql("SELECT board, member, score, seq FROM \"" + board_table_ + "\""), "");
+  // The index that serves WHERE board = $1 ORDER BY score DESC, seq.
+  EXPECT_EQ(exec_sql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_indexes WHERE tablename = '" +
+                     board_table_ +
+                     "' AND indexdef LIKE '%(board, score DESC, seq)') THEN RAISE 'no index'; "
+                     "END IF; END $$"),
+            "");
+  auto s = open();  // reopened: the existing table is reused
+  ASSERT_TRUE(s);
+  EXPECT_EQ(describe(load_all(*s)), "b/m=1.500000#7 ");
+
+  // A board table of another shape is named, not used; an empty name is refused.
+  s.reset();
+  ASSERT_EQ(exec_sql("DROP TABLE \"" + board_table_ + "\""), "");
+  ASSERT_EQ(exec_sql("CREATE TABLE \"" + board_table_ + "\"(board text, member text)"), "");
+  std::string error;
+  EXPECT_FALSE(store::open_store("postgres:" + cluster.conninfo, options(), error));
+  EXPECT_NE(error.find(board_table_), std::string::npos) << error;
+  auto o = options();
+  o.board_table = "";
+  error.clear();
+  EXPECT_FALSE(store::open_store("postgres:" + cluster.conninfo, o, error));
+  EXPECT_NE(error.find("board table"), std::string::npos) << error;
+}
+
+TEST_F(PostgresStoreTest, BoardOpsOfOneGroupApplyInArrivalOrder) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  BoardModel model;
+  const std::vector<Write> before{bset("b1", "old", 1, 1), bset("b1", "m1", 1, 2),
+                                  bset("b2", "x", 5, 1), bset("b3", "keep", 2, 1)};
+  ASSERT_TRUE(write_sync(*s, before).status.ok());
+  for (const auto& w : before) apply_row(model, w);
+
+  // One group: sets, removes and drops of the same rows and boards, within and across batches.
+  const std::vector<std::optional<std::vector<Write>>> group{
+      std::vector<Write>{bset("b1", "m2", 2, 3), bremove("b1", "m2"), bset("b1", "m1", 3, 4)},
+      std::vector<Write>{bdrop("b1"), bset("b1", "new", 4, 5)},  // old and m1 go, new stays
+      std::vector<Write>{bset("b1", "m1", 6, 6)},                // after the drop: stays
+      std::vector<Write>{bremove("b2", "x"), bset("b2", "x", 7, 2), bset("b2", "y", 7, 1)},
+      std::vector<Write>{bset("b4", "a", 1, 1), bdrop("b4")},  // gone within the group
+      std::vector<Write>{bdrop("b5"), bremove("b5", "none")},  // nothing to remove
+      std::vector<Write>{bset("b6", "s", 1, 1), bdrop("b6"), bset("b6", "s", 2, 2),
+                         bremove("b6", "s"), bset("b6", "t", 3, 3)},
+  };
+  const auto commits = s->stats().commits;
+  const auto writes = s->stats().writes;
+  write_one_group(pg(*s), group);
+  std::uint64_t ops = 0;
+  for (const auto& batch : group) {
+    for (const auto& w : *batch) apply_row(model, w);
+    ops += batch->size();
+  }
+  EXPECT_EQ(s->stats().commits, commits + 2);  // the gate's, then the whole group
+  EXPECT_EQ(s->stats().writes, writes + 1 + ops);
+  EXPECT_EQ(describe(load_all(*s)), describe(model));
+  EXPECT_EQ(load_all(*s), model);
+}
+
+TEST_F(PostgresStoreTest, BoardOpsAreOrderedWithClearsInOneGroupAndAcross) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {bset("b", "before", 1, 1), put("k", "v")}).status.ok());
+  write_one_group(pg(*s), {std::vector<Write>{bset("b", "wiped", 2, 2), bset("c", "wiped", 1, 1)},
+                           std::nullopt,  // clear
+                           std::vector<Write>{bset("b", "after", 3, 3), bremove("c", "wiped")},
+                           std::vector<Write>{bdrop("d"), bset("d", "after", 4, 4)}, std::nullopt,
+                           std::vector<Write>{bset("e", "last", 5, 5), bdrop("b")}});
+  EXPECT_EQ(describe(load_all(*s)), "e/last=5.000000#5 ");
+  EXPECT_EQ(value_of(*s, "k"), "<absent>");  // clear() removes keys and board rows alike
+
+  // Across groups (each write its own group), a random mix against the model.
+  BoardModel model = load_all(*s);
+  std::mt19937_64 rng(12345);
+  for (int round = 0; round < 60; ++round) {
+    std::vector<Write> batch;
+    for (int i = 0, n = 1 + static_cast<int>(rng() % 6); i < n; ++i) {
+      const std::string board = name("b", static_cast<long long>(rng() % 3));
+      const std::string m = name("m", static_cast<long long>(rng() % 5));
+      switch (rng() % 6) {
+        case 0:
+          batch.push_back(bdrop(board));
+          break;
+        case 1:
+        case 2:
+          batch.push_back(bremove(board, m));
+          break;
+        default:
+          batch.push_back(bset(board, m, static_cast<double>(rng() % 100) / 10, rng() % 1000));
+      }
+    }
+    if (round % 20 == 19) {
+      ASSERT_TRUE(clear_sync(*s).ok());
+      model.clear();
+    }
+    ASSERT_TRUE(write_sync(*s, batch).status.ok());
+    for (const auto& w : batch) apply_row(model, w);
+  }
+  EXPECT_EQ(describe(load_all(*s)), describe(model));
+}
+
+TEST_F(PostgresStoreTest, RefusesBadBoardAndMemberNamesWithoutFailing) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const std::string long_name(251, 'b');
+  for (auto batch : {std::vector<Write>{bset("ok", "m", 1, 1), bset("", "m", 1, 1)},
+                     std::vector<Write>{bset("ok", "m", 1, 1), bset(long_name, "m", 1, 1)},
+                     std::vector<Write>{bset("ok", "m", 1, 1), bset("b", "", 1, 1)},
+                     std::vector<Write>{bset("ok", "m", 1, 1), bset("b", long_name, 1, 1)},
+                     std::vector<Write>{bset("ok", "m", 1, 1), bremove("b", "")},
+                     std::vector<Write>{bset("ok", "m", 1, 1), bremove("", "m")},
+                     std::vector<Write>{put("ok", "1"), bdrop("")},
+                     std::vector<Write>{put("ok", "1"), bdrop(long_name)}}) {
+    auto r = write_sync(*s, batch);
+    EXPECT_EQ(r.status.code, Code::io_error);
+    EXPECT_NE(r.status.message.find("1..250"), std::string::npos) << r.status.message;
+  }
+  // Beyond the names: what the rows' columns cannot rank as the in-memory boards do.
+  for (auto batch :
+       {std::vector<Write>{bset("ok", "m", std::numeric_limits<double>::quiet_NaN(), 1)},
+        std::vector<Write>{bset("ok", "m", std::numeric_limits<double>::infinity(), 1)},
+        std::vector<Write>{bset("ok", "m", 1, std::uint64_t{1} << 63)}}) {
+    EXPECT_EQ(write_sync(*s, batch).status.code, Code::io_error);
+  }
+  EXPECT_TRUE(load_all(*s).empty());  // the whole batches were refused
+  EXPECT_EQ(value_of(*s, "ok"), "<absent>");
+  // 250 bytes is fine, for both.
+  const std::string max_name(250, 'x');
+  ASSERT_TRUE(write_sync(*s, {bset(max_name, max_name, 1, 1)}).status.ok());
+  EXPECT_EQ(load_all(*s).size(), 1u);
+  EXPECT_FALSE(s->stats().failed);
+  EXPECT_EQ(s->stats().errors, 11u);
+}
+
+TEST_F(PostgresStoreTest, BoardAndMemberNamesHoldArbitraryBytesApartFromKeys) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const std::vector<std::string> names{std::string(1, '\0'),           "\xff", "'", "\"", "\\",
+                                       std::string("a'b\0\"c\xff", 7), "x",    "X"};
+  std::vector<Write> batch;
+  BoardModel model;
+  std::uint64_t seq = 0;
+  for (const auto& b : names) {
+    for (const auto& m : names) {
+      ++seq;
+      batch.push_back(bset(b, m, static_cast<double>(seq % 3), seq));
+    }
+  }
+  ASSERT_TRUE(write_sync(*s, batch).status.ok());
+  for (const auto& w : batch) apply_row(model, w);
+  EXPECT_EQ(load_all(*s), model);
+  // The board "x" and the key "x" never touch each other.
+  ASSERT_TRUE(write_sync(*s, {put("x", "value"), del("x"), put("x", "kept")}).status.ok());
+  EXPECT_EQ(load_all(*s), model);
+  ASSERT_TRUE(write_sync(*s, {bdrop("x")}).status.ok());
+  apply_row(model, bdrop("x"));
+  EXPECT_EQ(value_of(*s, "x"), "kept");
+  EXPECT_EQ(load_all(*s), model);
+  // Read back through the BoardSource too.
+  const std::string nul_board(1, '\0');
+  auto page = member(*s, nul_board, "'");
+  ASSERT_TRUE(page.status.ok()) << page.status.message;
+  ASSERT_EQ(page.entries.size(), 1u);
+  EXPECT_EQ(page.entries[0].member, "'");
+  page = top(*s, "\xff", 0, 100);
+  ASSERT_TRUE(page.status.ok()) << page.status.message;
+  EXPECT_EQ(page.members, names.size());
+  std::set<std::string> got;
+  for (const auto& e : page.entries) got.insert(e.member);
+  EXPECT_EQ(got, std::set<std::string>(names.begin(), names.end()));
+}
+
+TEST_F(PostgresStoreTest, ScoresAndSeqsRoundTripExactly) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const std::vector<double> scores{0.1,
+                                   -1e308,
+                                   5e-324,
+                                   9007199254740993.0,  // 2^53 + 1 as a double
+                                   9007199254740991.0,  // 2^53 - 1
+                                   1.0 / 3,
+                                   std::nextafter(1.0, 2.0),
+                                   std::numeric_limits<double>::max(),
+                                   std::numeric_limits<double>::lowest(),
+                                   std::numeric_limits<double>::min(),
+                                   -0.0,
+                                   0.0,
+                                   123456789.123456789};
+  const std::uint64_t big = std::uint64_t{1} << 62;
+  const std::vector<std::uint64_t> seqs{0, 1, big - 1, big, big + 1, (std::uint64_t{1} << 63) - 1};
+  std::vector<Write> batch;
+  BoardModel model;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    batch.push_back(bset("scores", name("m", static_cast<long long>(i)), scores[i], i));
+  }
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    batch.push_back(bset("seqs", name("m", static_cast<long long>(i)), 1, seqs[i]));
+  }
+  ASSERT_TRUE(write_sync(*s, batch).status.ok());
+  for (const auto& w : batch) apply_row(model, w);
+  EXPECT_EQ(load_all(*s), model);  // bit for bit
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    auto page = member(*s, "scores", name("m", static_cast<long long>(i)));
+    ASSERT_TRUE(page.status.ok()) << page.status.message;
+    ASSERT_EQ(page.entries.size(), 1u);
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(page.entries[0].score),
+              std::bit_cast<std::uint64_t>(scores[i]))
+        << i;
+  }
+  // Equal scores rank by seq, up to the largest.
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    auto page = member(*s, "seqs", name("m", static_cast<long long>(i)));
+    ASSERT_EQ(page.entries.size(), 1u);
+    EXPECT_EQ(page.entries[0].rank, i + 1);
+  }
+  auto page = info(*s, "scores");
+  ASSERT_TRUE(page.status.ok());
+  EXPECT_EQ(page.top_score, std::numeric_limits<double>::max());
+  EXPECT_EQ(page.bottom_score, std::numeric_limits<double>::lowest());
+}
+
+TEST_F(PostgresStoreTest, LoadBoardsReturnsExactlyWhatWasWritten) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(load_all(*s).empty());
+  BoardModel model;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Write> batch;
+    for (int i = 0; i < 200; ++i) {
+      const std::string board = name("board", static_cast<long long>(rng() % 10));
+      const std::string m = name("member", static_cast<long long>(rng() % 300));
+      if (rng() % 10 == 0) {
+        batch.push_back(bremove(board, m));
+      } else {
+        batch.push_back(
+            bset(board, m, std::ldexp(static_cast<double>(rng() % 1000000), -7), rng() >> 2));
+      }
+    }
+    if (round == 10) batch.push_back(bdrop("board3"));
+    ASSERT_TRUE(write_sync(*s, batch).status.ok());
+    for (const auto& w : batch) apply_row(model, w);
+  }
+  EXPECT_EQ(load_all(*s), model);
+  // A closed store refuses.
+  s->close();
+  EXPECT_EQ(s->load_boards([](const store::BoardRow&) {}).code, Code::closed);
+}
+
+// Writes rows boards of members_per_board members (batches of 10,000: one upsert each) and
+// loads them back, printing the time the load took.
+void load_timed(store::Store& s, int boards, int members_per_board) {
+  const auto rows =
+      static_cast<std::uint64_t>(boards) * static_cast<std::uint64_t>(members_per_board);
+  std::vector<Write> batch;
+  std::uint64_t seq = 0;
+  const auto wrote = Clock::now();
+  for (int b = 0; b < boards; ++b) {
+    for (int m = 0; m < members_per_board; ++m) {
+      batch.push_back(
+          bset(name("board", b), name("player:", m), static_cast<double>(m % 100000) * 1.5, ++seq));
+      if (batch.size() == 10000) {
+        ASSERT_TRUE(write_sync(s, std::move(batch)).status.ok());
+        batch.clear();
+      }
+    }
+  }
+  if (!batch.empty()) {
+    ASSERT_TRUE(write_sync(s, std::move(batch)).status.ok());
+  }
+  const auto loading = Clock::now();
+  std::uint64_t n = 0, seq_sum = 0;
+  std::size_t bytes = 0;
+  const store::Status st = s.load_boards([&](const store::BoardRow& r) {
+    ++n;
+    seq_sum += r.seq;
+    bytes += r.board.size() + r.member.size();
+  });
+  const auto loaded = Clock::now();
+  ASSERT_TRUE(st.ok()) << st.message;
+  EXPECT_EQ(n, rows);
+  EXPECT_EQ(seq_sum, rows * (rows + 1) / 2);
+  const auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::printf("load_boards: %llu rows (%zu name bytes) in %.1f ms (writing them took %.0f ms)\n",
+              static_cast<unsigned long long>(n), bytes, ms(loaded - loading), ms(loading - wrote));
+}
+
+TEST_F(PostgresStoreTest, LoadBoardsOver100kRows) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  load_timed(*s, 4, 25000);
+}
+
+// The startup target (1M members in well under 2 s): run by hand with
+// --gtest_also_run_disabled_tests --gtest_filter='*Million*'.
+TEST_F(PostgresStoreTest, DISABLED_LoadBoardsOfAMillionRows) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  load_timed(*s, 1, 1000000);
+  for (int i = 0; i < 2; ++i) {  // again, warm
+    const auto start = Clock::now();
+    std::uint64_t n = 0;
+    ASSERT_TRUE(s->load_boards([&](const store::BoardRow&) { ++n; }).ok());
+    std::printf("load_boards again: %llu rows in %.1f ms\n", static_cast<unsigned long long>(n),
+                std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  // What the database-only baseline costs per read on that board (one call each, warm).
+  const auto timed = [](const char* what, auto call) {
+    call();
+    const auto start = Clock::now();
+    const store::BoardPage page = call();
+    std::printf("%-34s %8.2f ms (%s, %zu entries)\n", what,
+                std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+                store::to_string(page.status.code), page.entries.size());
+  };
+  timed("top(0, 10)", [&] { return top(*s, "board0", 0, 10); });
+  timed("top(500000, 10)", [&] { return top(*s, "board0", 500000, 10); });
+  timed("member(rank 1)", [&] { return member(*s, "board0", "player:99999"); });
+  timed("member(rank ~500k)", [&] { return member(*s, "board0", "player:50000"); });
+  timed("around(rank ~500k, 5)", [&] { return around(*s, "board0", "player:50000", 5); });
+  timed("info", [&] { return info(*s, "board0"); });
+}
+
+TEST_F(PostgresStoreTest, BoardTopRanksByScoreThenSeq) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(
+      write_sync(*s, {bset("b", "c", 10, 5), bset("b", "a", 10, 2), bset("b", "top", 20, 9),
+                      bset("b", "low", 5, 1), bset("b", "d", 10, 7), bset("other", "z", 100, 1)})
+          .status.ok());
+  auto page = top(*s, "b", 0, 3);
+  ASSERT_TRUE(page.status.ok()) << page.status.message;
+  EXPECT_EQ(page.members, 5u);
+  EXPECT_EQ(entries(page), "1:top:20.000000 2:a:10.000000 3:c:10.000000");
+  page = top(*s, "b", 2, 2);
+  EXPECT_EQ(page.members, 5u);
+  EXPECT_EQ(entries(page), "3:c:10.000000 4:d:10.000000");
+  page = top(*s, "b", 0, 100);  // n larger than the board
+  EXPECT_EQ(entries(page),
+            "1:top:20.000000 2:a:10.000000 3:c:10.000000 4:d:10.000000 5:low:5.000000");
+  page = top(*s, "b", 4, UINT64_MAX);
+  EXPECT_EQ(entries(page), "5:low:5.000000");
+  for (std::uint64_t offset : {std::uint64_t{5}, std::uint64_t{6}, UINT64_MAX}) {
+    page = top(*s, "b", offset, 3);  // past the end: no entries, the count still right
+    ASSERT_TRUE(page.status.ok()) << page.status.message;
+    EXPECT_EQ(page.members, 5u);
+    EXPECT_TRUE(page.entries.empty());
+  }
+  // A later set moves a member; equal scores keep their seq order.
+  ASSERT_TRUE(write_sync(*s, {bset("b", "low", 10, 3)}).status.ok());
+  EXPECT_EQ(entries(top(*s, "b", 1, 4)),
+            "2:a:10.000000 3:low:10.000000 4:c:10.000000 5:d:10.000000");
+}
+
+TEST_F(PostgresStoreTest, BoardMemberRankCountsTies) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {bset("b", "c", 10, 5), bset("b", "a", 10, 2), bset("b", "top", 20, 9),
+                              bset("b", "low", 5, 1), bset("b", "d", 10, 7)})
+                  .status.ok());
+  for (auto [m, rank, score] :
+       {std::tuple{"top", 1, 20.0}, std::tuple{"a", 2, 10.0}, std::tuple{"c", 3, 10.0},
+        std::tuple{"d", 4, 10.0}, std::tuple{"low", 5, 5.0}}) {
+    auto page = member(*s, "b", m);
+    ASSERT_TRUE(page.status.ok()) << m << ": " << page.status.message;
+    ASSERT_EQ(page.entries.size(), 1u);
+    EXPECT_EQ(page.entries[0].rank, static_cast<std::uint64_t>(rank)) << m;
+    EXPECT_EQ(page.entries[0].member, m);
+    EXPECT_EQ(page.entries[0].score, score);
+  }
+}
+
+TEST_F(PostgresStoreTest, BoardAroundIsClippedAtBothEnds) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  std::vector<Write> batch;
+  for (int i = 1; i <= 10; ++i) batch.push_back(bset("b", name("r", i), 100 - i, 1));  // rank i
+  ASSERT_TRUE(write_sync(*s, batch).status.ok());
+  auto ranks = [](const store::BoardPage& page) {
+    std::string out;
+    for (const auto& e : page.entries) {
+      EXPECT_EQ(e.member, name("r", static_cast<long long>(e.rank)));
+      EXPECT_EQ(e.score, 100.0 - static_cast<double>(e.rank));
+      out += std::to_string(e.rank) + ' ';
+    }
+    return out;
+  };
+  auto page = around(*s, "b", "r1", 2);
+  ASSERT_TRUE(page.status.ok()) << page.status.message;
+  EXPECT_EQ(page.members, 10u);
+  EXPECT_EQ(ranks(page), "1 2 3 ");
+  EXPECT_EQ(ranks(around(*s, "b", "r2", 2)), "1 2 3 4 ");
+  EXPECT_EQ(ranks(around(*s, "b", "r5", 2)), "3 4 5 6 7 ");
+  EXPECT_EQ(ranks(around(*s, "b", "r9", 2)), "7 8 9 10 ");
+  EXPECT_EQ(ranks(around(*s, "b", "r10", 2)), "8 9 10 ");
+  EXPECT_EQ(ranks(around(*s, "b", "r4", 0)), "4 ");
+  page = around(*s, "b", "r6", UINT64_MAX);
+  EXPECT_EQ(ranks(page), "1 2 3 4 5 6 7 8 9 10 ");
+  EXPECT_EQ(page.members, 10u);
+  // Ties: ranks by seq, the window too.
+  ASSERT_TRUE(write_sync(*s, {bset("t", "x", 1, 3), bset("t", "y", 1, 1), bset("t", "z", 1, 2)})
+                  .status.ok());
+  EXPECT_EQ(entries(around(*s, "t", "z", 1)), "1:y:1.000000 2:z:1.000000 3:x:1.000000");
+  EXPECT_EQ(entries(around(*s, "t", "x", 1)), "2:z:1.000000 3:x:1.000000");
+}
+
+// Every read against a model, on a board of many ties (three scores, shuffled seqs), so that
+// windows and pages start and end inside runs of equal scores.
+TEST_F(PostgresStoreTest, BoardReadsMatchAModelWithManyTies) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  constexpr int kMembers = 40;
+  std::vector<std::uint64_t> seqs(kMembers);
+  for (int i = 0; i < kMembers; ++i) seqs[i] = static_cast<std::uint64_t>(i) * 3 + 1;
+  std::mt19937_64 rng(99);
+  std::shuffle(seqs.begin(), seqs.end(), rng);
+  struct Row {
+    std::string member;
+    double score;
+    std::uint64_t seq;
+  };
+  std::vector<Row> ranked;
+  std::vector<Write> batch;
+  for (int i = 0; i < kMembers; ++i) {
+    ranked.push_back({name("m", i), static_cast<double>(rng() % 3), seqs[i]});
+    batch.push_back(bset("b", ranked.back().member, ranked.back().score, ranked.back().seq));
+  }
+  ASSERT_TRUE(write_sync(*s, batch).status.ok());
+  std::sort(ranked.begin(), ranked.end(), [](const Row& a, const Row& b) {
+    return a.score != b.score ? a.score > b.score : a.seq < b.seq;
+  });
+  auto expect = [&](std::size_t first, std::size_t last) {  // ranks first..last, clipped
+    std::string out;
+    for (std::size_t r = std::max<std::size_t>(first, 1);
+         r <= std::min<std::size_t>(last, kMembers); ++r) {
+      if (!out.empty()) out += ' ';
+      out += std::to_string(r) + ':' + ranked[r - 1].member + ':' +
+             std::to_string(ranked[r - 1].score);
+    }
+    return out;
+  };
+  for (std::size_t rank = 1; rank <= kMembers; ++rank) {
+    const std::string& m = ranked[rank - 1].member;
+    auto page = member(*s, "b", m);
+    ASSERT_TRUE(page.status.ok()) << page.status.message;
+    EXPECT_EQ(page.entries[0].rank, rank) << m;
+    for (std::size_t n : {0, 1, 3}) {
+      page = around(*s, "b", m, n);
+      EXPECT_EQ(page.members, static_cast<std::uint64_t>(kMembers));
+      EXPECT_EQ(entries(page), expect(rank > n ? rank - n : 1, rank + n)) << m << " n=" << n;
+    }
+  }
+  for (std::size_t offset = 0; offset <= kMembers; offset += 7) {
+    EXPECT_EQ(entries(top(*s, "b", offset, 7)), expect(offset + 1, offset + 7)) << offset;
+  }
+}
+
+TEST_F(PostgresStoreTest, BoardInfoAndNotFound) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(
+      write_sync(*s, {bset("b", "a", -2.5, 1), bset("b", "c", 7.25, 2), bset("b", "d", 0, 3)})
+          .status.ok());
+  auto page = info(*s, "b");
+  ASSERT_TRUE(page.status.ok()) << page.status.message;
+  EXPECT_EQ(page.members, 3u);
+  EXPECT_EQ(page.top_score, 7.25);
+  EXPECT_EQ(page.bottom_score, -2.5);
+  EXPECT_TRUE(page.entries.empty());
+
+  ASSERT_TRUE(
+      write_sync(*s, {bset("gone", "m", 1, 1), bdrop("gone"), put("key", "v")}).status.ok());
+  for (const std::string board : {"none", "gone", "key"}) {  // a key is no board
+    for (const auto& p : {top(*s, board, 0, 10), member(*s, board, "a"), around(*s, board, "a", 2),
+                          info(*s, board)}) {
+      EXPECT_EQ(p.status.code, Code::not_found) << board;
+      EXPECT_EQ(p.status.message, "board not found") << board;
+      EXPECT_TRUE(p.entries.empty());
+    }
+  }
+  for (const auto& p : {member(*s, "b", "nobody"), around(*s, "b", "nobody", 2)}) {
+    EXPECT_EQ(p.status.code, Code::not_found);
+    EXPECT_EQ(p.status.message, "member not found");
+    EXPECT_TRUE(p.entries.empty());
+  }
+  const auto st = s->stats();
+  EXPECT_EQ(st.reads, 1u + 3 * 4 + 2);  // each board read counts once
+  EXPECT_EQ(st.errors, 0u);             // not_found is no error
+}
+
+TEST_F(PostgresStoreTest, BoardReadsCompleteOffTheCallerAndClosedAfterClose) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {bset("b", "m", 1, 1)}).status.ok());
+  const auto caller = std::this_thread::get_id();
+  // Many at once: served by every reader, each answered.
+  constexpr int kCalls = 40;
+  std::vector<std::future<std::pair<store::BoardPage, bool>>> fs;
+  for (int i = 0; i < kCalls; ++i) {
+    auto p = std::make_shared<std::promise<std::pair<store::BoardPage, bool>>>();
+    fs.push_back(p->get_future());
+    auto done = [p, caller](store::BoardPage page) {
+      p->set_value({std::move(page), std::this_thread::get_id() == caller});
+    };
+    switch (i % 4) {
+      case 0:
+        s->board_source()->board_top("b", 0, 10, done);
+        break;
+      case 1:
+        s->board_source()->board_member("b", "m", done);
+        break;
+      case 2:
+        s->board_source()->board_around("b", "m", 3, done);
+        break;
+      default:
+        s->board_source()->board_info("b", done);
+    }
+    if (i % 5 == 0) s->read("k", [](store::ReadResult) {});  // mixed with key reads
+  }
+  for (auto& f : fs) {
+    auto [page, was_inline] = wait_for(f);
+    EXPECT_TRUE(page.status.ok()) << page.status.message;
+    EXPECT_FALSE(was_inline);
+  }
+  s->close();
+  for (int i = 0; i < 4; ++i) {
+    auto p = std::make_shared<std::promise<std::pair<Code, bool>>>();
+    auto f = p->get_future();
+    auto done = [p, caller](store::BoardPage page) {
+      p->set_value({page.status.code, std::this_thread::get_id() == caller});
+    };
+    if (i == 0) s->board_source()->board_top("b", 0, 10, done);
+    if (i == 1) s->board_source()->board_member("b", "m", done);
+    if (i == 2) s->board_source()->board_around("b", "m", 1, done);
+    if (i == 3) s->board_source()->board_info("b", done);
+    auto [code, was_inline] = wait_for(f);
+    EXPECT_EQ(code, Code::closed);
+    EXPECT_FALSE(was_inline);
+  }
+}
+
+// A dropped board table fails board writes and reads with io_error (nothing sticky); with the
+// table back, the connections work again. Connections made while it was missing could not
+// prepare their statements and send the SQL itself: that path answers the same.
+TEST_F(PostgresStoreTest, BoardStatementErrorsAndUnpreparedStatements) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {bset("b", "a", 2, 1), bset("b", "b", 1, 2)}).status.ok());
+  ASSERT_EQ(exec_sql("DROP TABLE \"" + board_table_ + "\""), "");
+  auto r = write_sync(*s, {bset("b", "c", 3, 3)});
+  EXPECT_EQ(r.status.code, Code::io_error);
+  EXPECT_NE(r.status.message.find("commit failed"), std::string::npos) << r.status.message;
+  EXPECT_EQ(top(*s, "b", 0, 1).status.code, Code::io_error);
+  EXPECT_EQ(s->load_boards([](const store::BoardRow&) {}).code, Code::io_error);
+  EXPECT_FALSE(s->stats().failed);
+
+  // Every store connection is cut while the table is missing: they reconnect unprepared.
+  ASSERT_EQ(exec_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                     "application_name = 'cache_server store' AND pid <> pg_backend_pid()"),
+            "");
+  const auto deadline = Clock::now() + 15s;
+  while (Clock::now() < deadline && s->stats().reconnects < 4) std::this_thread::sleep_for(50ms);
+  ASSERT_GE(s->stats().reconnects, 4u);
+  ASSERT_EQ(exec_sql("CREATE TABLE \"" + board_table_ +
+                     "\"(board bytea, member bytea, score double precision not null, "
+                     "seq bigint not null, primary key (board, member))"),
+            "");
+  ASSERT_TRUE(write_sync(*s, {bset("b", "a", 2, 1), bset("b", "b", 1, 2), bset("b", "c", 1, 1),
+                              bremove("b", "c"), bdrop("x")})
+                  .status.ok());
+  ASSERT_TRUE(write_sync(*s, {bremove("b", "c"), bdrop("x")}).status.ok());
+  EXPECT_EQ(entries(top(*s, "b", 0, 5)), "1:a:2.000000 2:b:1.000000");
+  auto page = member(*s, "b", "b");
+  ASSERT_TRUE(page.status.ok()) << page.status.message;
+  EXPECT_EQ(page.entries[0].rank, 2u);
+  EXPECT_EQ(entries(around(*s, "b", "a", 1)), "1:a:2.000000 2:b:1.000000");
+  page = info(*s, "b");
+  EXPECT_EQ(page.members, 2u);
+  EXPECT_EQ(page.top_score, 2.0);
+  EXPECT_EQ(describe(load_all(*s)), "b/a=2.000000#1 b/b=1.000000#2 ");
 }
 
 // --- close -----------------------------------------------------------------------------------

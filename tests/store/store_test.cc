@@ -6,19 +6,33 @@
 // behaviour it rules out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
 
 #include "store/rocksdb_store.hh"
 #include "store/store.hh"
@@ -115,11 +129,21 @@ std::string name(std::string_view prefix, long long a, long long b) {
   return s;
 }
 
+// By field name: Write has grown board fields (member, score, seq) before want_existed.
 Write put(std::string key, std::string value, bool want = true) {
-  return Write{Write::Kind::put, std::move(key), std::move(value), want};
+  Write w;
+  w.kind = Write::Kind::put;
+  w.key = std::move(key);
+  w.value = std::move(value);
+  w.want_existed = want;
+  return w;
 }
 Write del(std::string key, bool want = true) {
-  return Write{Write::Kind::del, std::move(key), {}, want};
+  Write w;
+  w.kind = Write::Kind::del;
+  w.key = std::move(key);
+  w.want_existed = want;
+  return w;
 }
 
 template <class T>
@@ -658,6 +682,669 @@ TEST(RocksStore, ManyThreadsReadAndWriteConcurrently) {
   EXPECT_EQ(st.reads, static_cast<std::uint64_t>(kThreads / 2 * kOps));
   EXPECT_EQ(st.errors, 0u);
   EXPECT_FALSE(st.failed);
+}
+
+// --- boards: rows in the "boards" column family ------------------------------------------------
+// Board rows (board, member) -> (score, seq) next to the keys: exact round trips of the score's
+// bits and the seq, names of arbitrary bytes (the row key is [board length][board][member], so a
+// board whose name is a prefix of another's must not share its rows), op order inside one group,
+// clear(), refused batches, load_boards() over many rows, a database from before the family.
+
+Write board_set(std::string board, std::string member, double score, std::uint64_t seq) {
+  return Write::board_set_row(std::move(board), std::move(member), score, seq);
+}
+Write board_remove(std::string board, std::string member) {
+  return Write::board_remove_row(std::move(board), std::move(member));
+}
+Write board_drop(std::string board) {
+  return Write::board_drop_rows(std::move(board));
+}
+
+// A row as load_boards() reports it: the score's bits (so -0.0 and 0.0 differ and every score
+// compares exactly), and the seq.
+struct RowValue {
+  std::uint64_t bits = 0;
+  std::uint64_t seq = 0;
+  bool operator==(const RowValue&) const = default;
+};
+void PrintTo(const RowValue& v, std::ostream* os) {
+  *os << "{score " << std::bit_cast<double>(v.bits) << " (bits 0x" << std::hex << v.bits << std::dec
+      << "), seq " << v.seq << "}";
+}
+RowValue row(double score, std::uint64_t seq) {
+  return {std::bit_cast<std::uint64_t>(score), seq};
+}
+using Rows = std::map<std::pair<std::string, std::string>, RowValue>;  // (board, member) -> row
+
+struct Loaded {
+  store::Status status;
+  Rows rows;
+  std::size_t visits = 0;  // more than rows.size(): a row was visited twice
+};
+
+// load_boards() runs on the calling thread: it runs on another one here, so that a stuck store
+// fails the test (wait_for's bound) instead of hanging it.
+Loaded load_rows(store::Store& s) {
+  auto f = std::async(std::launch::async, [&s] {
+    Loaded out;
+    out.status = s.load_boards([&out](const store::BoardRow& r) {
+      ++out.visits;
+      out.rows[{std::string(r.board), std::string(r.member)}] =
+          RowValue{std::bit_cast<std::uint64_t>(r.score), r.seq};
+    });
+    return out;
+  });
+  return wait_for(f);
+}
+
+void expect_rows(store::Store& s, const Rows& want) {
+  const Loaded got = load_rows(s);
+  ASSERT_TRUE(got.status.ok()) << got.status.message;
+  EXPECT_EQ(got.visits, got.rows.size()) << "a row was visited more than once";
+  EXPECT_EQ(got.rows, want);
+}
+
+std::future<store::WriteResult> write_async(store::Store& s, std::vector<Write> batch) {
+  auto p = std::make_shared<std::promise<store::WriteResult>>();
+  auto f = p->get_future();
+  s.write(std::move(batch), [p](store::WriteResult r) { p->set_value(std::move(r)); });
+  return f;
+}
+
+std::future<store::Status> clear_async(store::Store& s) {
+  auto p = std::make_shared<std::promise<store::Status>>();
+  auto f = p->get_future();
+  s.clear([p](store::Status st) { p->set_value(std::move(st)); });
+  return f;
+}
+
+// Closes the store and opens the same directory again (what survives is what was durable).
+void reopen(std::unique_ptr<store::Store>& s, const std::string& uri) {
+  s->close();
+  s.reset();
+  s = open_ok(uri);
+}
+
+const std::string kNul("\0", 1);
+
+TEST(RocksBoards, SetThenLoadKeepsExactScoresAndSeqsAcrossARestart) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  constexpr std::uint64_t kTwo53 = std::uint64_t{1} << 53;
+  const std::vector<std::pair<double, std::uint64_t>> cases{
+      {0.1, 1},
+      {-1e308, std::uint64_t{1} << 62},
+      {5e-324, 2},  // the smallest subnormal
+      {-0.0, 3},
+      {0.0, 4},
+      {9007199254740993.0, kTwo53 + 1},  // 2^53+1 (as a score it rounds to 2^53; as a seq not)
+      {std::nextafter(9007199254740992.0, 1e300), 5},  // 2^53+2, the next double
+      {-5e-324, 6},
+      {std::numeric_limits<double>::max(), (std::uint64_t{1} << 63) - 1},
+      {std::numeric_limits<double>::lowest(), 7},
+      {std::numeric_limits<double>::min(), 0},
+      {-1.0 / 3.0, 8},
+  };
+  std::vector<Write> batch;
+  Rows want;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    batch.push_back(
+        board_set("b", name("m", static_cast<long long>(i)), cases[i].first, cases[i].second));
+    want[{"b", name("m", static_cast<long long>(i))}] = row(cases[i].first, cases[i].second);
+  }
+  auto r = write_sync(*s, std::move(batch));
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  EXPECT_EQ(r.existed, std::vector<bool>(cases.size(), false));
+  {
+    SCOPED_TRACE("after the write");
+    expect_rows(*s, want);
+  }
+  // Spelled out for the two easiest to lose: the sign of -0.0 and the smallest subnormal.
+  const Loaded got = load_rows(*s);
+  ASSERT_EQ(got.rows.count({"b", "m3"}), 1u);
+  const double neg_zero = std::bit_cast<double>(got.rows.at({"b", "m3"}).bits);
+  EXPECT_EQ(neg_zero, 0.0);
+  EXPECT_TRUE(std::signbit(neg_zero));
+  EXPECT_EQ(std::bit_cast<double>(got.rows.at({"b", "m2"}).bits),
+            std::numeric_limits<double>::denorm_min());
+  EXPECT_EQ(got.rows.at({"b", "m1"}).seq, std::uint64_t{1} << 62);
+  EXPECT_EQ(got.rows.at({"b", "m5"}).seq, kTwo53 + 1);
+
+  // A set of an existing row replaces it (one row, the new score and seq).
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "m0", 2.5, 99)}).status.ok());
+  want[{"b", "m0"}] = row(2.5, 99);
+  {
+    SCOPED_TRACE("after the replacement");
+    expect_rows(*s, want);
+  }
+  // Board rows are not keys.
+  EXPECT_EQ(value_of(*s, "b"), "<absent>");
+  EXPECT_EQ(value_of(*s,
+                     "\x01"
+                     "bm0"),
+            "<absent>");  // the row's key in its own family
+
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  SCOPED_TRACE("after a restart");
+  expect_rows(*s, want);
+}
+
+TEST(RocksBoards, NamesOfAnyBytesAndPrefixNamesStayDistinct) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  const std::string ff250(250, '\xff');
+  const std::string k250(250, 'k');
+  const std::string a_ff("a\xff");
+  const std::string a_ffff("a\xff\xff");
+  const std::string a_nul("a\0", 2);
+  const std::vector<std::pair<std::string, std::string>> names{
+      {"a", "bc"},  // [1]a bc  vs  [2]ab c: same bytes after the length, distinct rows
+      {"ab", "c"},
+      {"a", "b"},
+      {"abc", "d"},
+      {"a", "\xff"},
+      {"a", ff250},
+      {a_ff, "x"},  // boards "a" + 0xFF..: in the range a naive prefix_end("a") would cover
+      {a_ffff, "y"},
+      {a_nul, "z"},
+      {"\x01"
+       "a",
+       "m"},  // looks like the encoding of board "a"
+      {"b", "a"},
+      {"\xff", "\xff"},
+      {"\xff", "\xffm"},
+      {"\xff\xff", "m"},  // [2]\xff\xff m  vs  [1]\xff \xffm
+      {ff250, ff250},
+      {k250, ff250},
+      {kNul, kNul},
+      {std::string("\0\xff", 2), std::string("\xff\0", 2)},
+      {"'", "'"},
+      {"it's", "o'neil\"; DROP TABLE leaderboard; --"},
+  };
+  std::vector<Write> batch;
+  Rows want;
+  std::uint64_t seq = 1;
+  for (const auto& [board, member] : names) {
+    const double score = static_cast<double>(seq) / 8;
+    batch.push_back(board_set(board, member, score, seq));
+    want[{board, member}] = row(score, seq);
+    ++seq;
+  }
+  ASSERT_EQ(want.size(), names.size());
+  ASSERT_TRUE(write_sync(*s, std::move(batch)).status.ok());
+  {
+    SCOPED_TRACE("every row");
+    expect_rows(*s, want);
+  }
+
+  // Removing ("a", "bc") leaves ("ab", "c") alone.
+  ASSERT_TRUE(write_sync(*s, {board_remove("a", "bc")}).status.ok());
+  want.erase({"a", "bc"});
+  {
+    SCOPED_TRACE("remove a/bc");
+    expect_rows(*s, want);
+  }
+
+  auto drop = [&](const std::string& board, const char* what) {
+    SCOPED_TRACE(what);
+    auto r = write_sync(*s, {board_drop(board)});
+    ASSERT_TRUE(r.status.ok()) << r.status.message;
+    std::erase_if(want, [&](const auto& kv) { return kv.first.first == board; });
+    expect_rows(*s, want);
+  };
+  drop("a", "drop a: not ab, abc, a\\xff, a\\xff\\xff, a\\0, \\x01a");
+  ASSERT_EQ(want.count({"ab", "c"}), 1u);
+  ASSERT_EQ(want.count({a_ff, "x"}), 1u);
+  drop("\xff", "drop \\xff: not \\xff\\xff");
+  ASSERT_EQ(want.count({"\xff\xff", "m"}), 1u);
+  drop(ff250, "drop 250 x \\xff: not 250 x k");
+  ASSERT_EQ(want.count({k250, ff250}), 1u);
+  drop(kNul, "drop \\0: not \\0\\xff");
+  drop("zz", "drop of a board that has no rows");
+  drop(a_ff, "drop a\\xff: not a\\xff\\xff");
+  ASSERT_EQ(want.count({a_ffff, "y"}), 1u);
+
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  SCOPED_TRACE("after a restart");
+  expect_rows(*s, want);
+}
+
+TEST(RocksBoards, OpsOfOneGroupApplyInCallOrder) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(
+      write_sync(*s, {board_set("pre", "p", 1, 1), board_set("g6", "old", 1, 1)}).status.ok());
+  const auto commits = s->stats().commits;
+  std::vector<std::future<store::WriteResult>> results;
+  {
+    CommitterGate gate(*s);  // everything below forms one group
+    // Across batches: set, drop, set.
+    results.push_back(write_async(*s, {board_set("g1", "m", 1, 1)}));
+    results.push_back(write_async(*s, {board_drop("g1")}));
+    results.push_back(write_async(*s, {board_set("g1", "n", 2, 2)}));
+    // Set then remove; remove then set.
+    results.push_back(write_async(*s, {board_set("g2", "x", 1, 1)}));
+    results.push_back(write_async(*s, {board_remove("g2", "x")}));
+    results.push_back(write_async(*s, {board_remove("g3", "y")}));
+    results.push_back(write_async(*s, {board_set("g3", "y", 3, 3)}));
+    // One batch, boards and keys interleaved (the committer sorts by board: each board's own
+    // ops must keep their order, drops included).
+    results.push_back(write_async(
+        *s, {board_set("z", "m", 1, 1), put("k", "v"), board_set("a", "m", 1, 1), board_drop("z"),
+             board_set("ab", "c", 4, 4), board_drop("a"), board_set("z", "n", 2, 2),
+             board_set("a", "bc", 5, 5), board_drop("pre"), put("j", "w")}));
+    // The last set of a row wins, within a batch and across batches.
+    results.push_back(write_async(*s, {board_set("g4", "m", 1, 1), board_set("g4", "m", 7, 70)}));
+    results.push_back(write_async(*s, {board_set("g4", "m", 8, 80)}));
+    // Within one batch: remove then set, set then remove, drop then set.
+    results.push_back(write_async(*s, {board_remove("g5", "m"), board_set("g5", "m", 5, 5),
+                                       board_set("g5", "gone", 1, 1), board_remove("g5", "gone")}));
+    results.push_back(write_async(*s, {board_drop("g6"), board_set("g6", "new", 6, 6)}));
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto r = wait_for(results[i]);
+    EXPECT_TRUE(r.status.ok()) << i << ": " << r.status.message;
+  }
+  EXPECT_EQ(s->stats().commits, commits + 2);  // the gate's, then the whole group
+  const Rows want{
+      {{"g1", "n"}, row(2, 2)}, {{"g3", "y"}, row(3, 3)},   {{"z", "n"}, row(2, 2)},
+      {{"ab", "c"}, row(4, 4)}, {{"a", "bc"}, row(5, 5)},   {{"g4", "m"}, row(8, 80)},
+      {{"g5", "m"}, row(5, 5)}, {{"g6", "new"}, row(6, 6)},
+  };
+  {
+    SCOPED_TRACE("after the group");
+    expect_rows(*s, want);
+  }
+  EXPECT_EQ(value_of(*s, "k"), "v");
+  EXPECT_EQ(value_of(*s, "j"), "w");
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  SCOPED_TRACE("after a restart");
+  expect_rows(*s, want);
+}
+
+TEST(RocksBoards, AClearInsideAGroupRemovesTheRowsBeforeItOnly) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  const std::string ff250(250, '\xff');
+  // The highest and the lowest possible row keys, and a key.
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "old", 1, 1), board_set(ff250, ff250, 2, 2),
+                              board_set(kNul, kNul, 3, 3), put("key-old", "v")})
+                  .status.ok());
+  std::future<store::WriteResult> before, after, later;
+  std::future<store::Status> cleared;
+  {
+    CommitterGate gate(*s);  // one group: write, clear, writes
+    before = write_async(*s, {board_set("b", "before", 1, 1), put("key-before", "v")});
+    cleared = clear_async(*s);
+    after = write_async(*s, {board_set("b", "after", 2, 2), put("key-after", "v"),
+                             board_set("c", "after", 3, 3), board_set(ff250, "m", 4, 4)});
+    later = write_async(*s, {board_remove("c", "after"), board_set("c", "late", 5, 5)});
+  }
+  EXPECT_TRUE(wait_for(before).status.ok());
+  EXPECT_TRUE(wait_for(cleared).ok());
+  EXPECT_TRUE(wait_for(after).status.ok());
+  EXPECT_TRUE(wait_for(later).status.ok());
+  const Rows want{
+      {{"b", "after"}, row(2, 2)}, {{"c", "late"}, row(5, 5)}, {{ff250, "m"}, row(4, 4)}};
+  {
+    SCOPED_TRACE("after the group");
+    expect_rows(*s, want);
+  }
+  EXPECT_EQ(value_of(*s, "key-old"), "<absent>");
+  EXPECT_EQ(value_of(*s, "key-before"), "<absent>");
+  EXPECT_EQ(value_of(*s, "key-after"), "v");
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  {
+    SCOPED_TRACE("after a restart");
+    expect_rows(*s, want);
+  }
+  // A clear alone removes every row, durably.
+  ASSERT_TRUE(clear_sync(*s).ok());
+  {
+    SCOPED_TRACE("after a clear alone");
+    expect_rows(*s, {});
+  }
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  SCOPED_TRACE("after a clear alone and a restart");
+  expect_rows(*s, {});
+  EXPECT_EQ(value_of(*s, "key-after"), "<absent>");
+}
+
+TEST(RocksBoards, AKeyAndABoardOfTheSameNameAreIndependent) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  auto r = write_sync(*s, {board_set("x", "m", 1, 1), put("x", "v"), board_set("x", "x", 2, 2)});
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  EXPECT_EQ(r.existed, (std::vector<bool>{false, false, false}));  // no key "x" before the put
+  // The row's own encoding, as a key: still no row.
+  ASSERT_TRUE(write_sync(*s, {put("\x01"
+                                  "xq",
+                                  "not a row")})
+                  .status.ok());
+  expect_rows(*s, {{{"x", "m"}, row(1, 1)}, {{"x", "x"}, row(2, 2)}});
+
+  // Dropping board "x" keeps key "x".
+  ASSERT_TRUE(write_sync(*s, {board_drop("x")}).status.ok());
+  expect_rows(*s, {});
+  EXPECT_EQ(value_of(*s, "x"), "v");
+
+  // Deleting key "x" keeps board "x"; a board row is not a value of the key.
+  ASSERT_TRUE(write_sync(*s, {board_set("x", "m", 3, 3)}).status.ok());
+  r = write_sync(*s, {del("x")});
+  EXPECT_EQ(r.existed, std::vector<bool>{true});
+  r = write_sync(*s, {del("x")});
+  EXPECT_EQ(r.existed, std::vector<bool>{false});  // board "x" has a row, key "x" is gone
+  EXPECT_EQ(value_of(*s, "x"), "<absent>");
+  expect_rows(*s, {{{"x", "m"}, row(3, 3)}});
+  r = write_sync(*s, {board_remove("x", "m"), put("x", "w")});
+  EXPECT_EQ(r.existed, (std::vector<bool>{false, false}));
+  ASSERT_TRUE(write_sync(*s, {board_set("x", "m", 4, 4)}).status.ok());
+
+  // clear() removes both.
+  ASSERT_TRUE(clear_sync(*s).ok());
+  EXPECT_EQ(value_of(*s, "x"), "<absent>");
+  EXPECT_EQ(value_of(*s,
+                     "\x01"
+                     "xq"),
+            "<absent>");
+  expect_rows(*s, {});
+}
+
+TEST(RocksBoards, ABadBoardRowRefusesOnlyItsBatch) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  const std::string b251(251, 'b'), m251(251, 'm'), b250(250, 'b'), m250(250, 'm');
+  const std::vector<std::pair<const char*, Write>> bad{
+      {"set, empty board", board_set("", "m", 1, 1)},
+      {"set, 251-byte board", board_set(b251, "m", 1, 1)},
+      {"set, empty member", board_set("b", "", 1, 1)},
+      {"set, 251-byte member", board_set("b", m251, 1, 1)},
+      {"remove, empty board", board_remove("", "m")},
+      {"remove, 251-byte board", board_remove(b251, "m")},
+      {"remove, empty member", board_remove("b", "")},
+      {"remove, 251-byte member", board_remove("b", m251)},
+      {"drop, empty board", board_drop("")},
+      {"drop, 251-byte board", board_drop(b251)},
+      {"set, NaN score", board_set("b", "m", std::numeric_limits<double>::quiet_NaN(), 1)},
+      {"set, infinite score", board_set("b", "m", std::numeric_limits<double>::infinity(), 1)},
+      {"set, seq 2^63", board_set("b", "m", 1, std::uint64_t{1} << 63)},
+  };
+  // Rows a refused batch would remove if any of it were applied.
+  ASSERT_TRUE(
+      write_sync(*s, {board_set("victim", "m", 1, 1), board_set("b", "m", 1, 1)}).status.ok());
+  Rows want{{{"victim", "m"}, row(1, 1)}, {{"b", "m"}, row(1, 1)}};
+  const auto commits = s->stats().commits;
+  const auto writes = s->stats().writes;
+  std::vector<std::future<store::WriteResult>> refused, accepted;
+  std::uint64_t accepted_ops = 0;
+  {
+    CommitterGate gate(*s);  // the refused and the accepted batches share one group
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+      const auto n = static_cast<long long>(i);
+      // The bad op in the middle: the ops before it and after it are refused with it.
+      refused.push_back(write_async(
+          *s, {board_set("b", name("r", n), 1, 1), put(name("k", n), "v"), board_drop("victim"),
+               board_remove("b", "m"), bad[i].second, board_set("b", name("s", n), 1, 1)}));
+      accepted.push_back(
+          write_async(*s, {board_set("good", name("g", n), static_cast<double>(n), i + 1)}));
+      want[{"good", name("g", n)}] = row(static_cast<double>(n), i + 1);
+      ++accepted_ops;
+    }
+    // The longest names are fine; a drop ignores its (here over-long) member.
+    Write drop_with_member = board_drop("absent");
+    drop_with_member.member = m251;
+    accepted.push_back(
+        write_async(*s, {board_set(b250, m250, 2, 2), board_remove(b250, "x"), drop_with_member}));
+    want[{b250, m250}] = row(2, 2);
+    accepted_ops += 3;
+  }
+  for (std::size_t i = 0; i < refused.size(); ++i) {
+    auto r = wait_for(refused[i]);
+    EXPECT_EQ(r.status.code, Code::io_error) << bad[i].first << ": " << r.status.message;
+    EXPECT_FALSE(r.status.message.empty()) << bad[i].first;
+    EXPECT_TRUE(r.existed.empty()) << bad[i].first;
+  }
+  for (std::size_t i = 0; i < accepted.size(); ++i) {
+    auto r = wait_for(accepted[i]);
+    EXPECT_TRUE(r.status.ok()) << i << ": " << r.status.message;
+  }
+  {
+    SCOPED_TRACE("nothing of a refused batch was written");
+    expect_rows(*s, want);
+  }
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_EQ(value_of(*s, name("k", static_cast<long long>(i))), "<absent>") << bad[i].first;
+  }
+  auto st = s->stats();
+  EXPECT_FALSE(st.failed);
+  EXPECT_EQ(st.errors, bad.size());
+  EXPECT_EQ(st.commits, commits + 2);
+  EXPECT_EQ(st.writes, writes + 1 + accepted_ops);  // the gate's put, then the accepted ops
+
+  // Alone, outside a group, too; and the store takes writes afterwards.
+  auto r = write_sync(*s, {board_drop("")});
+  EXPECT_EQ(r.status.code, Code::io_error) << r.status.message;
+  r = write_sync(*s, {board_set("after", "m", 1, 1)});
+  EXPECT_TRUE(r.status.ok()) << r.status.message;
+  want[{"after", "m"}] = row(1, 1);
+  EXPECT_FALSE(s->stats().failed);
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  SCOPED_TRACE("after a restart");
+  expect_rows(*s, want);
+}
+
+TEST(RocksBoards, LoadOnAFreshStoreVisitsNothing) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  Loaded got = load_rows(*s);
+  EXPECT_TRUE(got.status.ok()) << got.status.message;
+  EXPECT_EQ(got.visits, 0u);
+  // Keys are not rows; a row set and removed is gone.
+  ASSERT_TRUE(write_sync(*s, {put("k", "v"), board_set("b", "m", 1, 1)}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_remove("b", "m")}).status.ok());
+  got = load_rows(*s);
+  EXPECT_TRUE(got.status.ok()) << got.status.message;
+  EXPECT_EQ(got.visits, 0u);
+}
+
+TEST(RocksBoards, LoadsAHundredThousandRows) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  constexpr int kBatches = 100, kPerBatch = 1000;
+  std::mt19937_64 rng(20240612);
+  Rows want;
+  std::vector<std::future<store::WriteResult>> results;
+  for (int b = 0; b < kBatches; ++b) {
+    std::vector<Write> batch;
+    batch.reserve(kPerBatch);
+    for (int i = 0; i < kPerBatch; ++i) {
+      const long long n = static_cast<long long>(b) * kPerBatch + i;
+      std::string board = name("board", n % 97);
+      if (n % 97 == 5) board += '\xff';  // a board next to "board5"'s range
+      if (n % 97 == 6) board.push_back('\0');
+      const std::string member = name("m", n);
+      double score = 0;
+      do {
+        score = std::bit_cast<double>(rng());
+      } while (!std::isfinite(score));
+      const auto seq = static_cast<std::uint64_t>(n) + 1;
+      batch.push_back(board_set(board, member, score, seq));
+      want[{board, member}] = row(score, seq);
+    }
+    results.push_back(write_async(*s, std::move(batch)));  // pipelined: they form groups
+  }
+  for (auto& f : results) {
+    auto r = wait_for(f);
+    ASSERT_TRUE(r.status.ok()) << r.status.message;
+  }
+  ASSERT_EQ(want.size(), static_cast<std::size_t>(kBatches) * kPerBatch);
+
+  auto timed_load = [&](const char* when) {
+    SCOPED_TRACE(when);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Loaded got = load_rows(*s);
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - t0;
+    std::printf("load_boards %s: %zu rows in %.1f ms\n", when, got.visits, took.count());
+    ASSERT_TRUE(got.status.ok()) << got.status.message;
+    EXPECT_EQ(got.visits, want.size());
+    EXPECT_TRUE(got.rows == want) << "the loaded rows differ from the model (" << got.rows.size()
+                                  << " vs " << want.size() << " rows)";
+  };
+  timed_load("from the memtable");
+  EXPECT_EQ(s->stats().writes, want.size());
+  reopen(s, dir.uri());
+  ASSERT_TRUE(s);
+  timed_load("after a restart");
+}
+
+TEST(RocksBoards, OpensADatabaseMadeBeforeTheBoardsFamily) {
+  TempDir dir;
+  const std::string path = (dir.path() / "db").string();
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status st = rocksdb::DB::Open(o, path, &raw);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "old", "v").ok());
+    // A key that looks like a board row ([1]b + m, 16 bytes of value): it stays a key.
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(),
+                        "\x01"
+                        "bm",
+                        "0123456789abcdef")
+                    .ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  auto families = [&] {
+    std::vector<std::string> names;
+    const rocksdb::Status st = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  ASSERT_EQ(families(), std::vector<std::string>{"default"});
+
+  auto s = open_ok("rocksdb:" + path);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(value_of(*s, "old"), "v");
+  EXPECT_EQ(value_of(*s,
+                     "\x01"
+                     "bm"),
+            "0123456789abcdef");
+  expect_rows(*s, {});
+  auto r = write_sync(*s, {board_set("b", "m", 1.5, 1), put("old", "w")});
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  EXPECT_EQ(r.existed, (std::vector<bool>{false, true}));
+  expect_rows(*s, {{{"b", "m"}, row(1.5, 1)}});
+  s->close();
+  s.reset();
+  EXPECT_EQ(families(), (std::vector<std::string>{"boards", "default"}));
+
+  s = open_ok("rocksdb:" + path);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(value_of(*s, "old"), "w");
+  SCOPED_TRACE("after a restart");
+  expect_rows(*s, {{{"b", "m"}, row(1.5, 1)}});
+}
+
+TEST(RocksBoards, LoadAfterCloseSaysClosed) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "m", 1, 1)}).status.ok());
+  s->close();
+  const Loaded got = load_rows(*s);
+  EXPECT_EQ(got.status.code, Code::closed) << got.status.message;
+  EXPECT_FALSE(got.status.message.empty());
+  EXPECT_EQ(got.visits, 0u);
+}
+
+TEST(RocksBoards, StatsCountBoardOpsAsWrites) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "m", 1, 1), board_set("b", "n", 2, 2),
+                              board_remove("b", "m"), board_drop("c"), put("k", "v")})
+                  .status.ok());
+  auto st = s->stats();
+  EXPECT_EQ(st.writes, 5u);
+  EXPECT_EQ(st.commits, 1u);
+  ASSERT_TRUE(write_sync(*s, {board_remove("absent", "m")}).status.ok());  // a no-op still counts
+  st = s->stats();
+  EXPECT_EQ(st.writes, 6u);
+  EXPECT_EQ(st.commits, 2u);
+  EXPECT_EQ(write_sync(*s, {board_set("b", "", 1, 1)}).status.code, Code::io_error);
+  st = s->stats();
+  EXPECT_EQ(st.writes, 6u);  // refused: nothing committed
+  EXPECT_EQ(st.commits, 2u);
+  EXPECT_EQ(st.errors, 1u);
+  ASSERT_TRUE(clear_sync(*s).ok());
+  st = s->stats();
+  EXPECT_EQ(st.writes, 6u);
+  EXPECT_EQ(st.commits, 3u);
+  EXPECT_EQ(st.errors, 1u);
+  EXPECT_FALSE(st.failed);
+  EXPECT_EQ(st.reads, 0u);  // load_boards is not a read of keys
+  (void)load_rows(*s);
+  EXPECT_EQ(s->stats().reads, 0u);
+}
+
+// want_existed is for put/del (store.hh); on a board op it must be ignored (existed false), not
+// take the committer down. Run in a child process: a store that dies there fails this test only.
+TEST(RocksBoards, WantExistedOnABoardOpIsIgnored) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  TempDir dir;
+  EXPECT_EXIT(
+      {
+        std::set_terminate([] {  // say why (an uncaught exception's what()), clean up, die
+          if (auto e = std::current_exception()) {
+            try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+              std::fprintf(stderr, "terminate: uncaught exception: %s\n", x.what());
+            } catch (...) {
+              std::fprintf(stderr, "terminate: uncaught exception\n");
+            }
+          }
+          remove_live_dirs();
+          std::abort();
+        });
+        int code = 1;
+        {
+          auto s = open_ok(dir.uri());
+          if (s && write_sync(*s, {put("k", "v")}).status.ok()) {
+            Write set = board_set("b", "m", 1, 1);
+            set.want_existed = true;
+            Write set_k = board_set("k", "m", 1, 1);  // a board named like an existing key
+            set_k.want_existed = true;
+            Write drop = board_drop("b");
+            drop.want_existed = true;
+            const auto r = write_sync(*s, {set, set_k, put("k", "w"), drop});
+            if (r.status.ok() && r.existed == std::vector<bool>{false, false, true, false} &&
+                value_of(*s, "k") == "w") {
+              code = 0;
+            }
+          }
+        }
+        remove_live_dirs();
+        std::exit(code);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // --- faults ----------------------------------------------------------------------------------

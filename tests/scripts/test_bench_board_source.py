@@ -1,0 +1,164 @@
+"""scripts/bench_board_source.sh end to end in --quick mode, and its usage errors.
+
+The end-to-end run (2,000 members, 1 s points, one round, about 20 s) starts a real PostgreSQL
+(tests/support/pg_cluster.py) and the built cache_server/bench_client, and must leave summary.md
+with a row per read, connection count and --board-source (8), the ratios computed from the
+table's own numbers, the rebuild times (the server's own "boards rebuilt" lines), summary.json,
+commands.txt, and must stop every process it started. Performance is not checked. PostgreSQL
+missing is a skip, as is the build (EXPERIMENT_TEST_BUILD, default build/release) without
+--board-source or a second CPU. The usage tests need nothing.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from md_tables import number, table
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench_board_source.sh"
+BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
+SERVER = BUILD / "server" / "cache_server"
+CLIENT = BUILD / "client" / "bench_client"
+MEMBERS = 2000
+
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+import pg_cluster  # noqa: E402
+
+
+def missing():
+    try:
+        pg_cluster.find_bindir()
+    except pg_cluster.PgClusterError as e:
+        return f"PostgreSQL is not installed: {e}"
+    for binary in (SERVER, CLIENT):
+        if not binary.exists():
+            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
+    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    if "--board-source" not in helptext:
+        return f"{SERVER} has no --board-source (an older build)"
+    if len(os.sched_getaffinity(0)) < 2:
+        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
+    return None
+
+
+def our_processes(out):
+    """PIDs of processes still running that the run started (their command lines name its
+    temporary directory or its ports)."""
+    ports = set()
+    for f in (out / "raw").glob("*.out"):
+        ports |= set(re.findall(rb"listening on 127\.0\.0\.1:(\d+)", f.read_bytes()))
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        # The temporary directory is mktemp's bench_board_source.XXXXXX.
+        if (re.search(rb"/bench_board_source\.[A-Za-z0-9]{6}", cmd)
+                or any(b"-p " + p + b" " in cmd for p in ports)):
+            pids.append(int(d.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    why = missing()
+    if why:
+        if os.environ.get("PG_OPTIONAL") == "1" or "PostgreSQL" not in why:
+            pytest.skip(why)
+        pytest.fail(why)
+    out = tmp_path_factory.mktemp("bench_board_source") / "out"
+    p = subprocess.run(
+        ["bash", str(SCRIPT), "--quick", "--members", str(MEMBERS), "--duration", "1",
+         "--build", str(BUILD), "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out, p
+
+
+def test_table_rows_and_ratios(run):
+    out, p = run
+    md = (out / "summary.md").read_text()
+    assert p.stdout == md  # the summary is what was printed
+    header, rows = table(md, "| read | conns |")
+    assert header == ["read", "conns", "--board-source", "req/s", "p50 µs", "p99 µs",
+                      "cache_server CPU µs/req", "PostgreSQL CPU µs/req", "errors"]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        (read, c, src) for read in ("top-100", "rank") for c in ("50", "1")
+        for src in ("memory", "store")]
+    cells = {(r[0], r[1], r[2]): dict(zip(header, r)) for r in rows}
+    for v in cells.values():
+        assert number(v["req/s"]) > 0 and number(v["p50 µs"]) > 0
+        assert number(v["p99 µs"]) >= number(v["p50 µs"])
+        assert number(v["errors"]) == 0
+        assert number(v["cache_server CPU µs/req"]) >= 0
+        assert number(v["PostgreSQL CPU µs/req"]) >= 0
+    # The database does the work of the store reads: its CPU per request is far above memory's.
+    for read in ("top-100", "rank"):
+        assert (number(cells[(read, "50", "store")]["PostgreSQL CPU µs/req"])
+                > number(cells[(read, "50", "memory")]["PostgreSQL CPU µs/req"]))
+    m = re.search(r"memory / store: top-100 ([\d,]+)x, rank ([\d,]+)x", md)
+    assert m, md
+    for read, got in (("top-100", m.group(1)), ("rank", m.group(2))):
+        want = (number(cells[(read, "50", "memory")]["req/s"])
+                / number(cells[(read, "50", "store")]["req/s"]))
+        assert number(got) == pytest.approx(want, rel=0.02, abs=1)
+
+
+def test_rebuild_times_are_the_servers_lines(run):
+    out, _ = run
+    md = (out / "summary.md").read_text()
+    _, rows = table(md, "| rebuild on restart |")
+    assert [r[0] for r in rows] == ["PostgreSQL (two restarts)", "RocksDB"]
+    summary = json.loads((out / "summary.json").read_text())
+    for name in ("memory", "store", "rocks"):
+        line = [l for l in (out / "raw" / f"{name}.out").read_text().splitlines()
+                if l.startswith("boards rebuilt from the store: ")]
+        assert line and line[0].startswith(
+            f"boards rebuilt from the store: {MEMBERS} members in 1 boards"), line
+    assert len(summary["rebuild_ms"]["postgres"]) == 2 and summary["rebuild_ms"]["rocksdb"] > 0
+    assert set(summary["points"]) == {f"{op}-{src}-c{c}" for op in ("top", "rank")
+                                      for src in ("memory", "store") for c in (50, 1)}
+
+
+def test_commands_and_processes(run):
+    out, _ = run
+    cmds = (out / "commands.txt").read_text()
+    for what in ("postgres:", "memory:", "store:", "--board-source store", "top store 50 conns:",
+                 "rank memory 1 conns:", "rocks:"):
+        assert what in cmds, what
+    assert "password" not in cmds
+    assert our_processes(out) == []
+
+
+def test_help():
+    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    assert h.returncode == 0
+    for flag in ("--members N", "--conns N", "--duration S", "--repeat N", "--out DIR", "--quick",
+                 "--build DIR", "Exit status"):
+        assert flag in h.stdout, flag
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--frobnicate"], "unknown argument"),
+    (["--members", "0"], "--members"),
+    (["--members", "12x"], "--members"),
+    (["--conns", "abc"], "--conns"),
+    (["--duration", "0.5"], "--duration"),
+    (["--repeat", "0"], "--repeat"),
+    (["--out"], "needs a value"),
+])
+def test_bad_usage_exits_2_with_one_line(args, msg):
+    p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2, (args, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("bench_board_source: ")
+    assert p.stdout == ""
