@@ -3,6 +3,7 @@
 #include "boards/board.hh"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 namespace boards {
@@ -85,20 +86,47 @@ std::optional<Updated> Board::update(std::string_view member, Op op, double valu
       .created = false, .changed = true, .score = score, .rank = rank_of(it), .old_rank = old_rank};
 }
 
-void Board::restore(std::string_view member, double score, std::uint64_t seq) {
+bool Board::restore(std::string_view member, double score, std::uint64_t seq) {
   score = canonical(score);
-  auto& by_member = members_.get<ByMember>();
-  auto it = by_member.find(member, MemberHash{}, MemberEq{});
-  if (it == by_member.end()) {
-    by_member.insert(Node{MemberName(member), score, seq});
-    member_bytes_ += heap_bytes(member.size());
-  } else {
-    by_member.modify(it, [&](Node& n) {
-      n.score = score;
-      n.seq = seq;
-    });
+  bool replaced = false;
+  if (!insert_restored(member, score, seq)) {
+    auto& by_member = members_.get<ByMember>();
+    auto existing = by_member.find(member, MemberHash{}, MemberEq{});
+    if (existing == by_member.end()) {
+      // Another member holds this (score, seq): rows no consistent store holds (seqs are unique
+      // within a board). Keep the member, as the latest arrival at its score.
+      seq = next_seq_;
+    } else if (existing->score == score && existing->seq == seq) {
+      return false;  // the same row again
+    } else {
+      member_bytes_ -= heap_bytes(existing->member.size());
+      by_member.erase(existing);  // erased, then inserted: a modify() that collided would lose it
+      replaced = true;
+    }
+    const bool inserted = insert_restored(member, score, seq);
+    assert(inserted);
+    (void)inserted;
   }
   next_seq_ = std::max(next_seq_, seq + 1);
+  return !replaced;
+}
+
+// A row that ranks after every member goes in at the end with a hint, with no descent of the
+// tree: the rebuild restores each board's rows in rank order (server/server.cc), and so takes
+// 1M members in 1.1 s instead of 2.6 s (boards/README.md). insert() probes the hash once;
+// false if the member, or its (score, seq), is there already.
+bool Board::insert_restored(std::string_view member, double score, std::uint64_t seq) {
+  Node node{MemberName(member), score, seq};
+  auto& by_rank = members_.get<ByRank>();
+  const std::size_t before = members_.size();
+  if (!by_rank.empty() && RankOrder{}(*by_rank.rbegin(), node)) {
+    by_rank.insert(by_rank.end(), std::move(node));
+  } else {
+    by_rank.insert(std::move(node));
+  }
+  if (members_.size() == before) return false;
+  member_bytes_ += heap_bytes(member.size());
+  return true;
 }
 
 std::optional<std::size_t> Board::remove(std::string_view member) {

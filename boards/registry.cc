@@ -96,16 +96,39 @@ UpdateOutcome Registry::update(std::string_view board, std::string_view member, 
   }
 }
 
-bool Registry::restore(std::string_view board, std::string_view member, const Stored& row) {
+std::size_t Registry::restore_board(std::string_view board, std::span<const RestoreRow> rows) {
+  if (rows.empty()) return 0;
   std::shared_ptr<Slot> slot = find_or_create(board);
-  if (!slot) return false;
+  if (!slot) return rows.size();
   std::unique_lock lock(slot->mu);
-  const bool is_new = !slot->board.stored(member);
-  if (is_new && !reserve(Board::member_cost(member.size()))) return false;
-  slot->board.restore(member, row.score, row.seq);
+  slot->board.reserve(slot->board.size() + rows.size());
+  std::size_t skipped = 0;
+  for (const RestoreRow& r : rows) {
+    // Charged first, and given back if the member was there already (rare: a store's rows are
+    // unique), so the common case probes the board's hash once; a full budget refuses only a
+    // member that is really new.
+    const std::size_t cost = Board::member_cost(r.member.size());
+    const bool charged = reserve(cost);
+    if (!charged && !slot->board.stored(r.member)) {
+      ++skipped;
+      continue;
+    }
+    if (slot->board.restore(r.member, r.row.score, r.row.seq)) {
+      members_.fetch_add(1, std::memory_order_relaxed);
+    } else if (charged) {
+      release(cost);
+    }
+  }
   slot->top.invalidate_from(1, top_bytes_);
-  if (is_new) members_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  if (slot->board.empty()) {  // nothing fitted: a board without members does not exist
+    lock.unlock();
+    std::unique_lock registry(mu_);
+    if (auto it = map_.find(board); it != map_.end() && it->second == slot) {
+      std::unique_lock again(slot->mu);
+      if (slot->board.empty()) unlink_locked(it);
+    }
+  }
+  return skipped;
 }
 
 std::optional<std::size_t> Registry::remove_member(std::string_view board, std::string_view member,

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -88,9 +89,19 @@ class Registry {
   UpdateOutcome update(std::string_view board, std::string_view member, Op op, double value,
                        ChangeSink* sink = nullptr);
 
-  // Inserts or replaces a member with a stored row (a restart's rebuild), creating its board.
-  // false, changing nothing, when a new member would not fit in the budget.
-  [[nodiscard]] bool restore(std::string_view board, std::string_view member, const Stored& row);
+  // Inserts or replaces members with their stored rows (a restart's rebuild), creating the
+  // board. Rows in rank order are fastest (Board::restore). A new member that would not fit in
+  // the budget is skipped; returns how many were.
+  struct RestoreRow {
+    std::string_view member;
+    Stored row;
+  };
+  [[nodiscard]] std::size_t restore_board(std::string_view board, std::span<const RestoreRow> rows);
+  // One row: false, changing nothing, when a new member would not fit in the budget.
+  [[nodiscard]] bool restore(std::string_view board, std::string_view member, const Stored& row) {
+    const RestoreRow one{member, row};
+    return restore_board(board, std::span(&one, 1)) == 0;
+  }
 
   // Removes a member; its rank before, or nullopt if the board or the member is absent. The
   // board goes with its last member.

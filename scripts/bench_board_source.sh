@@ -19,7 +19,9 @@
 #    memory answers from boards/ (and its top-N cache); store answers with SQL: ORDER BY score
 #    DESC, seq LIMIT 100 plus a count(*) for top, a COUNT of the members ranked above for rank
 #    (store/postgres_store.cc). Per point: req/s, p50/p99, and the CPU of cache_server and of
-#    PostgreSQL (all its processes) per request.
+#    PostgreSQL (all its processes, exited backends included), as % of one core and per request
+#    (CPU over bench_client's whole run, warm-up and drain included, divided by the measured
+#    rate times that run's wall time).
 # 4. RocksDB: the same preload into --store rocksdb:DIR, then a restart: its rebuild time.
 # Prints summary.md and writes it, summary.json, commands.txt and the raw files to --out.
 #
@@ -42,8 +44,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BENCH_NAME=bench_board_source
+
 # usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, free_port, echo_cmd,
-# split_conns, stop_server, start_ours, alive
+# help_has, split_conns, stop_server, start_ours, alive
 source "$ROOT/scripts/lib/bench_common.sh"
 
 MEMBERS="" CONNS=50 DURATION="" REPEAT="" OUT="" QUICK=0 BUILD="" SERVER_THREADS=1 CLIENT_THREADS=2
@@ -88,7 +91,7 @@ CACHE_SERVER="${CACHE_SERVER:-$BUILD/server/cache_server}"
 BENCH_CLIENT="${BENCH_CLIENT:-$BUILD/client/bench_client}"
 [ -x "$CACHE_SERVER" ] || die "no cache_server at $CACHE_SERVER (build it, or pass --build DIR)"
 [ -x "$BENCH_CLIENT" ] || die "no bench_client at $BENCH_CLIENT (build it, or pass --build DIR)"
-"$CACHE_SERVER" --help 2>&1 | grep -q -- '--board-source' || die "$CACHE_SERVER has no --board-source (an older build?)"
+help_has "$CACHE_SERVER" --board-source || die "$CACHE_SERVER has no --board-source (an older build?)"
 
 BOARD_MAXMEM="$(( MEMBERS * 320 / 1048576 + 64 ))M"
 WARMUP=1; [ "$QUICK" = 1 ] && WARMUP=0.2
@@ -136,25 +139,8 @@ pg_ticks() {
 
 # --- servers -------------------------------------------------------------------------------------
 declare -A SRV_PID SRV_PORT
-# start NAME FLAGS...: cache_server pinned to SERVER_CPU; waits for its listening line and keeps
-# its stdout (the rebuild line) in raw/NAME.out.
-start() {
-  local name="$1" port log i
-  shift
-  port="$(free_port)"
-  log="$OUT/raw/$name.out"
-  record_cmd "$name" "taskset -c $SERVER_CPU $(echo_cmd "$CACHE_SERVER" -s 127.0.0.1 -p "$port" -t "$SERVER_THREADS" "$@")"
-  taskset -c "$SERVER_CPU" "$CACHE_SERVER" -s 127.0.0.1 -p "$port" -t "$SERVER_THREADS" "$@" \
-    > "$log" 2> "$OUT/raw/$name.err" &
-  SRV_PID[$name]=$!; SRV_PORT[$name]="$port"; PIDS+=("$!")
-  for i in $(seq 1 1200); do  # 120 s: a rebuild of 10M members
-    grep -q '^listening on ' "$log" && return 0
-    kill -0 "${SRV_PID[$name]}" 2> /dev/null || die "$name exited: $(tail -3 "$OUT/raw/$name.err")"
-    sleep 0.1
-  done
-  die "$name printed no listening line within 120 s"
-}
-rebuild_ms() { sed -n 's/^boards rebuilt from the store: .* in \([0-9.]*\) ms$/\1/p' "$OUT/raw/$1.out"; }
+START_WAIT_S=120  # start_ours: a rebuild of 10M members takes a while
+rebuild_ms() { sed -n 's/^boards rebuilt from the store: .* in \([0-9.]*\) ms$/\1/p' "$OUT/raw/server-$1.log"; }
 preload() {  # preload NAME: every member PUT once (write-through: each a committed row)
   local name="$1" cmd rc=0
   cmd=("$BENCH_CLIENT" -s 127.0.0.1 -p "${SRV_PORT[$name]}" --workload board-score --boards 1
@@ -178,18 +164,18 @@ PG_STARTED=1
 record_cmd "postgres" "taskset -c $SERVER_CPU python3 scripts/bench_postgres_report.py pg-start \$TMP/pg 40   (tests/support/pg_cluster.py, shared_buffers=256MB)"
 PG_FLAGS=(--store "postgres:$CONNINFO" --write-mode through --board-maxmem "$BOARD_MAXMEM")
 
-start pg-load "${PG_FLAGS[@]}"
+start_ours pg-load "${PG_FLAGS[@]}"
 preload pg-load
 stop_server pg-load
-start memory "${PG_FLAGS[@]}" --board-source memory
-start store "${PG_FLAGS[@]}" --board-source store
+start_ours memory "${PG_FLAGS[@]}" --board-source memory
+start_ours store "${PG_FLAGS[@]}" --board-source store
 log "rebuilt from PostgreSQL: memory server $(rebuild_ms memory) ms, store server $(rebuild_ms store) ms"
 
 # --- points --------------------------------------------------------------------------------------
 declare -A WORKLOAD=([top]=board-top [rank]=board-score)
 point() {  # point OP SOURCE REP CONNS
   local op="$1" src="$2" rep="$3" conns="$4" tag="$1-$2-c$4-r$3" pid="${SRV_PID[$2]}" cmd rc=0
-  local k0 k1 p0 p1 t k
+  local k0 k1 p0 p1 t k w0 w1
   if [ "$conns" = 1 ]; then t=1 k=1; else t="$CT" k="$CK"; fi
   cmd=("$BENCH_CLIENT" -s 127.0.0.1 -p "${SRV_PORT[$src]}" --workload "${WORKLOAD[$op]}"
        --boards 1 --members "$MEMBERS" --threads "$t" --connections-per-thread "$k"
@@ -197,23 +183,30 @@ point() {  # point OP SOURCE REP CONNS
        --timeout 120s --json "$OUT/raw/$tag.json" -q)
   [ "$op" != top ] || cmd+=(--top-n 100)
   [ "$rep" != 1 ] || record_cmd "$op $src $conns conns" "taskset -c $CLIENT_CPU $(echo_cmd "${cmd[@]}" | sed 's/--seed 1/--seed REP/')"
-  kill -0 "$pid" 2> /dev/null || die "$src server died"
-  k0="$(cpu_ticks "$pid")"; p0="$(pg_ticks)"
+  alive "$src"
+  k0="$(cpu_ticks "$pid")"; p0="$(pg_ticks)"; w0="$EPOCHREALTIME"
   timeout "$POINT_TIMEOUT" taskset -c "$CLIENT_CPU" "${cmd[@]}" > "$OUT/raw/$tag.txt" 2>&1 || rc=$?
-  k1="$(cpu_ticks "$pid")"; p1="$(pg_ticks)"
+  k1="$(cpu_ticks "$pid")"; p1="$(pg_ticks)"; w1="$EPOCHREALTIME"
   [ "$rc" = 0 ] || die "bench_client ($op, $src) failed (exit $rc): $(tail -3 "$OUT/raw/$tag.txt")"
   python3 - "$OUT/raw/$tag.json" "$op" "$src" "$rep" "$conns" "$((k1 - k0))" "$((p1 - p0))" \
-    "$CLK_TCK" >> "$OUT/points.jsonl" << 'PY'
+    "$CLK_TCK" "$(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.6f", b - a }')" \
+    >> "$OUT/points.jsonl" << 'PY'
 import json, sys
-path, op, src, rep, conns, srv_ticks, pg_ticks, hz = sys.argv[1:]
+path, op, src, rep, conns, srv_ticks, pg_ticks, hz, wall = sys.argv[1:]
 p = json.load(open(path))["points"][0]
-n = p["requests"] or 1
+wall = float(wall)
+srv_s, pg_s = int(srv_ticks) / int(hz), int(pg_ticks) / int(hz)
+# The CPU readings span bench_client's whole run (warm-up and drain too), its rate only the
+# measured window: per request is CPU / (rate x the run's wall time), i.e. the run assumed to go
+# at the measured rate throughout (it does, at a bound).
+served = max(p["throughput_rps"] * wall, 1e-9)
 print(json.dumps({"op": op, "source": src, "rep": int(rep), "conns": int(conns),
                   "rps": p["throughput_rps"],
                   "p50_us": p["p50_us"], "p99_us": p["p99_us"], "errors": p["errors"],
-                  "requests": p["requests"],
-                  "server_cpu_us_per_req": int(srv_ticks) / int(hz) * 1e6 / n,
-                  "postgres_cpu_us_per_req": int(pg_ticks) / int(hz) * 1e6 / n}))
+                  "requests": p["requests"], "wall_s": wall,
+                  "server_cpu_pct": 100 * srv_s / wall, "postgres_cpu_pct": 100 * pg_s / wall,
+                  "server_cpu_us_per_req": srv_s * 1e6 / served,
+                  "postgres_cpu_us_per_req": pg_s * 1e6 / served}))
 PY
   log "$tag: $(tail -1 "$OUT/points.jsonl")"
 }
@@ -232,10 +225,10 @@ stop_server store
 
 # --- RocksDB rebuild -----------------------------------------------------------------------------
 ROCKS_FLAGS=(--store "rocksdb:$WORK/rocks" --write-mode through --board-maxmem "$BOARD_MAXMEM")
-start rocks-load "${ROCKS_FLAGS[@]}"
+start_ours rocks-load "${ROCKS_FLAGS[@]}"
 preload rocks-load
 stop_server rocks-load
-start rocks "${ROCKS_FLAGS[@]}"
+start_ours rocks "${ROCKS_FLAGS[@]}"
 ROCKS_REBUILD="$(rebuild_ms rocks)"
 stop_server rocks
 log "rebuilt from RocksDB in $ROCKS_REBUILD ms"
@@ -255,11 +248,13 @@ for op, label in (("top", "top-100"), ("rank", "rank")):
     for c in (int(conns), 1):
         for src in ("memory", "store"):
             m = {k: med(op, src, c, k) for k in ("rps", "p50_us", "p99_us", "errors",
+                                                 "server_cpu_pct", "postgres_cpu_pct",
                                                  "server_cpu_us_per_req",
                                                  "postgres_cpu_us_per_req")}
             summary["points"][f"{op}-{src}-c{c}"] = m
             rows.append(f"| {label} | {c} | {src} | {m['rps']:,.0f} | {m['p50_us']:,.0f} | "
-                        f"{m['p99_us']:,.0f} | {m['server_cpu_us_per_req']:,.1f} | "
+                        f"{m['p99_us']:,.0f} | {m['server_cpu_pct']:,.0f} | "
+                        f"{m['postgres_cpu_pct']:,.0f} | {m['server_cpu_us_per_req']:,.1f} | "
                         f"{m['postgres_cpu_us_per_req']:,.1f} | {m['errors']:.0f} |")
     pts = summary["points"]
     summary[f"{op}_memory_over_store"] = (pts[f"{op}-memory-c{conns}"]["rps"] /
@@ -269,8 +264,9 @@ for op, label in (("top", "top-100"), ("rank", "rank")):
 summary["rebuild_ms"] = {"postgres": [float(pg_mem), float(pg_store)], "rocksdb": float(rocks)}
 md = [f"# Boards: memory against the database ({int(members):,} members, {conns} connections, "
       f"{repeat} x {duration} s, medians)", "",
-      "| read | conns | --board-source | req/s | p50 µs | p99 µs | cache_server CPU µs/req | "
-      "PostgreSQL CPU µs/req | errors |", "|---|---:|---|---:|---:|---:|---:|---:|---:|", *rows,
+      "| read | conns | --board-source | req/s | p50 µs | p99 µs | cache_server CPU% | "
+      "PostgreSQL CPU% | cache_server CPU µs/req | PostgreSQL CPU µs/req | errors |",
+      "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows,
       "",
       f"Throughput at {conns} connections, memory / store: top-100 "
       f"{summary['top_memory_over_store']:,.0f}x, rank {summary['rank_memory_over_store']:,.0f}x. "

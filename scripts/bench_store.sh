@@ -48,7 +48,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BENCH_NAME=bench_store
 # usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
-# echo_cmd, split_conns, stop_server, start_ours, alive, start_redis_server
+# echo_cmd, help_has, split_conns, stop_server, start_ours, alive, start_redis_server
 source "$ROOT/scripts/lib/bench_common.sh"
 
 DURATION="" CONNS="1 8 50 200" OUT="" QUICK=0 BUILD="" DATA_PARENT="${TMPDIR:-/tmp}"
@@ -118,8 +118,8 @@ CACHE_SERVER="${CACHE_SERVER:-$BUILD/server/cache_server}"
 BENCH_CLIENT="${BENCH_CLIENT:-$BUILD/client/bench_client}"
 [ -x "$CACHE_SERVER" ] || die "no cache_server at $CACHE_SERVER (build it, or pass --build DIR)"
 [ -x "$BENCH_CLIENT" ] || die "no bench_client at $BENCH_CLIENT (build it, or pass --build DIR)"
-"$CACHE_SERVER" --help 2>&1 | grep -q -- '--store' || die "$CACHE_SERVER has no --store flag (an older build?)"
-"$CACHE_SERVER" --help 2>&1 | grep -q -- '--write-mode' || die "$CACHE_SERVER has no --write-mode flag (an older build?)"
+help_has "$CACHE_SERVER" --store || die "$CACHE_SERVER has no --store flag (an older build?)"
+help_has "$CACHE_SERVER" --write-mode || die "$CACHE_SERVER has no --write-mode flag (an older build?)"
 [ -d "$DATA_PARENT" ] && [ -w "$DATA_PARENT" ] || die "--data-dir $DATA_PARENT is not a writable directory"
 
 if [ "$QUICK" = 1 ]; then WARMUP=0.1; PROBE_MIN=200; PROBE_PER_CONN=10

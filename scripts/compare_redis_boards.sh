@@ -55,7 +55,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HELPER="$ROOT/scripts/compare_redis_boards_report.py"
 BENCH_NAME=compare_redis_boards
 # usage, die, bad_usage, is_uint, stop_pid, forget_pid, log, cpu_ticks, cpu_snap, free_port,
-# echo_cmd, split_conns, stop_server, start_ours, alive, start_redis_server
+# echo_cmd, help_has, split_conns, stop_server, start_ours, alive, start_redis_server
 source "$ROOT/scripts/lib/bench_common.sh"
 
 MEMBERS="" CONNS=50 DURATION="" REPEAT="" OUT="" QUICK=0 WRK=1 BUILD="" BOARD_MAXMEM=""
@@ -124,8 +124,8 @@ CACHE_SERVER="${CACHE_SERVER:-$BUILD/server/cache_server}"
 BENCH_CLIENT="${BENCH_CLIENT:-$BUILD/client/bench_client}"
 [ -x "$CACHE_SERVER" ] || die "no cache_server at $CACHE_SERVER (build it, or pass --build DIR)"
 [ -x "$BENCH_CLIENT" ] || die "no bench_client at $BENCH_CLIENT (build it, or pass --build DIR)"
-"$CACHE_SERVER" --help 2>&1 | grep -q -- '--board-maxmem' || die "$CACHE_SERVER has no --board-maxmem flag (an older build, without boards?)"
-"$BENCH_CLIENT" --help 2>&1 | grep -q -- 'board-score' || die "$BENCH_CLIENT has no board workloads (an older build?)"
+help_has "$CACHE_SERVER" --board-maxmem || die "$CACHE_SERVER has no --board-maxmem flag (an older build, without boards?)"
+help_has "$BENCH_CLIENT" board-score || die "$BENCH_CLIENT has no board workloads (an older build?)"
 
 if [ "$QUICK" = 1 ]; then WARMUP=0.1; PROBE_N=2000; SETTLE=1; else WARMUP=1; PROBE_N=20000; SETTLE=12; fi
 WRK_D="$(awk -v d="$DURATION" 'BEGIN { t = int(d); if (t < d) t++; if (t < 1) t = 1; print t }')"

@@ -1,11 +1,15 @@
 // server.cc — see server.hh.
 #include "server/server.hh"
 
+#include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace server {
 namespace asio = boost::asio;
@@ -44,16 +48,35 @@ std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) 
 }
 
 // Rebuilds every board from the store's rows (store.hh, load_boards); returns the line that says
-// how long it took. Throws when the store cannot be read or the rows need more than
-// --board-maxmem: a server that starts with part of its boards would serve wrong ranks.
+// how long it took. The rows are gathered per board and restored in rank order, so each goes in
+// at the end of its board's index (Board::restore). Throws when the store cannot be read or the
+// rows need more than --board-maxmem: a server that starts with part of its boards would serve
+// wrong ranks.
 std::string rebuild_boards(StoreTier& tier, boards::Registry& registry, std::size_t maxmem) {
   const auto started = std::chrono::steady_clock::now();
+  struct Row {
+    std::string member;
+    boards::Stored stored;
+  };
+  std::unordered_map<std::string, std::vector<Row>> rows_by_board;
   std::uint64_t rows = 0, refused = 0;
   const store::Status s = tier.load_boards([&](const store::BoardRow& row) {
     ++rows;
-    if (!registry.restore(row.board, row.member, boards::Stored{row.score, row.seq})) ++refused;
+    rows_by_board[std::string(row.board)].push_back(
+        Row{std::string(row.member), boards::Stored{row.score, row.seq}});
   });
   if (!s.ok()) throw std::runtime_error("cannot rebuild the boards from the store: " + s.message);
+  for (auto& [board, board_rows] : rows_by_board) {
+    std::sort(board_rows.begin(), board_rows.end(), [](const Row& a, const Row& b) {
+      if (a.stored.score != b.stored.score) return a.stored.score > b.stored.score;
+      return a.stored.seq < b.stored.seq;
+    });
+    std::vector<boards::Registry::RestoreRow> restore;
+    restore.reserve(board_rows.size());
+    for (const Row& row : board_rows) restore.push_back({row.member, row.stored});
+    refused += registry.restore_board(board, restore);
+    board_rows = {};  // give the memory back as we go
+  }
   if (refused > 0) {
     throw std::runtime_error("the store holds " + std::to_string(rows) +
                              " board members, more than --board-maxmem " + std::to_string(maxmem) +

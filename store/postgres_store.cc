@@ -1,12 +1,12 @@
 // postgres_store.cc — PostgresStore: the pipelined group committer (coalescing, existed, clears,
-// board rows), the batched readers, the board reads and load_boards' binary COPY, the binary
-// parameters, and reconnection after a lost connection (store/README.md, "The PostgreSQL store"
-// and "Board rows in PostgreSQL", says why each is so).
+// board rows), the batched key readers, the binary parameters, and reconnection after a lost
+// connection (store/README.md, "The PostgreSQL store" and "Board rows in PostgreSQL", says why
+// each is so). The board reads and load_boards are postgres_boards.cc's; what both files use is
+// postgres_internal.hh's.
 #include "store/postgres_store.hh"
 
 #include <libpq-fe.h>
 #include <poll.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <bit>
@@ -22,23 +22,18 @@
 #include <unordered_set>
 #include <utility>
 
+#include "store/postgres_internal.hh"
 #include "store/timer_thread.hh"
 
 namespace store {
 
+using namespace detail;  // postgres_internal.hh: the half both files share
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxKey = 250;
-// Type OIDs (pg_type.h) of the binary parameters and results.
-constexpr Oid kByteaOid = 17;
-constexpr Oid kInt8Oid = 20;
-constexpr Oid kFloat8Oid = 701;
-constexpr Oid kByteaArrayOid = 1001;   // bytea[]
-constexpr Oid kInt8ArrayOid = 1016;    // int8[]
-constexpr Oid kFloat8ArrayOid = 1022;  // float8[]
 
 // The statements with parameters, by table (quoted), and their prepared names.
 constexpr const char* kSelectExisted = "cache_select_existed";
@@ -79,62 +74,8 @@ std::string board_remove_sql(const std::string& bt) {
 std::string board_drop_sql(const std::string& bt) {
   return "DELETE FROM " + bt + " WHERE board = ANY($1::bytea[])";
 }
-// Readers: one statement per BoardSource call, so each is one round trip. "Ranked above" a row
-// (s, q) is `score > s OR (score = s AND seq < q)`, counted as two index-only range scans of
-// (board, score DESC, seq): written as one OR, PostgreSQL plans a BitmapOr and a heap scan
-// instead (102-121 ms against 81 ms for a member ranked 500,000th of 1M, EXPLAIN ANALYZE).
-constexpr const char* kBoardTop = "cache_board_top";
-constexpr const char* kBoardMember = "cache_board_member";
-constexpr const char* kBoardAround = "cache_board_around";
-constexpr const char* kBoardInfo = "cache_board_info";
-std::string rank_sql(const std::string& bt, const std::string& row) {  // row: (score, seq)
-  return "(SELECT count(*) FROM " + bt + " o WHERE o.board = $1 AND o.score > " + row +
-         ".score) + (SELECT count(*) FROM " + bt + " o WHERE o.board = $1 AND o.score = " + row +
-         ".score AND o.seq < " + row + ".seq) + 1";
-}
-// $1 board, $2 offset, $3 n -> (members, member, score), a row of NULLs past the end.
-std::string board_top_sql(const std::string& bt) {
-  return "SELECT c.members, r.member, r.score FROM (SELECT count(*) AS members FROM " + bt +
-         " WHERE board = $1) c LEFT JOIN LATERAL (SELECT member, score, seq FROM " + bt +
-         " WHERE board = $1 ORDER BY score DESC, seq LIMIT $3 OFFSET $2) r ON true"
-         " ORDER BY r.score DESC, r.seq";
-}
-// $1 board, $2 member -> (board exists, score, rank), score NULL if the member is absent.
-std::string board_member_sql(const std::string& bt) {
-  return "SELECT EXISTS (SELECT 1 FROM " + bt + " WHERE board = $1), m.score, " +
-         rank_sql(bt, "m") + " FROM (VALUES (1)) one(x) LEFT JOIN " + bt +
-         " m ON m.board = $1 AND m.member = $2";
-}
-// $1 board, $2 member, $3 n -> (members, rank, member, score): the member's rank by COUNT, then
-// the window around it, clipped at both ends by itself: up to n rows ranked just above it and
-// up to n + 1 from it down, each side as two index range scans (equal score and seq beyond it,
-// then the next scores) read from the member outwards. Rank NULL if the member is absent.
-// (LIMIT 2n+1 OFFSET rank-n-1 would answer the same, but walk the index down to the window:
-// 190 ms for a member ranked 500,000th of 1M, against 0.2 ms this way.)
-std::string board_around_sql(const std::string& bt) {
-  const std::string cols = "SELECT member, score, seq FROM " + bt + " WHERE board = $1 AND ";
-  return "SELECT c.members, m.rank, w.member, w.score FROM (SELECT count(*) AS members FROM " + bt +
-         " WHERE board = $1) c LEFT JOIN LATERAL (SELECT x.score, x.seq, " + rank_sql(bt, "x") +
-         " AS rank FROM " + bt +
-         " x WHERE x.board = $1 AND x.member = $2) m ON true LEFT JOIN LATERAL ("
-         "(SELECT * FROM ((" +
-         cols + "score = m.score AND seq < m.seq ORDER BY seq DESC LIMIT $3) UNION ALL (" + cols +
-         "score > m.score ORDER BY score, seq DESC LIMIT $3)) above"
-         " ORDER BY score, seq DESC LIMIT $3) UNION ALL (SELECT * FROM ((" +
-         cols + "score = m.score AND seq >= m.seq ORDER BY seq LIMIT $3 + 1) UNION ALL (" + cols +
-         "score < m.score ORDER BY score DESC, seq LIMIT $3 + 1)) below"
-         " ORDER BY score DESC, seq LIMIT $3 + 1)) w ON true ORDER BY w.score DESC, w.seq";
-}
-// $1 board -> (members, top score, bottom score).
-std::string board_info_sql(const std::string& bt) {
-  return "SELECT count(*), max(score), min(score) FROM " + bt + " WHERE board = $1";
-}
-// load_boards(): the whole table, binary (no text conversion of the doubles either way).
-std::string board_copy_sql(const std::string& bt) {
-  return "COPY (SELECT board, member, score, seq FROM " + bt + ") TO STDOUT (FORMAT binary)";
-}
-// LIMIT/OFFSET are bigint: larger requests are clipped (no board has 2^40 members).
-constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
+// The board reads' statements are postgres_boards.cc's (board_read_statements).
+
 constexpr auto kIdleCheck = 200ms;  // an idle connection is checked this often
 // close(): how long in-flight operations may take before the connections are shut down under
 // them (a server that stopped answering must not hold the process's shutdown).
@@ -173,37 +114,9 @@ std::string refusal(const Write& w) {
   return {};
 }
 
-// libpq's messages end with a newline and may hold several lines ("...failed: Connection
-// refused\n\tIs the server running...?"): one line, for logs and 503 bodies.
-std::string one_line(std::string_view msg) {
-  std::string out;
-  bool space = false;
-  for (char c : msg) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
-
-struct ResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
-
 // The binary wire format of a one-dimensional bytea[] without NULLs: ndim, has-null flag,
 // element type, then the dimension and its lower bound, then (length, bytes) per element; every
 // integer a big-endian int32.
-void put_be32(std::string& out, std::uint32_t v) {
-  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                     static_cast<char>(v >> 8), static_cast<char>(v)};
-  out.append(b, 4);
-}
-
 std::string bytea_array(const std::vector<std::string_view>& items) {
   std::size_t size = 20;
   for (auto s : items) size += 4 + s.size();
@@ -219,11 +132,6 @@ std::string bytea_array(const std::vector<std::string_view>& items) {
     out.append(s);
   }
   return out;
-}
-
-void put_be64(std::string& out, std::uint64_t v) {
-  put_be32(out, static_cast<std::uint32_t>(v >> 32));
-  put_be32(out, static_cast<std::uint32_t>(v));
 }
 
 // A one-dimensional array of 8-byte elements (int8, or float8 as its IEEE bits: a double goes
@@ -242,190 +150,6 @@ std::string array8(Oid element, const std::vector<std::uint64_t>& items) {
   }
   return out;
 }
-
-std::string be64(std::uint64_t v) {
-  std::string out;
-  put_be64(out, v);
-  return out;
-}
-
-std::uint64_t get_be64(const char* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-std::uint32_t get_be32(const char* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-std::string_view value_at(const PGresult* r, int row, int col) {
-  return {PQgetvalue(r, row, col), static_cast<std::size_t>(PQgetlength(r, row, col))};
-}
-// Binary int8 / float8 / bool results (count(*) is int8). A NULL reads as 0 / false.
-std::int64_t int8_at(const PGresult* r, int row, int col) {
-  return PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8
-             ? 0
-             : static_cast<std::int64_t>(get_be64(PQgetvalue(r, row, col)));
-}
-double float8_at(const PGresult* r, int row, int col) {
-  return PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8
-             ? 0
-             : std::bit_cast<double>(get_be64(PQgetvalue(r, row, col)));
-}
-bool bool_at(const PGresult* r, int row, int col) {
-  return !PQgetisnull(r, row, col) && PQgetlength(r, row, col) == 1 &&
-         PQgetvalue(r, row, col)[0] != 0;
-}
-
-}  // namespace
-
-namespace detail {
-
-// One libpq connection and its reconnection state. Used by one thread at a time (its owner);
-// down_ in the store counts lost connections across threads.
-class PgConnection {
- public:
-  PgConnection(std::string conninfo, bool pipelined)
-      : conninfo_(std::move(conninfo)), pipelined_(pipelined) {}
-  PgConnection(const PgConnection&) = delete;
-  PgConnection& operator=(const PgConnection&) = delete;
-
-  // Blocking connect (bounded by connect_timeout, 5 s unless the conninfo says otherwise). The
-  // writer's connection goes into nonblocking pipeline mode.
-  bool connect(std::string& error) {
-    // expand_dbname: the conninfo (keyword/value or URI) is expanded in place of dbname, and its
-    // keywords override the defaults listed before it.
-    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-    const char* values[] = {"5", "cache_server store", conninfo_.c_str(), nullptr};
-    Conn c(PQconnectdbParams(keys, values, 1));
-    if (!c) {
-      error = "postgres: cannot connect: out of memory";
-      return false;
-    }
-    if (PQstatus(c.get()) != CONNECTION_OK) {
-      error = "postgres: cannot connect: " + one_line(PQerrorMessage(c.get()));
-      return false;
-    }
-    PQsetNoticeProcessor(
-        c.get(), [](void*, const char*) {}, nullptr);  // "already exists"
-    // An acknowledged write must be durable: a database (or role) configured with
-    // synchronous_commit=off would acknowledge commits before their WAL is flushed, so the
-    // writer's session turns it back on. Any stronger setting (remote_write, remote_apply for
-    // synchronous standbys) or local is kept.
-    if (pipelined_) {
-      PGresult* r = PQexec(c.get(),
-                           "SELECT set_config('synchronous_commit', 'on', false) "
-                           "WHERE current_setting('synchronous_commit') = 'off'");
-      const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-      PQclear(r);
-      if (!ok) {
-        error = "postgres: cannot set synchronous_commit: " + one_line(PQerrorMessage(c.get()));
-        return false;
-      }
-    }
-    prepared_ = prepare(c.get());
-    if (pipelined_ && (PQsetnonblocking(c.get(), 1) != 0 || PQenterPipelineMode(c.get()) != 1)) {
-      error = "postgres: cannot enter pipeline mode: " + one_line(PQerrorMessage(c.get()));
-      return false;
-    }
-    install(std::move(c));
-    return true;
-  }
-
-  // The statements this connection runs with parameters, prepared on every connect: a group or
-  // a batch of reads then skips parsing and planning. If preparing fails (the table is missing
-  // at that moment), the connection still works, sending the SQL itself (prepared() false).
-  struct Statement {
-    const char* name;
-    std::string sql;
-    std::vector<Oid> types;  // of its parameters, all binary
-  };
-  void use_statements(std::vector<Statement> statements) { statements_ = std::move(statements); }
-  // For a connection made before use_statements (open()'s setup connection; not pipelined).
-  void prepare_now() { prepared_ = conn_ && prepare(conn_.get()); }
-  bool prepared() const { return prepared_; }
-
-  PGconn* get() const { return conn_.get(); }
-  bool up() const { return conn_ != nullptr; }
-  bool bad() const { return !conn_ || PQstatus(conn_.get()) == CONNECTION_BAD; }
-  std::string error() const { return conn_ ? one_line(PQerrorMessage(conn_.get())) : ""; }
-  void drop() { install(nullptr); }
-
-  // From any thread: makes the owner's blocked reads and writes on this connection fail at once
-  // (close()'s last resort against a server that stopped answering without closing the
-  // connection); the owner then sees a lost connection. The socket is shut down, not closed:
-  // its descriptor stays the owner's until PQfinish.
-  void abort() {
-    std::lock_guard lock(socket_mu_);
-    if (socket_ >= 0) ::shutdown(socket_, SHUT_RDWR);
-  }
-
-  // An idle connection: reads whatever the server sent (a backend terminated by a shutdown sends
-  // an error, then closes) without blocking. False if the connection is gone.
-  bool alive() {
-    if (!conn_) return false;
-    if (PQconsumeInput(conn_.get()) == 0) return false;
-    return PQstatus(conn_.get()) == CONNECTION_OK;
-  }
-
-  // Reconnection state, owned by the connection's thread.
-  Clock::time_point next_attempt{};
-  std::chrono::milliseconds backoff{0};
-  std::string last_error;
-
- private:
-  struct ConnDeleter {
-    void operator()(PGconn* c) const { PQfinish(c); }
-  };
-  using Conn = std::unique_ptr<PGconn, ConnDeleter>;
-
-  // Swaps the connection (the owner thread only); abort() sees the socket change atomically.
-  // The old connection is finished outside the lock.
-  void install(Conn c) {
-    Conn old;
-    {
-      std::lock_guard lock(socket_mu_);
-      old = std::move(conn_);
-      conn_ = std::move(c);
-      socket_ = conn_ ? PQsocket(conn_.get()) : -1;
-    }
-  }
-
-  bool prepare(PGconn* c) const {
-    for (const Statement& st : statements_) {
-      PGresult* r =
-          PQprepare(c, st.name, st.sql.c_str(), static_cast<int>(st.types.size()), st.types.data());
-      const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-      PQclear(r);
-      if (!ok) return false;
-    }
-    return !statements_.empty();
-  }
-
-  const std::string conninfo_;
-  const bool pipelined_;
-  std::vector<Statement> statements_;
-  bool prepared_ = false;
-  Conn conn_;
-  std::mutex socket_mu_;  // guards socket_ against abort() from another thread
-  int socket_ = -1;
-};
-
-}  // namespace detail
-
-using detail::PgConnection;
-
-namespace {
-
-// A parameter in binary format, and its type (for a statement sent unprepared). Implicit from
-// the bytes: most parameters are bytea[].
-struct Param {
-  Param(std::string b, Oid t = kByteaArrayOid) : bytes(std::move(b)), type(t) {}  // NOLINT
-  std::string bytes;
-  Oid type;
-};
 
 // One query of a pipeline: its SQL and its parameters.
 struct Query {
@@ -518,105 +242,6 @@ bool result_ok(const PGresult* r) {
   const ExecStatusType st = PQresultStatus(r);
   return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
-
-// One statement on a connection in blocking mode, binary parameters and results: the prepared
-// statement `prepared`, or (null: the connection could not prepare it) the SQL itself.
-PGresult* exec_params(PGconn* c, const char* prepared, const std::string& sql,
-                      const std::vector<Param>& params) {
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  std::vector<Oid> types;
-  for (const Param& p : params) {
-    values.push_back(p.bytes.data());
-    lengths.push_back(static_cast<int>(p.bytes.size()));
-    formats.push_back(1);
-    types.push_back(p.type);
-  }
-  const int n = static_cast<int>(params.size());
-  return prepared != nullptr
-             ? PQexecPrepared(c, prepared, n, values.data(), lengths.data(), formats.data(), 1)
-             : PQexecParams(c, sql.c_str(), n, types.data(), values.data(), lengths.data(),
-                            formats.data(), 1);
-}
-
-// load_boards(): PostgreSQL's binary COPY stream (a 19-byte header, then per tuple an int16
-// field count and per field an int32 length and the bytes; a field count of -1 ends it) into
-// board rows. libpq hands it out one CopyData message at a time, in practice a tuple each (the
-// header riding with the first), but nothing promises that: a tuple cut across two chunks is
-// kept until the rest arrives.
-class BoardCopyParser {
- public:
-  explicit BoardCopyParser(const BoardVisitor& visit) : visit_(visit) {}
-
-  // False if the stream is malformed.
-  bool feed(std::string_view chunk) {
-    if (pending_.empty()) {
-      std::size_t used = 0;
-      if (!parse(chunk, used)) return false;
-      pending_.assign(chunk.substr(used));
-      return true;
-    }
-    pending_.append(chunk);
-    std::size_t used = 0;
-    if (!parse(pending_, used)) return false;
-    pending_.erase(0, used);
-    return true;
-  }
-  bool complete() const { return ended_ && pending_.empty(); }
-
- private:
-  static constexpr std::string_view kSignature{"PGCOPY\n\377\r\n\0", 11};
-
-  // Visits every whole tuple of data; used: the bytes consumed.
-  bool parse(std::string_view data, std::size_t& used) {
-    std::size_t p = 0;
-    if (!header_done_) {
-      if (data.size() < 19) return true;  // used = 0: wait for the rest
-      if (data.substr(0, 11) != kSignature) return false;
-      const std::size_t extension = get_be32(data.data() + 15);
-      if (data.size() - 19 < extension) return true;
-      p = 19 + extension;
-      header_done_ = true;
-    }
-    while (!ended_ && data.size() - p >= 2) {
-      const auto fields = static_cast<std::int16_t>((static_cast<unsigned char>(data[p]) << 8) |
-                                                    static_cast<unsigned char>(data[p + 1]));
-      if (fields == -1) {
-        ended_ = true;
-        p += 2;
-        break;
-      }
-      if (fields != 4) return false;
-      std::size_t q = p + 2;
-      std::string_view field[4];
-      int have = 0;
-      for (; have < 4; ++have) {
-        if (data.size() - q < 4) break;
-        const auto length = static_cast<std::int32_t>(get_be32(data.data() + q));
-        if (length < 0) return false;  // NULL: every column is NOT NULL
-        q += 4;
-        if (data.size() - q < static_cast<std::size_t>(length)) break;
-        field[have] = data.substr(q, static_cast<std::size_t>(length));
-        q += static_cast<std::size_t>(length);
-      }
-      if (have < 4) break;  // cut: the rest comes with the next chunk
-      if (field[2].size() != 8 || field[3].size() != 8) return false;
-      visit_(BoardRow{.board = field[0],
-                      .member = field[1],
-                      .score = std::bit_cast<double>(get_be64(field[2].data())),
-                      .seq = get_be64(field[3].data())});
-      p = q;
-    }
-    if (ended_ && p != data.size()) return false;  // bytes after the trailer
-    used = p;
-    return true;
-  }
-
-  const BoardVisitor& visit_;
-  std::string pending_;
-  bool header_done_ = false;
-  bool ended_ = false;
-};
 
 }  // namespace
 
@@ -728,12 +353,9 @@ std::unique_ptr<PostgresStore> PostgresStore::open(const PostgresOptions& option
                             {kBoardRemove, board_remove_sql(board_table), arr2},
                             {kBoardDrop, board_drop_sql(board_table), arr}});
   for (int i = 1; i < options.connections; ++i) {
-    conns[i]->use_statements(
-        {{kRead, read_sql(table), arr},
-         {kBoardTop, board_top_sql(board_table), {kByteaOid, kInt8Oid, kInt8Oid}},
-         {kBoardMember, board_member_sql(board_table), {kByteaOid, kByteaOid}},
-         {kBoardAround, board_around_sql(board_table), {kByteaOid, kByteaOid, kInt8Oid}},
-         {kBoardInfo, board_info_sql(board_table), {kByteaOid}}});
+    std::vector<PgConnection::Statement> reads{{kRead, read_sql(table), arr}};
+    for (auto& st : board_read_statements(board_table)) reads.push_back(std::move(st));
+    conns[i]->use_statements(std::move(reads));
   }
   setup.prepare_now();
   for (int i = 0; i < options.connections; ++i) {
@@ -1302,29 +924,6 @@ void PostgresStore::reader_main(PgConnection& conn) {
   }
 }
 
-// Runs exec(conn) (one read statement; it keeps the result) and says how it went. A read is
-// idempotent: if the connection turns out to be lost, it is retried once on a fresh connection
-// before failing.
-template <class Exec>
-Status PostgresStore::run_read(PgConnection& conn, Exec exec) {
-  Status error;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!ensure_connected(conn)) {
-      return {Code::io_error, "postgres: not connected: " + conn.last_error};
-    }
-    const PGresult* res = exec(conn.get());
-    if (PQresultStatus(res) == PGRES_TUPLES_OK) return {};
-    const std::string why = one_line(res ? PQresultErrorMessage(res) : conn.error());
-    if (conn.bad()) {
-      mark_lost(conn, "postgres: connection lost: " + why);
-      error = {Code::io_error, "postgres: read failed (connection lost): " + why};
-      continue;  // once more, on a new connection (mark_lost allows an attempt at once)
-    }
-    return {Code::io_error, "postgres: read failed: " + why};
-  }
-  return error;
-}
-
 // One SELECT for every distinct key of the batch.
 void PostgresStore::serve_reads(PgConnection& conn, std::vector<ReadOp>& reads) {
   const std::size_t n = reads.size();
@@ -1371,241 +970,6 @@ void PostgresStore::serve_reads(PgConnection& conn, std::vector<ReadOp>& reads) 
       op.done(std::move(r));
     }
   }
-}
-
-// --- boards ----------------------------------------------------------------------------------
-
-void PostgresStore::board_top(std::string board, std::uint64_t offset, std::uint64_t n,
-                              BoardPageDone done) {
-  BoardOp op;
-  op.kind = BoardOp::Kind::top;
-  op.board = std::move(board);
-  op.offset = offset;
-  op.n = n;
-  op.done = std::move(done);
-  enqueue_board(std::move(op));
-}
-
-void PostgresStore::board_member(std::string board, std::string member, BoardPageDone done) {
-  BoardOp op;
-  op.kind = BoardOp::Kind::member;
-  op.board = std::move(board);
-  op.member = std::move(member);
-  op.done = std::move(done);
-  enqueue_board(std::move(op));
-}
-
-void PostgresStore::board_around(std::string board, std::string member, std::uint64_t n,
-                                 BoardPageDone done) {
-  BoardOp op;
-  op.kind = BoardOp::Kind::around;
-  op.board = std::move(board);
-  op.member = std::move(member);
-  op.n = n;
-  op.done = std::move(done);
-  enqueue_board(std::move(op));
-}
-
-void PostgresStore::board_info(std::string board, BoardPageDone done) {
-  BoardOp op;
-  op.kind = BoardOp::Kind::info;
-  op.board = std::move(board);
-  op.done = std::move(done);
-  enqueue_board(std::move(op));
-}
-
-void PostgresStore::enqueue_board(BoardOp op) {
-  op.issued = Clock::now();
-  {
-    std::lock_guard lock(read_mu_);
-    if (!read_stopping_) {
-      board_queue_.push_back(std::move(op));
-      read_cv_.notify_one();
-      return;
-    }
-  }
-  count_error();
-  timer_->post([done = std::move(op.done)] {
-    BoardPage page;
-    page.status = {Code::closed, "store closed"};
-    done(std::move(page));
-  });
-}
-
-// One statement (one round trip) per call; its result in binary.
-void PostgresStore::serve_board(PgConnection& conn, BoardOp& op) {
-  using Kind = BoardOp::Kind;
-  const std::int64_t n = static_cast<std::int64_t>(std::min(op.n, kMaxCount));
-  const std::int64_t offset = static_cast<std::int64_t>(std::min(op.offset, kMaxCount));
-  std::vector<Param> params{Param(op.board, kByteaOid)};
-  const char* name = nullptr;
-  std::string sql;
-  switch (op.kind) {
-    case Kind::top:
-      name = kBoardTop;
-      sql = board_top_sql(board_table_);
-      params.emplace_back(be64(static_cast<std::uint64_t>(offset)), kInt8Oid);
-      params.emplace_back(be64(static_cast<std::uint64_t>(n)), kInt8Oid);
-      break;
-    case Kind::member:
-      name = kBoardMember;
-      sql = board_member_sql(board_table_);
-      params.emplace_back(op.member, kByteaOid);
-      break;
-    case Kind::around:
-      name = kBoardAround;
-      sql = board_around_sql(board_table_);
-      params.emplace_back(op.member, kByteaOid);
-      params.emplace_back(be64(static_cast<std::uint64_t>(n)), kInt8Oid);
-      break;
-    case Kind::info:
-      name = kBoardInfo;
-      sql = board_info_sql(board_table_);
-      break;
-  }
-  PgResult res;
-  BoardPage page;
-  page.status = run_read(conn, [&](PGconn* c) {
-    res.reset(exec_params(c, conn.prepared() ? name : nullptr, sql, params));
-    return res.get();
-  });
-  const PGresult* r = res.get();
-  if (page.status.ok() && PQntuples(r) < 1) {  // every statement returns a row at least
-    page.status = {Code::io_error, "postgres: read failed: no row"};
-  }
-  if (page.status.ok()) {
-    const Status board_absent{Code::not_found, "board not found"};
-    const Status member_absent{Code::not_found, "member not found"};
-    const int rows = PQntuples(r);
-    switch (op.kind) {
-      case Kind::top:  // (members, member, score), NULLs past the end
-        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-        if (page.members == 0) {
-          page.status = board_absent;
-          break;
-        }
-        for (int i = 0; i < rows; ++i) {
-          if (PQgetisnull(r, i, 1)) continue;
-          page.entries.push_back(
-              {.rank = static_cast<std::uint64_t>(offset) + page.entries.size() + 1,
-               .member = std::string(value_at(r, i, 1)),
-               .score = float8_at(r, i, 2)});
-        }
-        break;
-      case Kind::member:  // (board exists, score, rank), score NULL if the member is absent
-        if (!bool_at(r, 0, 0)) {
-          page.status = board_absent;
-        } else if (PQgetisnull(r, 0, 1)) {
-          page.status = member_absent;
-        } else {
-          page.entries.push_back({.rank = static_cast<std::uint64_t>(int8_at(r, 0, 2)),
-                                  .member = std::move(op.member),
-                                  .score = float8_at(r, 0, 1)});
-        }
-        break;
-      case Kind::around: {  // (members, rank, member, score), rank NULL if the member is absent
-        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-        if (page.members == 0) {
-          page.status = board_absent;
-          break;
-        }
-        if (PQgetisnull(r, 0, 1)) {
-          page.status = member_absent;
-          break;
-        }
-        // The window's first rank: the member's, less the rows listed above it.
-        const auto rank = static_cast<std::uint64_t>(int8_at(r, 0, 1));
-        int at = 0;
-        while (at < rows && value_at(r, at, 2) != op.member) ++at;
-        if (at == rows) {
-          page.status = {Code::io_error, "postgres: read failed: the member is not in its window"};
-          break;
-        }
-        auto next = rank - static_cast<std::uint64_t>(at);
-        for (int i = 0; i < rows; ++i) {
-          page.entries.push_back({.rank = next++,
-                                  .member = std::string(value_at(r, i, 2)),
-                                  .score = float8_at(r, i, 3)});
-        }
-        break;
-      }
-      case Kind::info:  // (members, max, min)
-        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-        if (page.members == 0) {
-          page.status = board_absent;
-          break;
-        }
-        page.top_score = float8_at(r, 0, 1);
-        page.bottom_score = float8_at(r, 0, 2);
-        break;
-    }
-  }
-  if (!page.status.ok()) {  // no members, no entries, as the contract reads
-    page.members = 0;
-    page.entries.clear();
-    if (page.status.code != Code::not_found) {
-      count_error();
-      note_error(page.status.message);
-    }
-  }
-  res.reset();
-  reads_.fetch_add(1);
-  const auto due = op.issued + read_delay_;
-  if (read_delay_.count() > 0 && Clock::now() < due) {
-    timer_->post(due, [done = std::move(op.done), page = std::move(page)]() mutable {
-      done(std::move(page));
-    });
-  } else {
-    op.done(std::move(page));
-  }
-}
-
-// A connection of its own (the readers keep serving), one binary COPY of the whole table: no
-// per-row result objects in libpq and no text conversion of the scores, which is what makes a
-// million rows load in well under the 2 s the server's startup allows them
-// (store/README.md, "Board rows in PostgreSQL", has the measurement).
-Status PostgresStore::load_boards(const BoardVisitor& visit) {
-  {
-    std::lock_guard lock(read_mu_);
-    if (read_stopping_) {
-      count_error();
-      return {Code::closed, "store closed"};
-    }
-  }
-  auto fail = [&](std::string why) {
-    count_error();
-    note_error(why);
-    return Status{Code::io_error, std::move(why)};
-  };
-  PgConnection conn(conninfo_, false);
-  std::string error;
-  if (!conn.connect(error)) return fail(error);
-  const std::string sql = board_copy_sql(board_table_);
-  PgResult r(PQexec(conn.get(), sql.c_str()));
-  if (PQresultStatus(r.get()) != PGRES_COPY_OUT) {
-    return fail("postgres: cannot read the boards: " +
-                one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get())));
-  }
-  BoardCopyParser parser(visit);
-  for (;;) {
-    char* data = nullptr;
-    const int got = PQgetCopyData(conn.get(), &data, 0);  // blocking: one message or the end
-    if (got == -1) break;                                 // the end of the COPY
-    if (got < 0) {
-      return fail("postgres: cannot read the boards: " + one_line(PQerrorMessage(conn.get())));
-    }
-    const std::unique_ptr<char, decltype(&PQfreemem)> owned(data, &PQfreemem);
-    if (!parser.feed({data, static_cast<std::size_t>(got)})) {
-      return fail("postgres: cannot read the boards: malformed COPY data");
-    }
-  }
-  r.reset(PQgetResult(conn.get()));
-  if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-    return fail("postgres: cannot read the boards: " +
-                one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get())));
-  }
-  if (!parser.complete()) return fail("postgres: cannot read the boards: truncated COPY data");
-  return {};
 }
 
 }  // namespace store

@@ -88,7 +88,8 @@ class PostgresStore final : public Store, public BoardSource {
   StoreStats stats() const override;
 
   // BoardSource: each call is one SQL statement on a reader connection (store/README.md, "Board
-  // rows in PostgreSQL").
+  // rows in PostgreSQL"). These, load_boards, enqueue_board and serve_board are defined in
+  // postgres_boards.cc; the rest in postgres_store.cc.
   void board_top(std::string board, std::uint64_t offset, std::uint64_t n,
                  BoardPageDone done) override;
   void board_member(std::string board, std::string member, BoardPageDone done) override;
@@ -132,7 +133,7 @@ class PostgresStore final : public Store, public BoardSource {
   void commit_group(std::vector<WriteOp>& group);
   void reader_main(detail::PgConnection& conn);
   void serve_reads(detail::PgConnection& conn, std::vector<ReadOp>& reads);
-  template <class Exec>
+  template <class Exec>  // defined in postgres_internal.hh: serve_board uses it too
   Status run_read(detail::PgConnection& conn, Exec exec);
   void enqueue_board(BoardOp op);
   void serve_board(detail::PgConnection& conn, BoardOp& op);

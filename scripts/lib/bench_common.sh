@@ -1,7 +1,8 @@
 # bench_common.sh — shell helpers the benchmark scripts share (bench_store.sh, bench_postgres.sh,
 # compare_redis_boards.sh): usage from the script's header comment, errors with the script's name
 # and exit codes (1 failure, 2 bad usage), stopping processes by PID, CPU ticks from /proc, free
-# ports, splitting connections over client threads, and starting cache_server and redis-server.
+# ports, splitting connections over client threads, asking a binary's --help for a flag, and
+# starting cache_server and redis-server.
 # Source it after setting BENCH_NAME (the prefix of every message). The caller owns: PIDS (the
 # PIDs its cleanup stops), SRV_PID/SRV_PORT (associative arrays of its servers), SERVER_CPU,
 # CLIENT_CPU, CLIENT_THREADS, CACHE_SERVER, SERVER_THREADS, OUT (results, with raw/), WORK (its
@@ -48,6 +49,14 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
+# help_has BINARY TEXT: does BINARY --help mention TEXT? (Not `--help | grep -q`: grep exits at
+# its first match, the binary's next write then dies of SIGPIPE, and under pipefail the whole
+# test fails, now and then, on a help text longer than one write.)
+help_has() {
+  local text
+  text="$("$1" --help 2>&1)" || true
+  grep -qF -- "$2" <<< "$text"
+}
 split_conns() {
   local c="$1" t
   for ((t = CLIENT_THREADS < c ? CLIENT_THREADS : c; t >= 1; t--)); do
@@ -60,7 +69,10 @@ stop_server() {
   stop_pid "$pid"; forget_pid "$pid"
   unset "SRV_PID[$name]" "SRV_PORT[$name]"
 }
-start_ours() {  # start_ours NAME FLAGS...: a cache_server on a free port (-p 0; it prints the port)
+# start_ours NAME FLAGS...: a cache_server on a free port (-p 0; it prints the port), its output
+# in raw/server-NAME.log; waits START_WAIT_S (default 15) seconds for its listening line (a
+# server that rebuilds millions of board members from its store needs more).
+start_ours() {
   local name="$1" cmd pid port=""
   shift
   cmd=("$CACHE_SERVER" -t "$SERVER_THREADS" "$@" -s 127.0.0.1 -p 0)
@@ -68,7 +80,7 @@ start_ours() {  # start_ours NAME FLAGS...: a cache_server on a free port (-p 0;
   taskset -c "$SERVER_CPU" "${cmd[@]}" > "$OUT/raw/server-$name.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")
-  for _ in $(seq 1 150); do
+  for _ in $(seq 1 $(( ${START_WAIT_S:-15} * 10 ))); do
     port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$OUT/raw/server-$name.log" || true)"
     [ -n "$port" ] && break
     kill -0 "$pid" 2> /dev/null || break

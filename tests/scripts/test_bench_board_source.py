@@ -51,7 +51,7 @@ def our_processes(out):
     """PIDs of processes still running that the run started (their command lines name its
     temporary directory or its ports)."""
     ports = set()
-    for f in (out / "raw").glob("*.out"):
+    for f in (out / "raw").glob("server-*.log"):
         ports |= set(re.findall(rb"listening on 127\.0\.0\.1:(\d+)", f.read_bytes()))
     pids = []
     for d in Path("/proc").iterdir():
@@ -90,7 +90,8 @@ def test_table_rows_and_ratios(run):
     assert p.stdout == md  # the summary is what was printed
     header, rows = table(md, "| read | conns |")
     assert header == ["read", "conns", "--board-source", "req/s", "p50 µs", "p99 µs",
-                      "cache_server CPU µs/req", "PostgreSQL CPU µs/req", "errors"]
+                      "cache_server CPU%", "PostgreSQL CPU%", "cache_server CPU µs/req",
+                      "PostgreSQL CPU µs/req", "errors"]
     assert [(r[0], r[1], r[2]) for r in rows] == [
         (read, c, src) for read in ("top-100", "rank") for c in ("50", "1")
         for src in ("memory", "store")]
@@ -99,8 +100,10 @@ def test_table_rows_and_ratios(run):
         assert number(v["req/s"]) > 0 and number(v["p50 µs"]) > 0
         assert number(v["p99 µs"]) >= number(v["p50 µs"])
         assert number(v["errors"]) == 0
-        assert number(v["cache_server CPU µs/req"]) >= 0
-        assert number(v["PostgreSQL CPU µs/req"]) >= 0
+        for col in ("cache_server CPU%", "PostgreSQL CPU%", "cache_server CPU µs/req",
+                    "PostgreSQL CPU µs/req"):
+            assert number(v[col]) >= 0, col
+        assert number(v["PostgreSQL CPU%"]) <= 110  # pinned to one CPU (a little slack)
     # The database does the work of the store reads: its CPU per request is far above memory's.
     for read in ("top-100", "rank"):
         assert (number(cells[(read, "50", "store")]["PostgreSQL CPU µs/req"])
@@ -120,7 +123,7 @@ def test_rebuild_times_are_the_servers_lines(run):
     assert [r[0] for r in rows] == ["PostgreSQL (two restarts)", "RocksDB"]
     summary = json.loads((out / "summary.json").read_text())
     for name in ("memory", "store", "rocks"):
-        line = [l for l in (out / "raw" / f"{name}.out").read_text().splitlines()
+        line = [l for l in (out / "raw" / f"server-{name}.log").read_text().splitlines()
                 if l.startswith("boards rebuilt from the store: ")]
         assert line and line[0].startswith(
             f"boards rebuilt from the store: {MEMBERS} members in 1 boards"), line
@@ -132,8 +135,8 @@ def test_rebuild_times_are_the_servers_lines(run):
 def test_commands_and_processes(run):
     out, _ = run
     cmds = (out / "commands.txt").read_text()
-    for what in ("postgres:", "memory:", "store:", "--board-source store", "top store 50 conns:",
-                 "rank memory 1 conns:", "rocks:"):
+    for what in ("postgres:", "memory server:", "store server:", "--board-source store",
+                 "top store 50 conns:", "rank memory 1 conns:", "rocks server:"):
         assert what in cmds, what
     assert "password" not in cmds
     assert our_processes(out) == []

@@ -373,12 +373,48 @@ TEST(StoreFlags, PostgresErrors) {
   EXPECT_EQ(parse_ok({"--store", "postgres:x", "--store-table", std::string(63, 't')}).store_table,
             std::string(63, 't'));
   // Postgres-only flags with another store: an error, not silently ignored.
+  const std::string postgres_only =
+      "--store-connections, --store-table and --store-board-table need --store postgres:CONNINFO";
   for (const std::string_view store : {"none", "rocksdb:/d"}) {
-    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-connections", "8"})),
-              "--store-connections and --store-table need --store postgres:CONNINFO");
-    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-table", "t"})),
-              "--store-connections and --store-table need --store postgres:CONNINFO");
+    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-connections", "8"})), postgres_only);
+    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-table", "t"})), postgres_only);
+    EXPECT_EQ(validate(parse_ok({"--store", store, "--store-board-table", "lb"})), postgres_only);
   }
+  EXPECT_EQ(parse_ok({}).store_board_table, "leaderboard");
+  EXPECT_EQ(parse_ok({"--store", "postgres:x", "--store-board-table", "lb"}).store_board_table,
+            "lb");
+  EXPECT_NE(parse_error({"--store-board-table", ""}).find("invalid --store-board-table"),
+            std::string::npos);
+  EXPECT_NE(parse_error({"--store-board-table", std::string(64, 'b')})
+                .find("invalid --store-board-table"),
+            std::string::npos);
+  EXPECT_EQ(validate(parse_ok(
+                {"--store", "postgres:x", "--store-table", "same", "--store-board-table", "same"})),
+            "--store-board-table and --store-table must name different tables");
+  const std::string line =
+      describe(parse_ok({"--store", "postgres:x", "--store-board-table", "lb"}));
+  EXPECT_NE(line.find(" store_table=kv store_board_table=lb "), std::string::npos) << line;
+}
+
+TEST(BoardFlags, BoardSourceNeedsPostgresAndWriteThrough) {
+  EXPECT_EQ(parse_ok({}).board_source, BoardSource::memory);
+  EXPECT_EQ(parse_ok({"--board-source", "store"}).board_source, BoardSource::store);
+  EXPECT_EQ(parse_ok({"--board-source=memory"}).board_source, BoardSource::memory);
+  EXPECT_EQ(parse_error({"--board-source", "disk"}),
+            "unknown --board-source 'disk' (want memory or store)");
+  for (const std::string_view store : {"none", "rocksdb:/d"}) {
+    const std::string e = validate(parse_ok({"--store", store, "--board-source", "store"}));
+    EXPECT_EQ(e, "--board-source store needs --store postgres:CONNINFO (its reads are SQL)");
+  }
+  EXPECT_NE(validate(parse_ok({"--store", "postgres:x", "--board-source", "store", "--write-mode",
+                               "behind"}))
+                .find("--board-source store needs --write-mode through"),
+            std::string::npos);
+  EXPECT_EQ(validate(parse_ok({"--store", "postgres:x", "--board-source", "store"})), "");
+  EXPECT_EQ(validate(parse_ok({"--store", "rocksdb:/d", "--board-source", "memory"})), "");
+  EXPECT_TRUE(describe(parse_ok({"--store", "postgres:x", "--board-source", "store"}))
+                  .ends_with(" board_source=store"));
+  EXPECT_NE(usage_text().find("--board-source SOURCE"), std::string::npos);
 }
 
 TEST(StoreFlags, Validation) {
@@ -434,7 +470,7 @@ TEST(BoardFlags, MaxmemParsesLikeMaxmemAndHasAFloor) {
     EXPECT_NE(e.find("at least 2048 bytes"), std::string::npos) << e;
   }
   EXPECT_TRUE(describe(Config{}).ends_with(
-      " max_inflight=268435456 board_maxmem=67108864 board_top_cache=on"))
+      " max_inflight=268435456 board_maxmem=67108864 board_top_cache=on board_source=memory"))
       << describe(Config{});
   EXPECT_NE(describe(parse_ok({"--board-maxmem", "64K"})).find(" board_maxmem=65536"),
             std::string::npos);

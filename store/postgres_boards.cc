@@ -1,0 +1,427 @@
+// postgres_boards.cc — PostgresStore's board reads: the BoardSource calls (one SQL statement
+// each, served by the reader threads) and load_boards' binary COPY of the whole board table with
+// its stream parser. Apart from postgres_store.cc (the key-value store, the group commit that
+// also writes the board rows) because the ranking SQL and the COPY format are a concept of their
+// own; store/README.md, "Board rows in PostgreSQL", says why each is so.
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "store/postgres_internal.hh"
+#include "store/postgres_store.hh"
+#include "store/timer_thread.hh"
+
+namespace store {
+
+using namespace detail;  // postgres_internal.hh: the half both files share
+
+namespace {
+
+// Readers: one statement per BoardSource call, so each is one round trip. "Ranked above" a row
+// (s, q) is `score > s OR (score = s AND seq < q)`, counted as two index-only range scans of
+// (board, score DESC, seq): written as one OR, PostgreSQL plans a BitmapOr and a heap scan
+// instead (102-121 ms against 81 ms for a member ranked 500,000th of 1M, EXPLAIN ANALYZE).
+constexpr const char* kBoardTop = "cache_board_top";
+constexpr const char* kBoardMember = "cache_board_member";
+constexpr const char* kBoardAround = "cache_board_around";
+constexpr const char* kBoardInfo = "cache_board_info";
+std::string rank_sql(const std::string& bt, const std::string& row) {  // row: (score, seq)
+  return "(SELECT count(*) FROM " + bt + " o WHERE o.board = $1 AND o.score > " + row +
+         ".score) + (SELECT count(*) FROM " + bt + " o WHERE o.board = $1 AND o.score = " + row +
+         ".score AND o.seq < " + row + ".seq) + 1";
+}
+// $1 board, $2 offset, $3 n -> (members, member, score), a row of NULLs past the end.
+std::string board_top_sql(const std::string& bt) {
+  return "SELECT c.members, r.member, r.score FROM (SELECT count(*) AS members FROM " + bt +
+         " WHERE board = $1) c LEFT JOIN LATERAL (SELECT member, score, seq FROM " + bt +
+         " WHERE board = $1 ORDER BY score DESC, seq LIMIT $3 OFFSET $2) r ON true"
+         " ORDER BY r.score DESC, r.seq";
+}
+// $1 board, $2 member -> (board exists, score, rank), score NULL if the member is absent.
+std::string board_member_sql(const std::string& bt) {
+  return "SELECT EXISTS (SELECT 1 FROM " + bt + " WHERE board = $1), m.score, " +
+         rank_sql(bt, "m") + " FROM (VALUES (1)) one(x) LEFT JOIN " + bt +
+         " m ON m.board = $1 AND m.member = $2";
+}
+// $1 board, $2 member, $3 n -> (members, rank, member, score): the member's rank by COUNT, then
+// the window around it, clipped at both ends by itself: up to n rows ranked just above it and
+// up to n + 1 from it down, each side as two index range scans (equal score and seq beyond it,
+// then the next scores) read from the member outwards. Rank NULL if the member is absent.
+// (LIMIT 2n+1 OFFSET rank-n-1 would answer the same, but walk the index down to the window:
+// 190 ms for a member ranked 500,000th of 1M, against 0.2 ms this way.)
+std::string board_around_sql(const std::string& bt) {
+  const std::string cols = "SELECT member, score, seq FROM " + bt + " WHERE board = $1 AND ";
+  return "SELECT c.members, m.rank, w.member, w.score FROM (SELECT count(*) AS members FROM " + bt +
+         " WHERE board = $1) c LEFT JOIN LATERAL (SELECT x.score, x.seq, " + rank_sql(bt, "x") +
+         " AS rank FROM " + bt +
+         " x WHERE x.board = $1 AND x.member = $2) m ON true LEFT JOIN LATERAL ("
+         "(SELECT * FROM ((" +
+         cols + "score = m.score AND seq < m.seq ORDER BY seq DESC LIMIT $3) UNION ALL (" + cols +
+         "score > m.score ORDER BY score, seq DESC LIMIT $3)) above"
+         " ORDER BY score, seq DESC LIMIT $3) UNION ALL (SELECT * FROM ((" +
+         cols + "score = m.score AND seq >= m.seq ORDER BY seq LIMIT $3 + 1) UNION ALL (" + cols +
+         "score < m.score ORDER BY score DESC, seq LIMIT $3 + 1)) below"
+         " ORDER BY score DESC, seq LIMIT $3 + 1)) w ON true ORDER BY w.score DESC, w.seq";
+}
+// $1 board -> (members, top score, bottom score).
+std::string board_info_sql(const std::string& bt) {
+  return "SELECT count(*), max(score), min(score) FROM " + bt + " WHERE board = $1";
+}
+// load_boards(): the whole table, binary (no text conversion of the doubles either way).
+std::string board_copy_sql(const std::string& bt) {
+  return "COPY (SELECT board, member, score, seq FROM " + bt + ") TO STDOUT (FORMAT binary)";
+}
+// LIMIT/OFFSET are bigint: larger requests are clipped (no board has 2^40 members).
+constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
+
+// Binary int8 / float8 / bool results (count(*) is int8). A NULL reads as 0 / false.
+std::int64_t int8_at(const PGresult* r, int row, int col) {
+  return PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8
+             ? 0
+             : static_cast<std::int64_t>(get_be64(PQgetvalue(r, row, col)));
+}
+double float8_at(const PGresult* r, int row, int col) {
+  return PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8
+             ? 0
+             : std::bit_cast<double>(get_be64(PQgetvalue(r, row, col)));
+}
+bool bool_at(const PGresult* r, int row, int col) {
+  return !PQgetisnull(r, row, col) && PQgetlength(r, row, col) == 1 &&
+         PQgetvalue(r, row, col)[0] != 0;
+}
+
+// load_boards(): PostgreSQL's binary COPY stream (a 19-byte header, then per tuple an int16
+// field count and per field an int32 length and the bytes; a field count of -1 ends it) into
+// board rows. libpq hands it out one CopyData message at a time, in practice a tuple each (the
+// header riding with the first), but nothing promises that: a tuple cut across two chunks is
+// kept until the rest arrives.
+class BoardCopyParser {
+ public:
+  explicit BoardCopyParser(const BoardVisitor& visit) : visit_(visit) {}
+
+  // False if the stream is malformed.
+  bool feed(std::string_view chunk) {
+    if (pending_.empty()) {
+      std::size_t used = 0;
+      if (!parse(chunk, used)) return false;
+      pending_.assign(chunk.substr(used));
+      return true;
+    }
+    pending_.append(chunk);
+    std::size_t used = 0;
+    if (!parse(pending_, used)) return false;
+    pending_.erase(0, used);
+    return true;
+  }
+  bool complete() const { return ended_ && pending_.empty(); }
+
+ private:
+  static constexpr std::string_view kSignature{"PGCOPY\n\377\r\n\0", 11};
+
+  // Visits every whole tuple of data; used: the bytes consumed.
+  bool parse(std::string_view data, std::size_t& used) {
+    std::size_t p = 0;
+    if (!header_done_) {
+      if (data.size() < 19) return true;  // used = 0: wait for the rest
+      if (data.substr(0, 11) != kSignature) return false;
+      const std::size_t extension = get_be32(data.data() + 15);
+      if (data.size() - 19 < extension) return true;
+      p = 19 + extension;
+      header_done_ = true;
+    }
+    while (!ended_ && data.size() - p >= 2) {
+      const auto fields = static_cast<std::int16_t>((static_cast<unsigned char>(data[p]) << 8) |
+                                                    static_cast<unsigned char>(data[p + 1]));
+      if (fields == -1) {
+        ended_ = true;
+        p += 2;
+        break;
+      }
+      if (fields != 4) return false;
+      std::size_t q = p + 2;
+      std::string_view field[4];
+      int have = 0;
+      for (; have < 4; ++have) {
+        if (data.size() - q < 4) break;
+        const auto length = static_cast<std::int32_t>(get_be32(data.data() + q));
+        if (length < 0) return false;  // NULL: every column is NOT NULL
+        q += 4;
+        if (data.size() - q < static_cast<std::size_t>(length)) break;
+        field[have] = data.substr(q, static_cast<std::size_t>(length));
+        q += static_cast<std::size_t>(length);
+      }
+      if (have < 4) break;  // cut: the rest comes with the next chunk
+      if (field[2].size() != 8 || field[3].size() != 8) return false;
+      visit_(BoardRow{.board = field[0],
+                      .member = field[1],
+                      .score = std::bit_cast<double>(get_be64(field[2].data())),
+                      .seq = get_be64(field[3].data())});
+      p = q;
+    }
+    if (ended_ && p != data.size()) return false;  // bytes after the trailer
+    used = p;
+    return true;
+  }
+
+  const BoardVisitor& visit_;
+  std::string pending_;
+  bool header_done_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+namespace detail {
+
+std::vector<PgConnection::Statement> board_read_statements(const std::string& board_table) {
+  return {{kBoardTop, board_top_sql(board_table), {kByteaOid, kInt8Oid, kInt8Oid}},
+          {kBoardMember, board_member_sql(board_table), {kByteaOid, kByteaOid}},
+          {kBoardAround, board_around_sql(board_table), {kByteaOid, kByteaOid, kInt8Oid}},
+          {kBoardInfo, board_info_sql(board_table), {kByteaOid}}};
+}
+
+}  // namespace detail
+
+// --- boards ----------------------------------------------------------------------------------
+
+void PostgresStore::board_top(std::string board, std::uint64_t offset, std::uint64_t n,
+                              BoardPageDone done) {
+  BoardOp op;
+  op.kind = BoardOp::Kind::top;
+  op.board = std::move(board);
+  op.offset = offset;
+  op.n = n;
+  op.done = std::move(done);
+  enqueue_board(std::move(op));
+}
+
+void PostgresStore::board_member(std::string board, std::string member, BoardPageDone done) {
+  BoardOp op;
+  op.kind = BoardOp::Kind::member;
+  op.board = std::move(board);
+  op.member = std::move(member);
+  op.done = std::move(done);
+  enqueue_board(std::move(op));
+}
+
+void PostgresStore::board_around(std::string board, std::string member, std::uint64_t n,
+                                 BoardPageDone done) {
+  BoardOp op;
+  op.kind = BoardOp::Kind::around;
+  op.board = std::move(board);
+  op.member = std::move(member);
+  op.n = n;
+  op.done = std::move(done);
+  enqueue_board(std::move(op));
+}
+
+void PostgresStore::board_info(std::string board, BoardPageDone done) {
+  BoardOp op;
+  op.kind = BoardOp::Kind::info;
+  op.board = std::move(board);
+  op.done = std::move(done);
+  enqueue_board(std::move(op));
+}
+
+void PostgresStore::enqueue_board(BoardOp op) {
+  op.issued = Clock::now();
+  {
+    std::lock_guard lock(read_mu_);
+    if (!read_stopping_) {
+      board_queue_.push_back(std::move(op));
+      read_cv_.notify_one();
+      return;
+    }
+  }
+  count_error();
+  timer_->post([done = std::move(op.done)] {
+    BoardPage page;
+    page.status = {Code::closed, "store closed"};
+    done(std::move(page));
+  });
+}
+
+// One statement (one round trip) per call; its result in binary.
+void PostgresStore::serve_board(PgConnection& conn, BoardOp& op) {
+  using Kind = BoardOp::Kind;
+  const std::int64_t n = static_cast<std::int64_t>(std::min(op.n, kMaxCount));
+  const std::int64_t offset = static_cast<std::int64_t>(std::min(op.offset, kMaxCount));
+  std::vector<Param> params{Param(op.board, kByteaOid)};
+  const char* name = nullptr;
+  std::string sql;
+  switch (op.kind) {
+    case Kind::top:
+      name = kBoardTop;
+      sql = board_top_sql(board_table_);
+      params.emplace_back(be64(static_cast<std::uint64_t>(offset)), kInt8Oid);
+      params.emplace_back(be64(static_cast<std::uint64_t>(n)), kInt8Oid);
+      break;
+    case Kind::member:
+      name = kBoardMember;
+      sql = board_member_sql(board_table_);
+      params.emplace_back(op.member, kByteaOid);
+      break;
+    case Kind::around:
+      name = kBoardAround;
+      sql = board_around_sql(board_table_);
+      params.emplace_back(op.member, kByteaOid);
+      params.emplace_back(be64(static_cast<std::uint64_t>(n)), kInt8Oid);
+      break;
+    case Kind::info:
+      name = kBoardInfo;
+      sql = board_info_sql(board_table_);
+      break;
+  }
+  PgResult res;
+  BoardPage page;
+  page.status = run_read(conn, [&](PGconn* c) {
+    res.reset(exec_params(c, conn.prepared() ? name : nullptr, sql, params));
+    return res.get();
+  });
+  const PGresult* r = res.get();
+  if (page.status.ok() && PQntuples(r) < 1) {  // every statement returns a row at least
+    page.status = {Code::io_error, "postgres: read failed: no row"};
+  }
+  if (page.status.ok()) {
+    const Status board_absent{Code::not_found, "board not found"};
+    const Status member_absent{Code::not_found, "member not found"};
+    const int rows = PQntuples(r);
+    switch (op.kind) {
+      case Kind::top:  // (members, member, score), NULLs past the end
+        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
+        if (page.members == 0) {
+          page.status = board_absent;
+          break;
+        }
+        for (int i = 0; i < rows; ++i) {
+          if (PQgetisnull(r, i, 1)) continue;
+          page.entries.push_back(
+              {.rank = static_cast<std::uint64_t>(offset) + page.entries.size() + 1,
+               .member = std::string(value_at(r, i, 1)),
+               .score = float8_at(r, i, 2)});
+        }
+        break;
+      case Kind::member:  // (board exists, score, rank), score NULL if the member is absent
+        if (!bool_at(r, 0, 0)) {
+          page.status = board_absent;
+        } else if (PQgetisnull(r, 0, 1)) {
+          page.status = member_absent;
+        } else {
+          page.entries.push_back({.rank = static_cast<std::uint64_t>(int8_at(r, 0, 2)),
+                                  .member = std::move(op.member),
+                                  .score = float8_at(r, 0, 1)});
+        }
+        break;
+      case Kind::around: {  // (members, rank, member, score), rank NULL if the member is absent
+        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
+        if (page.members == 0) {
+          page.status = board_absent;
+          break;
+        }
+        if (PQgetisnull(r, 0, 1)) {
+          page.status = member_absent;
+          break;
+        }
+        // The window's first rank: the member's, less the rows listed above it.
+        const auto rank = static_cast<std::uint64_t>(int8_at(r, 0, 1));
+        int at = 0;
+        while (at < rows && value_at(r, at, 2) != op.member) ++at;
+        if (at == rows) {
+          page.status = {Code::io_error, "postgres: read failed: the member is not in its window"};
+          break;
+        }
+        auto next = rank - static_cast<std::uint64_t>(at);
+        for (int i = 0; i < rows; ++i) {
+          page.entries.push_back({.rank = next++,
+                                  .member = std::string(value_at(r, i, 2)),
+                                  .score = float8_at(r, i, 3)});
+        }
+        break;
+      }
+      case Kind::info:  // (members, max, min)
+        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
+        if (page.members == 0) {
+          page.status = board_absent;
+          break;
+        }
+        page.top_score = float8_at(r, 0, 1);
+        page.bottom_score = float8_at(r, 0, 2);
+        break;
+    }
+  }
+  if (!page.status.ok()) {  // no members, no entries, as the contract reads
+    page.members = 0;
+    page.entries.clear();
+    if (page.status.code != Code::not_found) {
+      count_error();
+      note_error(page.status.message);
+    }
+  }
+  res.reset();
+  reads_.fetch_add(1);
+  const auto due = op.issued + read_delay_;
+  if (read_delay_.count() > 0 && Clock::now() < due) {
+    timer_->post(due, [done = std::move(op.done), page = std::move(page)]() mutable {
+      done(std::move(page));
+    });
+  } else {
+    op.done(std::move(page));
+  }
+}
+
+// A connection of its own (the readers keep serving), one binary COPY of the whole table: no
+// per-row result objects in libpq and no text conversion of the scores, which is what makes a
+// million rows load in well under the 2 s the server's startup allows them
+// (store/README.md, "Board rows in PostgreSQL", has the measurement).
+Status PostgresStore::load_boards(const BoardVisitor& visit) {
+  {
+    std::lock_guard lock(read_mu_);
+    if (read_stopping_) {
+      count_error();
+      return {Code::closed, "store closed"};
+    }
+  }
+  auto fail = [&](std::string why) {
+    count_error();
+    note_error(why);
+    return Status{Code::io_error, std::move(why)};
+  };
+  PgConnection conn(conninfo_, false);
+  std::string error;
+  if (!conn.connect(error)) return fail(error);
+  const std::string sql = board_copy_sql(board_table_);
+  PgResult r(PQexec(conn.get(), sql.c_str()));
+  if (PQresultStatus(r.get()) != PGRES_COPY_OUT) {
+    return fail("postgres: cannot read the boards: " +
+                one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get())));
+  }
+  BoardCopyParser parser(visit);
+  for (;;) {
+    char* data = nullptr;
+    const int got = PQgetCopyData(conn.get(), &data, 0);  // blocking: one message or the end
+    if (got == -1) break;                                 // the end of the COPY
+    if (got < 0) {
+      return fail("postgres: cannot read the boards: " + one_line(PQerrorMessage(conn.get())));
+    }
+    const std::unique_ptr<char, decltype(&PQfreemem)> owned(data, &PQfreemem);
+    if (!parser.feed({data, static_cast<std::size_t>(got)})) {
+      return fail("postgres: cannot read the boards: malformed COPY data");
+    }
+  }
+  r.reset(PQgetResult(conn.get()));
+  if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+    return fail("postgres: cannot read the boards: " +
+                one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get())));
+  }
+  if (!parser.complete()) return fail("postgres: cannot read the boards: truncated COPY data");
+  return {};
+}
+
+}  // namespace store
