@@ -245,10 +245,20 @@ ours_point() {
   if [ "$PERF" = 1 ] && [ "$part" = put ] && [ "$config" != none ]; then
     # perf runs on the client's CPU like the load; it samples the server's threads wherever
     # they run. Recorded for the whole bench_client run (warm-up included): only shares are used.
-    taskset -c "$CLIENT_CPU" perf record -q -e cpu-clock -g -p "$pid" -o "$WORK/$tag.perf.data" \
+    # It starts disabled and the point waits for its answer to "enable" (--control): a perf
+    # still attaching when a short point ended recorded nothing of it (a CI failure).
+    local ctl ack reply=""
+    mkfifo "$WORK/$tag.ctl" "$WORK/$tag.ack"
+    exec {ctl}<> "$WORK/$tag.ctl" {ack}<> "$WORK/$tag.ack"  # read-write: opening never blocks
+    taskset -c "$CLIENT_CPU" perf record -q -e cpu-clock -g -p "$pid" -D -1 \
+      --control "fifo:$WORK/$tag.ctl,$WORK/$tag.ack" -o "$WORK/$tag.perf.data" \
       > "$OUT/raw/$tag.perf.log" 2>&1 &
     perf_pid=$!
     PIDS+=("$perf_pid")
+    echo enable >&"$ctl"
+    read -r -t 20 -u "$ack" reply || true
+    exec {ctl}>&- {ack}>&-
+    [ "$reply" = ack ] || die "perf did not start sampling within 20 s (see $OUT/raw/$tag.perf.log)"
   fi
   d0="$(disk_snap)"; s0="$(cpu_snap)"
   t0="$EPOCHREALTIME"

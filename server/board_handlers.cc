@@ -112,22 +112,25 @@ void append_member(std::string& out, std::string_view member, double score, std:
   out += '}';
 }
 
+// One {"rank": r, "member": m, "score": s} object, after a comma unless it is the first.
+void append_entry(std::string& json, std::size_t rank, std::string_view member, double score) {
+  json += json.empty() ? "{\"rank\": " : ", {\"rank\": ";
+  append_u64(json, rank);
+  json += ", \"member\": ";
+  append_string(json, member);
+  json += ", \"score\": ";
+  boards::append_score(json, score);
+  json += '}';
+}
+
 // The entries of ranks first .. first + count - 1 of the board, comma-separated
 // {"rank": r, "member": m, "score": s} objects (nothing when count is 0): the text a top-N page
 // caches.
 void append_entries(std::string& json, const boards::Board& board, std::size_t first,
                     std::size_t count) {
   if (count == 0) return;
-  bool first_entry = true;
-  board.for_ranks(first, count, [&](const boards::Ranked& r) {
-    json += first_entry ? "{\"rank\": " : ", {\"rank\": ";
-    first_entry = false;
-    append_u64(json, r.rank);
-    json += ", \"member\": ";
-    append_string(json, r.member);
-    json += ", \"score\": ";
-    boards::append_score(json, r.score);
-    json += '}';
+  board.for_ranks(first, count, [&json](const boards::Ranked& r) {
+    append_entry(json, r.rank, r.member, r.score);
   });
 }
 
@@ -259,15 +262,7 @@ class RowWriter final : public boards::ChangeSink {
 // Renders a BoardPage's entries as append_entries renders a board's.
 std::string page_entries(const store::BoardPage& page) {
   std::string json;
-  for (const store::BoardEntry& e : page.entries) {
-    json += json.empty() ? "{\"rank\": " : ", {\"rank\": ";
-    append_u64(json, e.rank);
-    json += ", \"member\": ";
-    append_string(json, e.member);
-    json += ", \"score\": ";
-    boards::append_score(json, e.score);
-    json += '}';
-  }
+  for (const store::BoardEntry& e : page.entries) append_entry(json, e.rank, e.member, e.score);
   return json;
 }
 

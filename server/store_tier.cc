@@ -178,6 +178,20 @@ StoreTier::Outcome StoreTier::timeout_outcome() const {
                                                              : "; the write was not applied")};
 }
 
+// What waits on the store is bounded like write-behind's dirty data: a store that stops
+// answering must not make the server hold every write sent meanwhile (a request answered 503 at
+// its deadline leaves its write queued in the store). Counts the bytes in, or refuses.
+std::optional<StoreTier::Outcome> StoreTier::admit_through_locked(std::size_t bytes) {
+  if (through_bytes_ > 0 && through_bytes_ + bytes > options_.max_dirty) {
+    ++write_errors_;
+    return Outcome{Outcome::Kind::error, "store backlog full: " + std::to_string(through_bytes_) +
+                                             " bytes of writes wait on the store (--max-dirty " +
+                                             std::to_string(options_.max_dirty) + ")"};
+  }
+  through_bytes_ += bytes;
+  return std::nullopt;
+}
+
 // --- board rows ---------------------------------------------------------------------------------
 
 std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, WriteDone done) {
@@ -188,16 +202,9 @@ std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, Write
     board_behind_locked(row);
     return Outcome{Outcome::Kind::replaced, {}};
   }
-  // Write-through: bounded like key writes (submit_through_locked), answered by the commit or
-  // at --store-timeout.
+  // Write-through: bounded like key writes, answered by the commit or at --store-timeout.
   const std::size_t bytes = row.key.size() + row.member.size() + 16;
-  if (through_bytes_ > 0 && through_bytes_ + bytes > options_.max_dirty) {
-    ++write_errors_;
-    return Outcome{Outcome::Kind::error, "store backlog full: " + std::to_string(through_bytes_) +
-                                             " bytes of writes wait on the store (--max-dirty " +
-                                             std::to_string(options_.max_dirty) + ")"};
-  }
-  through_bytes_ += bytes;
+  if (auto full = admit_through_locked(bytes)) return full;
   const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
   std::vector<store::Write> batch;
   batch.push_back(std::move(row));
@@ -252,17 +259,8 @@ void StoreTier::board_behind_locked(const store::Write& row) {
 std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, std::string_view key,
                                                                    std::string_view value,
                                                                    WriteDone done) {
-  // What waits on the store is bounded like write-behind's dirty data: a store that stops
-  // answering must not make the server hold every write sent meanwhile (a request answered 503
-  // at its deadline leaves its write queued in the store).
   const std::size_t bytes = dirty_size(key, value);
-  if (through_bytes_ > 0 && through_bytes_ + bytes > options_.max_dirty) {
-    ++write_errors_;
-    return Outcome{Outcome::Kind::error, "store backlog full: " + std::to_string(through_bytes_) +
-                                             " bytes of writes wait on the store (--max-dirty " +
-                                             std::to_string(options_.max_dirty) + ")"};
-  }
-  through_bytes_ += bytes;
+  if (auto full = admit_through_locked(bytes)) return full;
   std::string k(key);
   void_fills_locked(k);
   // A key in the cache with no write of it pending is in the store too (the cache holds only

@@ -165,6 +165,8 @@ class StoreTier {
   void void_fills_locked(std::string_view key);
   std::optional<Outcome> write(Kind kind, std::string_view key, std::string_view value,
                                WriteDone done);
+  // Write-through's backlog bound: bytes counted in (nullopt), or the refusal.
+  std::optional<Outcome> admit_through_locked(std::size_t bytes);
   // An immediate refusal (the backlog bound), or nullopt: submitted, done is called later.
   std::optional<Outcome> submit_through_locked(Kind kind, std::string_view key,
                                                std::string_view value, WriteDone done);
