@@ -70,6 +70,35 @@ static_assert(std::chrono::nanoseconds(Config::kMaxTimeout).count() * 3 / 2 <
 
 constexpr std::chrono::nanoseconds kMaxRunTime = std::chrono::seconds(1'000'000);  // -d, --warmup
 
+// --targets HOST:PORT[,HOST:PORT...]: each entry is split at its last ':' (as nginx splits a
+// server line's name); the host as --host takes it, the port as --port. Returns the error, or "".
+std::string parse_targets(const std::string& s, std::vector<Config::Target>& out) {
+  out.clear();
+  if (s.empty() || s.back() == ',') return "an empty entry in '" + s + "'";
+  std::istringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) return "an empty entry in '" + s + "'";
+    const auto colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0) return "'" + item + "' is not HOST:PORT";
+    Config::Target t;
+    t.text = item;
+    t.host = item.substr(0, colon);
+    if (t.host.find_first_of(":[]") != std::string::npos)
+      return "'" + item +
+             "': IPv6 hosts are not supported by --targets (use an IPv4 address or a "
+             "host name)";
+    const auto port = parse_int<std::uint16_t>(item.substr(colon + 1));
+    if (!port || *port == 0) return "'" + item + "' has no port 1..65535";
+    t.port = *port;
+    for (const auto& other : out)
+      if (other.text == t.text) return "'" + item + "' is given twice";
+    out.push_back(std::move(t));
+    if (out.size() > Config::kMaxTargets) return "more than 64 targets";
+  }
+  return {};
+}
+
 std::optional<WorkloadKind> parse_workload(const std::string& s) {
   for (auto k : {WorkloadKind::kEtc, WorkloadKind::kGetPopular, WorkloadKind::kPutAll,
                  WorkloadKind::kMixed, WorkloadKind::kZipf, WorkloadKind::kUniform,
@@ -89,7 +118,20 @@ prints one table row per count (latencies in microseconds, throughput in request
 Target
   -s, --host HOST               server address (default 127.0.0.1)
   -p, --port PORT               server port (default 8080)
-      --server-pid PID          sample the server's CPU % from /proc/PID/stat (default: off)
+      --targets HOST:PORT[,HOST:PORT...]
+                                1..64 nodes of a consistent-hash cluster instead of --host/--port:
+                                each request goes straight to the node nginx's `hash $cache_key
+                                consistent` would pick (key K of /key/K, board name B of
+                                /board/B/...); results per node and merged. Each thread opens
+                                --connections-per-thread connections to every node; one request
+                                per write (--pipeline is the depth per connection). Not with
+                                fixed-get; IPv4 addresses or names only (no IPv6)
+      --target-weight W         nginx's weight= of every node, 1..100 (default 10); must equal
+                                the weight= in the nginx upstream's server lines (scripts/
+                                cluster.sh writes weight=10)
+      --server-pid PID[,PID...] sample the server's CPU % from /proc/PID/stat (default: off);
+                                several PIDs: their CPU is summed (e.g. nginx workers); with
+                                --targets: one PID per target, in --targets order (per-node CPU)
       --timeout DURATION        connect/send/receive timeout per socket operation, 10ms..600s;
                                 a bare number is ms (default 5000ms)
 
@@ -166,6 +208,11 @@ Output
 
 Durations are a decimal number with a unit, ms or s: 500ms, 2s, 0.5s.
 
+bench_client merge A.json B.json ... --json OUT.json combines the results of several load machines
+run at the same time with the same flags (bench_client merge --help).
+bench_client place --targets LIST < keys prints the node of each key, as nginx places it
+(bench_client place --help).
+
 Exit status: 0 success (also when responses had errors, e.g. parse errors: see the errors
 column); 1 bad flags; 2 server unreachable; 3 run aborted (a point failed, e.g. the server died or
 a ppoll/socket call of the client failed) or interrupted (Ctrl-C/SIGTERM), the finished points
@@ -180,6 +227,7 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   bool workload_given = false;
   std::string board_flag;  // the last of --boards/--members given
   bool top_n_given = false;
+  bool host_given = false, port_given = false, weight_given = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -214,18 +262,37 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
       if (!v) return CliOutcome::kError;
       if (v->empty()) return bad(*v, "a host name or address");
       cfg.host = *v;
+      host_given = true;
     } else if (flag == "-p" || flag == "--port") {
       auto v = need("a port");
       if (!v) return CliOutcome::kError;
       auto n = parse_int<std::uint16_t>(*v);
       if (!n || *n == 0) return bad(*v, "a port 1..65535");
       cfg.port = *n;
+      port_given = true;
+    } else if (flag == "--targets") {
+      auto v = need("HOST:PORT[,HOST:PORT...]");
+      if (!v) return CliOutcome::kError;
+      const std::string why = parse_targets(*v, cfg.targets);
+      if (!why.empty()) {
+        error = "invalid value '" + *v + "' for --targets: " + why +
+                " (expected 1..64 distinct HOST:PORT separated by commas)";
+        return CliOutcome::kError;
+      }
+    } else if (flag == "--target-weight") {
+      auto v = need("a weight");
+      if (!v) return CliOutcome::kError;
+      auto n = parse_int<unsigned>(*v);
+      if (!n || *n == 0 || *n > Config::kMaxTargetWeight) return bad(*v, "a weight 1..100");
+      cfg.target_weight = *n;
+      weight_given = true;
     } else if (flag == "--server-pid") {
       auto v = need("a pid");
       if (!v) return CliOutcome::kError;
-      auto n = parse_int<int>(*v);
-      if (!n || *n <= 0) return bad(*v, "a positive pid");
-      cfg.server_pid = *n;
+      auto list = parse_list<int>(*v, ',');
+      if (!list || std::any_of(list->begin(), list->end(), [](int p) { return p <= 0; }))
+        return bad(*v, "a positive pid, or a comma-separated list of them");
+      cfg.server_pids = *list;
     } else if (flag == "--timeout") {
       auto v = need("a duration");
       if (!v) return CliOutcome::kError;
@@ -491,6 +558,28 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   }
   if (!cfg.record_trace_path.empty() && cfg.workload.kind == WorkloadKind::kFixedGet) {
     error = "--record-trace records keys; workload fixed-get has none";
+    return CliOutcome::kError;
+  }
+  if (!cfg.targets.empty()) {
+    if (host_given || port_given) {
+      error = std::string("--targets names the servers: it cannot be combined with ") +
+              (host_given ? "--host" : "--port");
+      return CliOutcome::kError;
+    }
+    if (cfg.workload.kind == WorkloadKind::kFixedGet) {
+      error =
+          "--targets places requests by their key or board; workload fixed-get has none (send it "
+          "to one server with --host/--port)";
+      return CliOutcome::kError;
+    }
+    if (!cfg.server_pids.empty() && cfg.server_pids.size() != cfg.targets.size()) {
+      error = "--server-pid with --targets needs one PID per target, in --targets order (got " +
+              std::to_string(cfg.server_pids.size()) + " PIDs for " +
+              std::to_string(cfg.targets.size()) + " targets)";
+      return CliOutcome::kError;
+    }
+  } else if (weight_given) {
+    error = "--target-weight applies to --targets only";
     return CliOutcome::kError;
   }
   if (cfg.workload.value_bytes > cfg.workload.max_value_bytes)

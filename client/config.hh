@@ -79,8 +79,21 @@ struct Config {
   static constexpr std::chrono::milliseconds kMaxTimeout{600'000};  // inside the histogram's range
   static constexpr std::chrono::seconds kMaxSeriesSeconds{3'600};   // time series is capped here
 
+  static constexpr std::size_t kMaxTargets = 64;
+  static constexpr unsigned kDefaultTargetWeight = 10;  // scripts/cluster.sh's weight=
+  static constexpr unsigned kMaxTargetWeight = 100;
+
   std::string host = "127.0.0.1";
   std::uint16_t port = kDefaultPort;
+  // --targets: the nodes of a consistent-hash cluster (placement.hh), each request sent straight
+  // to the node nginx's `hash ... consistent` would pick; empty = the one server --host/--port.
+  struct Target {
+    std::string text;  // HOST:PORT as given (the ring hashes this string)
+    std::string host;
+    std::uint16_t port = 0;
+  };
+  std::vector<Target> targets;
+  unsigned target_weight = kDefaultTargetWeight;  // nginx's weight= of every node
   std::vector<unsigned> thread_counts;  // the sweep's points, after --threads/--max-threads
   unsigned connections_per_thread = 1;
   unsigned pipeline = 1;  // requests outstanding per connection (> 1: closed loop only)
@@ -91,8 +104,10 @@ struct Config {
   double rate_rps = 0.0;                                // > 0: open loop at this total rate
   std::chrono::milliseconds timeout = kDefaultTimeout;  // per socket operation
   bool preload = true;
-  bool reset = true;          // POST /reset before the preload (when /stats works)
-  int server_pid = 0;         // 0 = do not sample the server's CPU
+  bool reset = true;  // POST /reset before the preload (when /stats works)
+  // --server-pid: empty = do not sample the server's CPU. Without --targets, the CPU of all is
+  // summed (e.g. nginx's workers); with --targets, one per target, in --targets order.
+  std::vector<int> server_pids;
   std::vector<int> pin_cpus;  // empty = no pinning; thread i -> pin_cpus[i % n]
   std::string json_path;
   std::string csv_path;

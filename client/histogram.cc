@@ -70,6 +70,24 @@ void Histogram::merge_sparse(const std::vector<std::pair<std::uint32_t, std::uin
   }
 }
 
+HistogramSnapshot Histogram::snapshot() const {
+  return HistogramSnapshot{nonzero_buckets(), count_, sum_, min_ns(), max_};
+}
+
+void Histogram::merge(const HistogramSnapshot& other) {
+  if (other.count == 0) return;
+  for (const auto& [index, n] : other.buckets) {
+    if (index == kAboveRangeIndex)
+      above_range_ += n;
+    else if (index < kBucketCount)
+      counts_[index] += n;
+  }
+  count_ += other.count;
+  sum_ += other.sum_ns;
+  min_ = std::min(min_, other.min_ns);
+  max_ = std::max(max_, other.max_ns);
+}
+
 void Histogram::reset() {
   *this = Histogram{};
 }

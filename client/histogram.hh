@@ -18,6 +18,16 @@
 
 namespace bench {
 
+// A histogram in a form that can be written out, read back and merged exactly: the sparse
+// buckets (nonzero_buckets(), with the above-range pseudo-bucket) plus the exact count, sum,
+// minimum and maximum. bench_client's JSON carries one per point (and per node), so that runs
+// from several load machines merge into the result one run over all their samples would give
+// (`bench_client merge`).
+struct HistogramSnapshot {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> buckets;
+  std::uint64_t count = 0, sum_ns = 0, min_ns = 0, max_ns = 0;
+};
+
 class Histogram {
  public:
   static constexpr unsigned kSubBucketBits = 7;
@@ -34,6 +44,10 @@ class Histogram {
   // Adds sparse (bucket index, count) pairs produced by nonzero_buckets().
   void merge_sparse(const std::vector<std::pair<std::uint32_t, std::uint64_t>>& sparse);
   void reset();
+  HistogramSnapshot snapshot() const;
+  // Adds a snapshot's samples: afterwards every statistic equals that of one histogram that had
+  // recorded both sets of values (the snapshot's min/max/sum are exact, unlike merge_sparse()).
+  void merge(const HistogramSnapshot& other);
 
   std::uint64_t count() const { return count_; }
   // Values recorded above kMaxTrackableNs (kept out of the buckets, never clamped).

@@ -1,12 +1,15 @@
 // bench_client entry point: parse flags, run the sweep, print the table as points complete, and
-// save JSON/CSV (also the partial results of an aborted run). Exit codes are listed in --help.
+// save JSON/CSV (also the partial results of an aborted run); or, with `merge` first, merge the
+// results of several load machines (merge.hh). Exit codes are listed in --help (merge --help).
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli.hh"
 #include "interrupt.hh"
+#include "merge.hh"
 #include "output.hh"
+#include "place.hh"
 #include "sweep.hh"
 #include "trace_record.hh"
 
@@ -16,10 +19,74 @@ constexpr int kExitUsage = 1;
 constexpr int kExitUnreachable = 2;
 constexpr int kExitAborted = 3;
 constexpr int kExitOutput = 4;
+constexpr int kExitNotMergeable = 5;  // bench_client merge: the inputs cannot be merged
+
+// `bench_client merge A.json B.json ...`: read the runs, merge them, print the table, write
+// --json/--csv (merge.hh).
+int merge_main(const std::vector<std::string>& args) {
+  bench::MergeOptions opts;
+  std::string error;
+  switch (bench::parse_merge_args(args, opts, error)) {
+    case bench::MergeCliOutcome::kHelp:
+      std::cout << bench::merge_help_text();
+      return kExitOk;
+    case bench::MergeCliOutcome::kError:
+      std::cerr << "bench_client: " << error << "\n";
+      return kExitUsage;
+    case bench::MergeCliOutcome::kRun:
+      break;
+  }
+  std::string command_line = "bench_client merge";
+  for (const auto& a : args) command_line += " " + a;
+  bench::SweepResult merged;
+  try {
+    std::vector<bench::LoadedRun> runs;
+    for (const auto& path : opts.inputs) runs.push_back(bench::read_run_file(path));
+    merged = bench::merge_runs(runs, command_line);
+  } catch (const bench::MergeError& e) {
+    std::cerr << "bench_client: merge: " << e.what() << "\n";
+    return kExitNotMergeable;
+  }
+  if (!opts.quiet) {
+    bench::write_table_preamble(std::cout, merged);
+    // "# merged 2 runs: host-a (a.json), host-b (b.json)"
+    const auto& from = merged.meta.merged_from.as_array();
+    std::cout << "# merged " << from.size() << " runs:";
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      const auto& o = from[i].as_object();
+      std::cout << (i ? ", " : " ") << o.at("client_host").as_string().c_str() << " ("
+                << o.at("file").as_string().c_str() << ")";
+    }
+    std::cout << "\n";
+    bool open_loop = false;
+    for (const auto& p : merged.points) open_loop = open_loop || p.open_loop;
+    bench::write_table_header(std::cout, open_loop);
+    for (const auto& p : merged.points) {
+      bench::write_table_row(std::cout, p);
+      bench::write_point_notes(std::cout, p);
+    }
+    std::cout.flush();
+  }
+  int code = kExitOk;
+  if (!opts.json_path.empty() && !bench::write_json(merged, opts.json_path, error)) {
+    std::cerr << "bench_client: " << error << "\n";
+    code = kExitOutput;
+  }
+  if (!opts.csv_path.empty() && !bench::write_csv(merged, opts.csv_path, error)) {
+    std::cerr << "bench_client: " << error << "\n";
+    code = kExitOutput;
+  }
+  return code;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "merge")
+    return merge_main(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args.front() == "place")
+    return bench::run_place(std::vector<std::string>(args.begin() + 1, args.end()), std::cin,
+                            std::cout, std::cerr);
   bench::Config cfg;
   std::string error;
   switch (bench::parse_args(args, cfg, error)) {

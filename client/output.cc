@@ -1,12 +1,15 @@
 // Table, JSON and CSV writers (see output.hh).
 #include "output.hh"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+
+#include "histogram_json.hh"
 
 namespace bench {
 namespace {
@@ -72,6 +75,23 @@ boost::json::object point_json(const PointResult& p) {
                       {"timed_out", s.timed_out},
                       {"unsent", s.unsent}});
   o["series"] = std::move(series);
+  o["histogram"] = histogram_to_json(p.histogram);
+  if (!p.nodes.empty()) {  // --targets: each node's share of the point, in --targets order
+    boost::json::array nodes;
+    for (const NodeResult& n : p.nodes) {
+      boost::json::object codes;
+      for (const auto& [code, count] : n.errors_by_code) codes[code] = count;
+      nodes.push_back({{"target", n.target},
+                       {"requests", n.requests},
+                       {"errors", n.errors},
+                       {"throughput_rps", num3(n.throughput_rps)},
+                       {"latency", latency_json(n.latency)},
+                       {"server_cpu_pct", num3(n.server_cpu_pct)},
+                       {"errors_by_code", std::move(codes)},
+                       {"histogram", histogram_to_json(n.histogram)}});
+    }
+    o["nodes"] = std::move(nodes);
+  }
   o["aborted"] = p.aborted;
   if (p.aborted) o["abort_reason"] = p.abort_reason;
   return o;
@@ -95,16 +115,28 @@ boost::json::object meta_json(const SweepResult& r) {
   o["pinning"] = m.pinning;
   o["target"] = m.target;
   o["server_pid"] = m.server_pid;
+  if (m.server_pids.size() > 1 || !m.targets.empty()) {
+    boost::json::array pids;
+    for (int pid : m.server_pids) pids.push_back(pid);
+    o["server_pids"] = std::move(pids);
+  }
+  if (!m.targets.empty()) {
+    boost::json::array targets;
+    for (const auto& t : m.targets) targets.push_back(boost::json::string(t));
+    o["targets"] = std::move(targets);
+  }
   o["workload"] = m.workload;
   o["mode"] = m.mode;
   o["server_stats_available"] = m.server_stats_available;
   if (!m.server_stats_available) o["server_stats_error"] = m.server_stats_error;
   o["server_stats"] = m.server_stats;
+  if (!m.targets.empty()) o["server_stats_by_target"] = m.server_stats_by_target;
   o["preload"] = {
       {"keys", m.preload.keys}, {"errors", m.preload.errors}, {"seconds", num3(m.preload.seconds)}};
   o["aborted"] = r.aborted;
   if (r.aborted) o["abort_reason"] = r.abort_reason;
   o["interrupted"] = r.interrupted;
+  if (!m.merged_from.is_null()) o["merged_from"] = m.merged_from;  // bench_client merge
   return o;
 }
 
@@ -154,6 +186,11 @@ void pretty(std::ostream& os, const boost::json::value& v, int indent) {
     const auto& arr = v.get_array();
     if (arr.empty()) {
       os << "[]";
+      return;
+    }
+    // A histogram's [index, count] pairs: all on one line.
+    if (std::all_of(arr.begin(), arr.end(), [](const auto& e) { return e.is_array(); })) {
+      os << boost::json::serialize(arr);
       return;
     }
     // Arrays of scalars and of small objects (time series) stay on one line per element.
@@ -303,6 +340,15 @@ void write_table_row(std::ostream& os, const PointResult& p) {
   os << buf;
   if (p.open_loop) os << "  " << fmt(p.uncorrected.p99_us, 1);
   os << "\n";
+  for (const NodeResult& n : p.nodes) {  // --targets: one line per node
+    std::snprintf(buf, sizeof buf, "  node %-21s  req/s %11s  p50 %9s  p99 %9s  errors %llu",
+                  n.target.c_str(), fmt(n.throughput_rps, 1).c_str(),
+                  fmt(n.latency.p50_us, 1).c_str(), fmt(n.latency.p99_us, 1).c_str(),
+                  static_cast<unsigned long long>(n.errors));
+    os << buf;
+    if (std::isfinite(n.server_cpu_pct)) os << "  srv_cpu% " << fmt(n.server_cpu_pct, 1);
+    os << "\n";
+  }
 }
 
 void write_point_notes(std::ostream& os, const PointResult& p) {

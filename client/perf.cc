@@ -10,6 +10,7 @@
 #include "board_workload.hh"
 #include "cpu.hh"
 #include "interrupt.hh"
+#include "latency_summary.hh"
 #include "trace_record.hh"
 #include "worker.hh"
 
@@ -21,19 +22,6 @@ constexpr double kNsPerUs = 1000.0;
 constexpr double kRateSustainedShare = 0.95;
 // Board preload: requests per write (then as many responses are read).
 constexpr std::uint64_t kBoardPreloadBatch = 64;
-
-LatencySummary summarize(const Histogram& h) {
-  LatencySummary s;
-  s.mean_us = h.mean_ns() / kNsPerUs;
-  s.min_us = static_cast<double>(h.min_ns()) / kNsPerUs;
-  s.p50_us = static_cast<double>(h.percentile_ns(50)) / kNsPerUs;
-  s.p90_us = static_cast<double>(h.percentile_ns(90)) / kNsPerUs;
-  s.p95_us = static_cast<double>(h.percentile_ns(95)) / kNsPerUs;
-  s.p99_us = static_cast<double>(h.percentile_ns(99)) / kNsPerUs;
-  s.p999_us = static_cast<double>(h.percentile_ns(99.9)) / kNsPerUs;
-  s.max_us = static_cast<double>(h.max_ns()) / kNsPerUs;
-  return s;
-}
 
 std::vector<SeriesPoint> merge_series(const std::vector<std::unique_ptr<Worker>>& workers,
                                       double window_s) {
@@ -74,6 +62,16 @@ void add_code(std::map<std::string, std::uint64_t>& m, const std::string& code, 
   if (n != 0) m[code] += n;
 }
 
+// The error counts of a WorkerStats or a NodeStats, by code ("mismatch", "http_500", "timeout").
+template <class Stats>
+void add_codes(std::map<std::string, std::uint64_t>& m, const Stats& s) {
+  add_code(m, "mismatch", s.mismatches);
+  for (std::size_t code = 0; code < s.unexpected_status.size(); ++code)
+    add_code(m, "http_" + std::to_string(code), s.unexpected_status[code]);
+  for (std::size_t r = 0; r < s.io_errors.size(); ++r)
+    add_code(m, io_result_name(static_cast<IoResult>(r)), s.io_errors[r]);
+}
+
 // One preload thread's counts; `fatal` ends the preload (a connection that failed, a signal).
 struct PreloadPart {
   std::uint64_t stored = 0, errors = 0;
@@ -106,6 +104,15 @@ void run_preload_threads(unsigned nthreads, PreloadResult& result, const Fill& f
 
 Bench::Bench(const Config& cfg, const Endpoint& ep) : cfg_(cfg), ep_(ep), keys_(cfg.workload) {}
 
+Bench::Bench(const Config& cfg, std::vector<Endpoint> targets)
+    : cfg_(cfg), ep_(targets.at(0)), keys_(cfg.workload) {
+  std::vector<std::string> names;
+  for (const auto& t : cfg.targets) names.push_back(t.text);
+  routing_ = std::make_unique<Routing>(std::move(targets), names, cfg.target_weight);
+}
+
+Bench::~Bench() = default;
+
 PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) const {
   PointResult result;
   result.threads = nthreads;
@@ -114,7 +121,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
   result.open_loop = cfg_.rate_rps > 0.0;
   result.target_rps = cfg_.rate_rps;
 
-  StartGate gate(static_cast<std::ptrdiff_t>(nthreads), cfg_.server_pid);
+  StartGate gate(static_cast<std::ptrdiff_t>(nthreads), cfg_.server_pids);
   std::vector<std::unique_ptr<Worker>> workers;
   workers.reserve(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
@@ -134,7 +141,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     plan.timeout = cfg_.timeout;
     plan.seed = cfg_.workload.seed;
     plan.pin_cpu = cfg_.pin_cpus.empty() ? -1 : cfg_.pin_cpus[i % cfg_.pin_cpus.size()];
-    workers.push_back(std::make_unique<Worker>(cfg_, ep_, keys_, plan, gate));
+    workers.push_back(std::make_unique<Worker>(cfg_, ep_, keys_, plan, gate, routing_.get()));
   }
   {
     std::vector<std::jthread> threads;
@@ -147,7 +154,8 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     for (const auto& w : workers) per_thread.push_back(&w->recorded());
     merge_round_robin(per_thread, *trace_);
   }
-  const auto server_cpu_end = process_cpu_seconds(cfg_.server_pid);
+  std::vector<std::optional<double>> server_cpu_end;
+  for (int pid : cfg_.server_pids) server_cpu_end.push_back(process_cpu_seconds(pid));
   const double client_cpu_end = self_cpu_seconds();
 
   auto latency = std::make_unique<Histogram>();
@@ -166,11 +174,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     result.get_hits += s.get_hits;
     result.sets += s.sets;
     result.deletes += s.deletes;
-    add_code(result.errors_by_code, "mismatch", s.mismatches);
-    for (std::size_t code = 0; code < s.unexpected_status.size(); ++code)
-      add_code(result.errors_by_code, "http_" + std::to_string(code), s.unexpected_status[code]);
-    for (std::size_t r = 0; r < s.io_errors.size(); ++r)
-      add_code(result.errors_by_code, io_result_name(static_cast<IoResult>(r)), s.io_errors[r]);
+    add_codes(result.errors_by_code, s);
     if (s.last_completion > window_end) window_end = s.last_completion;
     if (s.fatal && !result.aborted) {
       result.aborted = true;
@@ -189,12 +193,19 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
   result.throughput_rps =
       result.duration_s > 0 ? static_cast<double>(result.requests) / result.duration_s : 0.0;
   result.latency = summarize(*latency);
+  result.histogram = latency->snapshot();
   result.above_range = latency->above_range();
   result.hit_rate = result.gets > 0
                         ? static_cast<double>(result.get_hits) / static_cast<double>(result.gets)
                         : std::numeric_limits<double>::quiet_NaN();
   const double cpu_window = std::chrono::duration<double>(sampled_at - gate.t0()).count();
-  result.server_cpu_pct = cpu_percent(gate.server_cpu_start(), server_cpu_end, cpu_window);
+  // Several PIDs: the sum (NaN when any is missing or none was given).
+  std::vector<double> server_cpu(server_cpu_end.size());
+  result.server_cpu_pct = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t i = 0; i < server_cpu.size(); ++i) {
+    server_cpu[i] = cpu_percent(gate.server_cpu_starts()[i], server_cpu_end[i], cpu_window);
+    result.server_cpu_pct = i == 0 ? server_cpu[i] : result.server_cpu_pct + server_cpu[i];
+  }
   result.client_cpu_pct = cpu_percent(gate.client_cpu_start(), client_cpu_end, cpu_window);
   if (result.open_loop) {
     result.uncorrected = summarize(*uncorrected);
@@ -202,9 +213,38 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     result.rate_sustained = result.throughput_rps >= kRateSustainedShare * cfg_.rate_rps;
   }
   result.series = merge_series(workers, result.duration_s);
+  if (routing_ != nullptr) {
+    // Per node: the workers' node stats merged; percentiles from the merged node histogram.
+    auto hist = std::make_unique<Histogram>();
+    for (std::size_t n = 0; n < routing_->endpoints.size(); ++n) {
+      NodeResult node;
+      node.target = cfg_.targets[n].text;
+      hist->reset();
+      for (const auto& w : workers) {
+        const NodeStats& s = w->stats().nodes[n];
+        hist->merge(s.latency);
+        node.requests += s.completed;
+        node.errors += s.errors();
+        add_codes(node.errors_by_code, s);
+      }
+      node.throughput_rps =
+          result.duration_s > 0 ? static_cast<double>(node.requests) / result.duration_s : 0.0;
+      node.latency = summarize(*hist);
+      node.histogram = hist->snapshot();
+      node.server_cpu_pct =
+          n < server_cpu.size() ? server_cpu[n] : std::numeric_limits<double>::quiet_NaN();
+      result.nodes.push_back(std::move(node));
+    }
+  }
   return result;
 }
 
+const std::vector<Endpoint>& Bench::endpoints() const {
+  return routing_ != nullptr ? routing_->endpoints : single_;
+}
+
+// The preload connects once to every node (to the one server without --targets) and sends each
+// key to the node that owns it.
 PreloadResult Bench::preload(unsigned nthreads) const {
   if (is_board_workload(cfg_.workload.kind)) return preload_boards(nthreads);
   PreloadResult result;
@@ -212,9 +252,12 @@ PreloadResult Bench::preload(unsigned nthreads) const {
   result.keys = count;
   if (count == 0) return result;
   nthreads = static_cast<unsigned>(std::clamp<std::uint64_t>(nthreads, 1, count));
+  const std::vector<Endpoint>& eps = endpoints();
+  const bool routed = routing_ != nullptr;
   run_preload_threads(nthreads, result, [&](unsigned t, PreloadPart& part) {
-    Connection conn;
-    if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+    std::vector<Connection> conns(eps.size());
+    for (std::size_t n = 0; n < eps.size(); ++n)
+      if (!conns[n].connect(eps[n], cfg_.timeout, part.fatal)) return;
     std::string request, value;
     Response response;
     char key[WorkloadConfig::kMaxKeyBytes];
@@ -224,15 +267,20 @@ PreloadResult Bench::preload(unsigned nthreads) const {
         return;
       }
       keys_.make_value(idx, 0, value);
+      const std::string_view k(key, keys_.write_key(idx, false, key));
+      const std::size_t n = routed ? routing_->ring.node_of(k) : 0;
+      Connection& conn = conns[n];
       request = "PUT /key/";
-      request.append(key, keys_.write_key(idx, false, key));
-      request += " HTTP/1.1\r\nHost: " + ep_.host +
+      request.append(k);
+      request += " HTTP/1.1\r\nHost: " + eps[n].host +
                  "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
       request += value;
       IoResult r = conn.send_all(request);
       if (r == IoResult::kOk) r = conn.read_response(true, false, response);
       if (r != IoResult::kOk) {
-        part.fatal = std::string("preload: connection failed (") + io_result_name(r) + ")";
+        part.fatal = std::string("preload: connection ") +
+                     (routed ? "to " + eps[n].text() + " " : "") + "failed (" + io_result_name(r) +
+                     ")";
         return;
       }
       if (response.status == 201 || response.status == 204 || response.status == 200) {
@@ -240,14 +288,15 @@ PreloadResult Bench::preload(unsigned nthreads) const {
       } else {
         ++part.errors;
       }
-      if (response.close && !conn.connect(ep_, cfg_.timeout, part.fatal)) return;
+      if (response.close && !conn.connect(eps[n], cfg_.timeout, part.fatal)) return;
     }
   });
   return result;
 }
 
 // Entry i of [0, boards x members) is member i % members of board i / members; thread t stores
-// entries t, t + nthreads, ... in batches of kBoardPreloadBatch requests per write.
+// entries t, t + nthreads, ... in batches of kBoardPreloadBatch requests, one write per node of
+// the batch's entries (a board lives on one node).
 PreloadResult Bench::preload_boards(unsigned nthreads) const {
   PreloadResult result;
   const std::uint64_t count = keys_.preload_count();
@@ -255,47 +304,64 @@ PreloadResult Bench::preload_boards(unsigned nthreads) const {
   if (count == 0) return result;
   nthreads = static_cast<unsigned>(std::clamp<std::uint64_t>(nthreads, 1, count));
   const std::uint64_t members = cfg_.workload.members;
-  const BoardRequests requests(cfg_.workload, ep_.host);
+  const std::vector<Endpoint>& eps = endpoints();
+  const bool routed = routing_ != nullptr;
+  std::vector<BoardRequests> requests;
+  for (const auto& ep : eps) requests.emplace_back(cfg_.workload, ep.host);
   run_preload_threads(nthreads, result, [&](unsigned t, PreloadPart& part) {
-    Connection conn;
-    if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
-    std::string batch;
+    std::vector<Connection> conns(eps.size());
+    for (std::size_t n = 0; n < eps.size(); ++n)
+      if (!conns[n].connect(eps[n], cfg_.timeout, part.fatal)) return;
+    std::vector<std::string> batch(eps.size());
+    std::vector<std::uint64_t> sent(eps.size());
     Response response;
+    char name[kMaxBoardNameBytes];
     std::uint64_t idx = t;
     while (idx < count) {
       if (interrupted()) {
         part.fatal = std::string("preload interrupted by ") + interrupt_signal_name();
         return;
       }
-      batch.clear();
-      std::uint64_t sent = 0;
-      for (; sent < kBoardPreloadBatch && idx < count; ++sent, idx += nthreads) {
+      for (auto& b : batch) b.clear();
+      std::fill(sent.begin(), sent.end(), 0);
+      for (std::uint64_t k = 0; k < kBoardPreloadBatch && idx < count; ++k, idx += nthreads) {
         Op op;
         op.type = OpType::kBoardSet;
         op.board = static_cast<std::uint32_t>(idx / members);
         op.key = idx % members;
         op.score = preload_board_score(op.board, op.key);
-        requests.append(batch, op);
+        const std::size_t n =
+            routed
+                ? routing_->ring.node_of(std::string_view(name, write_board_name(op.board, name)))
+                : 0;
+        requests[n].append(batch[n], op);
+        ++sent[n];
       }
-      IoResult r = conn.send_all(batch);
-      for (std::uint64_t i = 0; i < sent && r == IoResult::kOk; ++i) {
-        r = conn.read_response(true, false, response);
-        if (r != IoResult::kOk) break;
-        if (response.status == 201 || response.status == 200) {
-          ++part.stored;
-        } else {
-          ++part.errors;
+      for (std::size_t n = 0; n < eps.size(); ++n) {
+        if (sent[n] == 0) continue;
+        Connection& conn = conns[n];
+        IoResult r = conn.send_all(batch[n]);
+        for (std::uint64_t i = 0; i < sent[n] && r == IoResult::kOk; ++i) {
+          r = conn.read_response(true, false, response);
+          if (r != IoResult::kOk) break;
+          if (response.status == 201 || response.status == 200) {
+            ++part.stored;
+          } else {
+            ++part.errors;
+          }
+          if (response.close) {
+            // The server answers nothing after this: the rest of the batch is lost.
+            part.errors += sent[n] - i - 1;
+            if (!conn.connect(eps[n], cfg_.timeout, part.fatal)) return;
+            break;
+          }
         }
-        if (response.close) {
-          // The server answers nothing after this: the rest of the batch is lost.
-          part.errors += sent - i - 1;
-          if (!conn.connect(ep_, cfg_.timeout, part.fatal)) return;
-          break;
+        if (r != IoResult::kOk) {
+          part.fatal = std::string("preload: connection ") +
+                       (routed ? "to " + eps[n].text() + " " : "") + "failed (" +
+                       io_result_name(r) + ")";
+          return;
         }
-      }
-      if (r != IoResult::kOk) {
-        part.fatal = std::string("preload: connection failed (") + io_result_name(r) + ")";
-        return;
       }
     }
   });

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "config.hh"
@@ -15,9 +16,15 @@
 
 namespace bench {
 
+struct Routing;
+
 class Bench {
  public:
   Bench(const Config& cfg, const Endpoint& ep);
+  // --targets: the nodes' endpoints in cfg.targets order. Every request, and every preloaded key
+  // or board, goes to its node (placement.hh); PointResult::nodes is filled.
+  Bench(const Config& cfg, std::vector<Endpoint> targets);
+  ~Bench();
   // Runs nthreads threads, each issuing nreqs measured requests (0: run for cfg.duration).
   PointResult threaded_performance(unsigned nthreads, std::uint64_t nreqs) const;
   // Stores keys [0, preload_count) with PUT, split across nthreads connections. Board workloads:
@@ -30,10 +37,14 @@ class Bench {
 
  private:
   PreloadResult preload_boards(unsigned nthreads) const;
+  // The nodes (--targets) or the one server.
+  const std::vector<Endpoint>& endpoints() const;
 
   const Config& cfg_;
-  Endpoint ep_;
+  Endpoint ep_;  // the server, or the first node
   KeySpace keys_;
+  std::unique_ptr<Routing> routing_;   // --targets (null otherwise)
+  std::vector<Endpoint> single_{ep_};  // endpoints() without --targets
   std::vector<std::uint64_t>* trace_ = nullptr;
 };
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "histogram.hh"
+
 namespace bench {
 
 struct LatencySummary {
@@ -25,6 +27,18 @@ struct SeriesPoint {
   double p99_us = 0;
   std::uint64_t timed_out = 0;  // requests given up in this second (recorded at the time waited)
   std::uint64_t unsent = 0;     // open loop: planned sends never issued (the window's last second)
+};
+
+// One node of a --targets run: the requests the client placed on it (sent to it directly).
+struct NodeResult {
+  std::string target;          // HOST:PORT as given to --targets
+  std::uint64_t requests = 0;  // responses completed in the measured window
+  std::uint64_t errors = 0;
+  double throughput_rps = 0;    // requests / the point's duration_s
+  LatencySummary latency;       // as the point's (open loop: corrected)
+  HistogramSnapshot histogram;  // of `latency`, mergeable
+  std::map<std::string, std::uint64_t> errors_by_code;
+  double server_cpu_pct = 0;  // NaN when not sampled (--server-pid's entry for this node)
 };
 
 struct PointResult {
@@ -51,6 +65,10 @@ struct PointResult {
   std::uint64_t unsent = 0;    // open loop: planned sends left when the window ended (in latency)
 
   std::vector<SeriesPoint> series;
+  // The histogram behind `latency` (open loop: corrected), mergeable (bench_client merge).
+  HistogramSnapshot histogram;
+  // --targets: one entry per node, in --targets order; empty for a single target.
+  std::vector<NodeResult> nodes;
   bool aborted = false;  // the point failed (a worker's fatal error): its numbers are partial
   std::string abort_reason;
   bool interrupted = false;  // SIGINT/SIGTERM arrived mid-point: the sweep drops the point
@@ -73,9 +91,13 @@ struct RunMeta {
   std::string cpu_model;
   std::vector<int> client_cpus;  // the process's CPU affinity
   unsigned online_cpus = 0;
-  std::string pinning;  // "none" or the --pin-cpus list
-  std::string target;   // host:port
-  int server_pid = 0;
+  std::string pinning;               // "none" or the --pin-cpus list
+  std::string target;                // host:port; --targets: the list as given
+  int server_pid = 0;                // --server-pid's first PID (0: none)
+  std::vector<int> server_pids;      // --server-pid's list
+  std::vector<std::string> targets;  // --targets, in order (empty: one server)
+  // --targets: {"HOST:PORT": that node's GET /stats, or null}; server_stats is the first node's.
+  boost::json::value server_stats_by_target;
   std::string command_line;
   boost::json::value workload;  // workload parameters (built by the sweep)
   boost::json::value mode;      // closed/open loop, requests, duration, warm-up, ...
@@ -83,6 +105,9 @@ struct RunMeta {
   std::string server_stats_error;
   boost::json::value server_stats;  // GET /stats as returned, null when unavailable
   PreloadResult preload;
+  // bench_client merge: [{"file", "client_host", "date_utc", "command_line"}, ...], one per
+  // merged run (merge.hh); null (not written) for a normal run.
+  boost::json::value merged_from;
 };
 
 struct SweepResult {

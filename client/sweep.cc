@@ -131,6 +131,7 @@ boost::json::value mode_json(const Config& cfg) {
   o["thread_counts"] = std::move(counts);
   o["preload"] = cfg.preload;
   o["reset"] = cfg.reset;
+  if (!cfg.targets.empty()) o["target_weight"] = cfg.target_weight;  // --targets' ring
   return o;
 }
 
@@ -197,36 +198,64 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
   fill_host_meta(meta);
   meta.pinning = cfg.pin_cpus.empty() ? "none" : join_ints(cfg.pin_cpus);
   meta.target = cfg.host + ":" + std::to_string(cfg.port);
-  meta.server_pid = cfg.server_pid;
+  if (!cfg.targets.empty()) {
+    meta.target.clear();
+    for (const auto& t : cfg.targets) {
+      meta.target += (meta.target.empty() ? "" : ",") + t.text;
+      meta.targets.push_back(t.text);
+    }
+  }
+  meta.server_pids = cfg.server_pids;
+  meta.server_pid = cfg.server_pids.empty() ? 0 : cfg.server_pids.front();
   meta.workload = workload_json(cfg);
   meta.mode = mode_json(cfg);
 
-  Endpoint ep;
-  std::string err;
-  if (!resolve(cfg.host, cfg.port, ep, err)) {
-    out.aborted = true;
-    out.abort_reason = err;
-    return SweepStatus::kUnreachable;
+  // The servers: the one of --host/--port, or every node of --targets (each probed and reset
+  // alike; an unreachable node ends the run as an unreachable server does).
+  std::vector<Config::Target> servers = cfg.targets;
+  if (servers.empty()) servers.push_back({meta.target, cfg.host, cfg.port});
+  const bool several = !cfg.targets.empty();
+  std::vector<Endpoint> eps(servers.size());
+  std::vector<bool> stats_ok(servers.size());
+  boost::json::object by_target;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const std::string node = several ? "target " + servers[i].text + ": " : "";
+    std::string err;
+    if (!resolve(servers[i].host, servers[i].port, eps[i], err)) {
+      out.aborted = true;
+      out.abort_reason = node + err;
+      return SweepStatus::kUnreachable;
+    }
+    ServerProbe probe = probe_server(eps[i], cfg.timeout);
+    if (!probe.reachable) {
+      out.aborted = true;
+      out.abort_reason = node + probe.error;
+      return SweepStatus::kUnreachable;
+    }
+    stats_ok[i] = probe.stats_available;
+    if (!probe.stats_available)
+      say("note: " + (several ? "node " + servers[i].text : std::string("server")) +
+          " /stats unavailable (" + probe.stats_error + "); continuing without it");
+    if (several) by_target[servers[i].text] = probe.stats;
+    if (i == 0) {
+      meta.server_stats_available = probe.stats_available;
+      meta.server_stats_error = probe.stats_error;
+      meta.server_stats = std::move(probe.stats);
+    }
   }
-  ServerProbe probe = probe_server(ep, cfg.timeout);
-  if (!probe.reachable) {
-    out.aborted = true;
-    out.abort_reason = probe.error;
-    return SweepStatus::kUnreachable;
-  }
-  meta.server_stats_available = probe.stats_available;
-  meta.server_stats_error = probe.stats_error;
-  meta.server_stats = std::move(probe.stats);
-  if (!meta.server_stats_available)
-    say("note: server /stats unavailable (" + meta.server_stats_error + "); continuing without it");
+  if (several) meta.server_stats_by_target = std::move(by_target);
 
-  Bench bench(cfg, ep);
+  Bench bench = several ? Bench(cfg, eps) : Bench(cfg, eps[0]);
   if (!cfg.record_trace_path.empty()) bench.record_into(&out.recorded_trace);
   const bool wants_data = cfg.workload.kind != WorkloadKind::kFixedGet;
   // The reset belongs to the preload: --no-preload keeps whatever the server already holds.
-  if (wants_data && cfg.preload && cfg.reset && meta.server_stats_available) {
-    const std::string reset_err = reset_server(ep, cfg.timeout);
-    if (!reset_err.empty()) say("warning: " + reset_err);
+  if (wants_data && cfg.preload && cfg.reset) {
+    for (std::size_t i = 0; i < eps.size(); ++i) {
+      if (!stats_ok[i]) continue;
+      const std::string reset_err = reset_server(eps[i], cfg.timeout);
+      if (!reset_err.empty())
+        say("warning: " + (several ? "node " + servers[i].text + ": " : std::string()) + reset_err);
+    }
   }
   if (wants_data && cfg.preload && bench.keyspace().preload_count() > 0) {
     const unsigned max_threads =

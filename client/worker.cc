@@ -46,10 +46,16 @@ void sleep_until(Clock::time_point when) {
 }  // namespace
 
 StartGate::StartGate(std::ptrdiff_t workers, int server_pid)
-    : server_pid_(server_pid), barrier_(workers, OnStart{this}) {}
+    : StartGate(workers, server_pid > 0 ? std::vector<int>{server_pid} : std::vector<int>{}) {}
+
+StartGate::StartGate(std::ptrdiff_t workers, std::vector<int> server_pids)
+    : server_pids_(std::move(server_pids)),
+      server_cpu_start_(server_pids_.size()),
+      barrier_(workers, OnStart{this}) {}
 
 void StartGate::OnStart::operator()() noexcept {
-  gate->server_cpu_start_ = process_cpu_seconds(gate->server_pid_);
+  for (std::size_t i = 0; i < gate->server_pids_.size(); ++i)
+    gate->server_cpu_start_[i] = process_cpu_seconds(gate->server_pids_[i]);
   gate->client_cpu_start_ = self_cpu_seconds();
   gate->t0_ = Clock::now();
   gate->started_ = true;
@@ -62,10 +68,28 @@ std::uint64_t WorkerStats::errors() const {
   return total;
 }
 
+std::uint64_t NodeStats::errors() const {
+  std::uint64_t total = mismatches;
+  for (auto n : unexpected_status) total += n;
+  for (auto n : io_errors) total += n;
+  return total;
+}
+
+std::size_t Routing::node_of(const Op& op, const KeySpace& keys) const {
+  if (op.type == OpType::kBoardSet || op.type == OpType::kBoardTop ||
+      op.type == OpType::kBoardScore) {
+    char name[kMaxBoardNameBytes];
+    return ring.node_of(std::string_view(name, write_board_name(op.board, name)));
+  }
+  char key[WorkloadConfig::kMaxKeyBytes];
+  return ring.node_of(std::string_view(key, keys.write_key(op.key, op.cold, key)));
+}
+
 Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, WorkerPlan plan,
-               StartGate& gate)
+               StartGate& gate, const Routing* routing)
     : cfg_(cfg),
       ep_(ep),
+      routing_(routing),
       keys_(keys),
       plan_(plan),
       gate_(gate),
@@ -73,14 +97,31 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
   // The open loop plans one send time per request: it runs with a pipeline of 1 (the command
   // line rejects --pipeline above 1 with --rate; this keeps any other caller honest too).
   if (plan_.rate_rps > 0.0 || plan_.pipeline == 0) plan_.pipeline = 1;
-  links_.reserve(plan_.connections);
-  for (unsigned i = 0; i < plan_.connections; ++i) links_.emplace_back(plan_.pipeline);
+  if (routing_ == nullptr) {
+    links_.reserve(plan_.connections);
+    for (unsigned i = 0; i < plan_.connections; ++i) links_.emplace_back(plan_.pipeline, ep_, 0);
+  } else {
+    // Grouped by node: node n's links are [n * connections, (n + 1) * connections).
+    const std::size_t nodes = routing_->endpoints.size();
+    links_.reserve(nodes * plan_.connections);
+    for (std::size_t n = 0; n < nodes; ++n)
+      for (unsigned i = 0; i < plan_.connections; ++i)
+        links_.emplace_back(plan_.pipeline, routing_->endpoints[n], static_cast<std::uint32_t>(n));
+    node_cursor_.assign(nodes, 0);
+    stats_.nodes.resize(nodes);
+  }
+  if (routing_ == nullptr) {
+    hosts_.push_back(ep_.host);
+  } else {
+    for (const auto& node : routing_->endpoints) hosts_.push_back(node.host);
+  }
   verify_ = defaults_for(cfg_.workload.kind).verify;
   if (cfg_.workload.kind == WorkloadKind::kFixedGet) {
     fixed_request_ = "GET " + cfg_.workload.path + " HTTP/1.1\r\nHost: " + ep_.text() + "\r\n\r\n";
   }
   if (is_board_workload(cfg_.workload.kind)) {
     board_requests_.emplace(cfg_.workload, ep_.host);
+    for (const auto& host : hosts_) node_board_requests_.emplace_back(cfg_.workload, host);
     board_verifier_ = std::make_unique<BoardVerifier>();
     if (cfg_.preload && defaults_for(cfg_.workload.kind).preload)
       board_min_members_ = cfg_.workload.members;
@@ -95,7 +136,7 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
 bool Worker::connect_all() {
   for (auto& link : links_) {
     std::string err;
-    if (!link.conn.connect(ep_, plan_.timeout, err)) {
+    if (!link.conn.connect(*link.ep, plan_.timeout, err)) {
       stats_.fatal = true;
       stats_.fatal_message = err;
       return false;
@@ -153,13 +194,12 @@ bool Worker::local_failure(const char* what, int err) {
 // (one write per connection), then waits for responses and handles all that arrived.
 bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
                    Clock::time_point schedule_start, bool measured) {
+  if (routing_ != nullptr) return routed_phase(limit, deadline, schedule_start, measured);
   const bool open = plan_.rate_rps > 0.0;  // the open loop runs with a pipeline of 1
   const auto interval =
       std::chrono::nanoseconds(open ? static_cast<std::int64_t>(1e9 / plan_.rate_rps) : 0);
   Clock::time_point next_planned = schedule_start + plan_.schedule_offset;
   std::uint64_t issued = 0;
-  std::vector<pollfd> fds;
-  std::vector<Link*> polled;
 
   for (;;) {
     if (interrupted()) {
@@ -221,39 +261,130 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
       continue;
     }
     // Several connections: wait for whichever answers first, or for the next planned send.
-    fds.clear();
-    polled.clear();
-    for (auto& link : links_) {
-      if (link.pending.empty()) continue;
-      fds.push_back(pollfd{link.conn.fd(), POLLIN, 0});
-      polled.push_back(&link);
-    }
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
     if (open && idle_left && issuing)
       wait = std::max(std::chrono::nanoseconds(0), std::min(wait, next_planned - now));
     if (refill) wait = std::chrono::nanoseconds(0);
-    timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
-                static_cast<long>(wait.count() % 1'000'000'000)};
-    const int ready = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
-    if (ready < 0 && errno != EINTR) return local_failure("ppoll", errno);
-    const auto after = Clock::now();
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      Link& link = *polled[i];
-      if (fds[i].revents != 0) {
-        if (!complete(link, false, measured)) return false;
-      } else if (after - link.pending.front().sent > plan_.timeout) {
-        if (!fail(link, IoResult::kTimeout, measured)) return false;
-      }
-    }
+    if (!await_links(wait, measured)) return false;
   }
 }
 
-// Appends the next operation's request to out and returns the operation.
-Op Worker::append_request(std::string& out) {
-  const Op op = ops_.next();
+// Waits up to `wait` for whichever busy link answers first and handles every response that
+// arrived; a busy link silent for longer than the timeout fails. Returns false on a fatal error.
+bool Worker::await_links(std::chrono::nanoseconds wait, bool measured) {
+  poll_fds_.clear();
+  polled_.clear();
+  for (auto& link : links_) {
+    if (link.pending.empty()) continue;
+    poll_fds_.push_back(pollfd{link.conn.fd(), POLLIN, 0});
+    polled_.push_back(&link);
+  }
+  timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
+              static_cast<long>(wait.count() % 1'000'000'000)};
+  const int ready = ::ppoll(poll_fds_.data(), poll_fds_.size(), &ts, nullptr);
+  if (ready < 0 && errno != EINTR) return local_failure("ppoll", errno);
+  const auto after = Clock::now();
+  for (std::size_t i = 0; i < poll_fds_.size(); ++i) {
+    Link& link = *polled_[i];
+    if (poll_fds_[i].revents != 0) {
+      if (!complete(link, false, measured)) return false;
+    } else if (after - link.pending.front().sent > plan_.timeout) {
+      if (!fail(link, IoResult::kTimeout, measured)) return false;
+    }
+  }
+  return true;
+}
+
+Worker::Link* Worker::free_link(std::size_t node) {
+  const std::size_t per = plan_.connections;
+  std::size_t& cursor = node_cursor_[node];
+  for (std::size_t k = 0; k < per; ++k) {
+    Link& link = links_[node * per + (cursor + k) % per];
+    if (link.pending.free() > 0) {
+      cursor = (cursor + k + 1) % per;
+      return &link;
+    }
+  }
+  return nullptr;
+}
+
+// phase() for --targets (see worker.hh). The operation stream stays the single-target one: an
+// operation whose node has no free slot is held (held_, kept across the warm-up/measured
+// boundary) and nothing else is issued before it. In the open loop it keeps the planned time it
+// was due at, so the time it waited for its node counts as schedule lag, as it should. One
+// request per write, whatever --pipeline (which still bounds the requests outstanding per link).
+bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
+                          Clock::time_point schedule_start, bool measured) {
+  const bool open = plan_.rate_rps > 0.0;  // the open loop runs with a pipeline of 1
+  const auto interval =
+      std::chrono::nanoseconds(open ? static_cast<std::int64_t>(1e9 / plan_.rate_rps) : 0);
+  Clock::time_point next_planned = schedule_start + plan_.schedule_offset;
+  std::uint64_t issued = 0;
+
+  for (;;) {
+    if (interrupted()) {
+      stats_.interrupted = true;
+      return false;
+    }
+    auto now = Clock::now();
+    const bool issuing = (limit == 0 || issued < limit) && now < deadline;
+    bool idle_left = false;
+    bool refill = false;  // responses parsed during a write freed slots: do not wait
+    while (issuing && (limit == 0 || issued < limit) && now < deadline) {
+      if (!held_) {
+        held_ = ops_.next();
+        held_node_ = routing_->node_of(*held_, keys_);
+      }
+      Link* link = free_link(held_node_);
+      if (link == nullptr) break;  // its node's links are all busy: the operation waits
+      Clock::time_point planned = now;
+      if (open) {
+        if (next_planned > now) {
+          idle_left = true;
+          break;
+        }
+        planned = next_planned;
+        next_planned += interval;
+      }
+      const Op op = *held_;
+      held_.reset();
+      const std::size_t outstanding = link->pending.size() + 1;
+      const bool written = issue_op(*link, op, planned, open, measured);
+      if (stats_.fatal) return false;
+      // As in phase(): with --pipeline above 1 a request whose write failed is accounted for (it
+      // may have reached the node); with 1 it is replaced by the next operation.
+      if (plan_.pipeline > 1) {
+        ++issued;
+        if (link->pending.size() < outstanding) refill = true;
+      } else if (written) {
+        ++issued;
+      }
+      now = Clock::now();
+    }
+    const bool any_busy =
+        std::any_of(links_.begin(), links_.end(), [](const Link& l) { return !l.pending.empty(); });
+    if (!any_busy) {
+      if (!issuing) {
+        if (open && measured) record_unsent(next_planned, interval, deadline, limit, issued);
+        return true;
+      }
+      if (open) sleep_until(std::min(next_planned, deadline));
+      continue;
+    }
+    // Wait for whichever link answers first, or for the next planned send.
+    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
+    if (open && idle_left && issuing)
+      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, next_planned - now));
+    if (refill) wait = std::chrono::nanoseconds(0);
+    if (!await_links(wait, measured)) return false;
+  }
+}
+
+// Appends op's request to out (Host: the node's host with --targets, else the server's).
+void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
   if (board_requests_) {
-    board_requests_->append(out, op);
-    return op;
+    node_board_requests_[node].append(out, op);
+    return;
   }
   if (record_) recorded_.push_back(trace_entry(op));
   char key[WorkloadConfig::kMaxKeyBytes];
@@ -275,7 +406,7 @@ Op Worker::append_request(std::string& out) {
   }
   out.append(key, key_len);
   out += " HTTP/1.1\r\nHost: ";
-  out += ep_.host;
+  out += hosts_[node];
   if (op.type == OpType::kSet) {
     const std::uint32_t version = static_cast<std::uint32_t>(
         mix64((std::uint64_t{plan_.thread_index} << 32) | ++version_counter_));
@@ -287,7 +418,6 @@ Op Worker::append_request(std::string& out) {
   } else {
     out += "\r\n\r\n";
   }
-  return op;
 }
 
 // Sends `count` requests (at most the link's free slots) back to back in one write.
@@ -309,6 +439,22 @@ bool Worker::issue(Link& link, std::size_t count, Clock::time_point planned, boo
     }
     bytes = link.request;
   }
+  return send(link, bytes, first, count, planned, open, measured);
+}
+
+bool Worker::issue_op(Link& link, const Op& op, Clock::time_point planned, bool open,
+                      bool measured) {
+  const std::size_t first = link.pending.size();
+  link.request.clear();
+  write_request(op, link.request, link.node);
+  Pending p;
+  p.op = op;
+  link.pending.push_back(p);
+  return send(link, link.request, first, 1, planned, open, measured);
+}
+
+bool Worker::send(Link& link, std::string_view bytes, std::size_t first, std::size_t count,
+                  Clock::time_point planned, bool open, bool measured) {
   // Stamped after building the requests: latency covers the wire and the server.
   const auto sent = Clock::now();
   for (std::size_t i = first; i < link.pending.size(); ++i) {
@@ -373,15 +519,20 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
   if (what == IoResult::kError && is_local_failure(link.conn.last_errno()))
     return local_failure("a socket call", link.conn.last_errno());
   const std::size_t lost = link.pending.size();
-  if (measured) stats_.io_errors[static_cast<std::size_t>(what)] += lost;
+  if (measured) {
+    stats_.io_errors[static_cast<std::size_t>(what)] += lost;
+    if (routing_ != nullptr)
+      stats_.nodes[link.node].io_errors[static_cast<std::size_t>(what)] += lost;
+  }
   // A request that timed out took at least this long; leaving it out would flatter the tail.
   if (measured && what == IoResult::kTimeout) {
     const auto now = Clock::now();
     for (std::size_t i = 0; i + unsent < lost; ++i) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::nanoseconds>(now - link.pending.at(i).planned);
-      record_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0)), now,
-                     Sample::kTimedOut);
+      const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0));
+      record_latency(ns, now, Sample::kTimedOut);
+      if (routing_ != nullptr) stats_.nodes[link.node].latency.record(ns);
     }
   }
   link.pending.clear();
@@ -393,7 +544,7 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
   }
   std::string err;
   ++link.opened;
-  if (!link.conn.connect(ep_, plan_.timeout, err)) {
+  if (!link.conn.connect(*link.ep, plan_.timeout, err)) {
     stats_.fatal = true;
     stats_.fatal_message =
         std::string("connection lost (") + io_result_name(what) + "), reconnect failed: " + err;
@@ -434,6 +585,7 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
   link.pending.pop_front();
   consecutive_failures_ = 0;
   if (measured) {
+    const std::uint64_t mismatches_before = stats_.mismatches;
     bool expected = true;
     switch (request.op.type) {
       case OpType::kGet:
@@ -461,19 +613,30 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
         expected = finish_board(request.op, response);
         break;
     }
-    if (!expected)
-      ++stats_.unexpected_status[static_cast<std::size_t>(response.status) %
-                                 WorkerStats::kStatusSlots];
-    record(request, done);
+    const std::size_t status_slot =
+        static_cast<std::size_t>(response.status) % WorkerStats::kStatusSlots;
+    if (!expected) ++stats_.unexpected_status[status_slot];
+    const std::uint64_t latency = record(request, done);
+    if (routing_ != nullptr) {  // the one per-request branch of --targets here
+      NodeStats& node = stats_.nodes[link.node];
+      node.latency.record(latency);
+      ++node.completed;
+      node.mismatches += stats_.mismatches - mismatches_before;
+      if (!expected) ++node.unexpected_status[status_slot];
+    }
   }
   if (response.close) {
     // The server answers nothing after this response: the requests behind it are lost.
-    if (measured)
+    if (measured) {
       stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
+      if (routing_ != nullptr)
+        stats_.nodes[link.node].io_errors[static_cast<std::size_t>(IoResult::kClosed)] +=
+            link.pending.size();
+    }
     link.pending.clear();
     std::string err;
     ++link.opened;
-    if (!link.conn.connect(ep_, plan_.timeout, err)) {
+    if (!link.conn.connect(*link.ep, plan_.timeout, err)) {
       stats_.fatal = true;
       stats_.fatal_message = "server closed the connection; reconnect failed: " + err;
       return false;
@@ -512,7 +675,7 @@ bool Worker::finish_board(const Op& op, const Response& response) {
   return true;
 }
 
-void Worker::record(const Pending& request, Clock::time_point done) {
+std::uint64_t Worker::record(const Pending& request, Clock::time_point done) {
   const auto from_planned =
       std::chrono::duration_cast<std::chrono::nanoseconds>(done - request.planned).count();
   const auto from_sent =
@@ -529,6 +692,7 @@ void Worker::record(const Pending& request, Clock::time_point done) {
   }
   ++stats_.completed;
   stats_.last_completion = std::max(stats_.last_completion, done);
+  return corrected;
 }
 
 void Worker::record_latency(std::uint64_t ns, Clock::time_point at, Sample kind) {

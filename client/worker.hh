@@ -9,7 +9,11 @@
 // one write carrying the requests back to back, and every complete response a read brought in is
 // parsed before the freed slots are refilled (also the responses read while a write is blocked, as
 // soon as they are read).
+// With --targets (a Routing), the worker opens its connections to every node and sends each
+// operation to the node the consistent-hash ring gives it (placement.hh); see Worker::routed_phase.
 #pragma once
+
+#include <poll.h>
 
 #include <array>
 #include <barrier>
@@ -25,6 +29,7 @@
 #include "config.hh"
 #include "histogram.hh"
 #include "http.hh"
+#include "placement.hh"
 #include "workload.hh"
 
 namespace bench {
@@ -35,13 +40,19 @@ using Clock = std::chrono::steady_clock;
 // of the measured window and takes the starting CPU samples.
 class StartGate {
  public:
-  StartGate(std::ptrdiff_t workers, int server_pid);
+  StartGate(std::ptrdiff_t workers, int server_pid);  // 0: no server CPU sampling
+  // The CPU of every PID is sampled (one per --targets node, or several summed).
+  StartGate(std::ptrdiff_t workers, std::vector<int> server_pids);
   void arrive_and_wait() { barrier_.arrive_and_wait(); }
   void arrive_and_drop() { barrier_.arrive_and_drop(); }
   // Valid once arrive_and_wait() has returned, or after all workers joined.
   bool started() const { return started_; }
   Clock::time_point t0() const { return t0_; }
-  std::optional<double> server_cpu_start() const { return server_cpu_start_; }
+  // The first PID's sample (nullopt without PIDs); server_cpu_starts(): one per PID.
+  std::optional<double> server_cpu_start() const {
+    return server_cpu_start_.empty() ? std::nullopt : server_cpu_start_.front();
+  }
+  const std::vector<std::optional<double>>& server_cpu_starts() const { return server_cpu_start_; }
   std::optional<double> client_cpu_start() const { return client_cpu_start_; }
 
  private:
@@ -49,10 +60,10 @@ class StartGate {
     StartGate* gate;
     void operator()() noexcept;
   };
-  int server_pid_;
+  std::vector<int> server_pids_;
   bool started_ = false;
   Clock::time_point t0_{};
-  std::optional<double> server_cpu_start_;
+  std::vector<std::optional<double>> server_cpu_start_;  // one per PID
   std::optional<double> client_cpu_start_;
   std::barrier<OnStart> barrier_;
 };
@@ -83,8 +94,30 @@ struct SecondSample {
   std::uint64_t completed = 0, timed_out = 0, unsent = 0;
 };
 
-struct WorkerStats {
+// --targets: what one worker saw of one node (the requests placed on it).
+struct NodeStats {
   static constexpr std::size_t kStatusSlots = 1000;
+  Histogram latency;  // the same samples as WorkerStats::latency, of this node's requests
+  std::uint64_t completed = 0;
+  std::uint64_t mismatches = 0;
+  std::array<std::uint64_t, kStatusSlots> unexpected_status{};
+  std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
+  std::uint64_t errors() const;
+};
+
+// --targets: the nodes (in --targets order) and the ring that places every operation.
+struct Routing {
+  Routing(std::vector<Endpoint> endpoints, const std::vector<std::string>& names, unsigned weight)
+      : endpoints(std::move(endpoints)), ring(names, weight) {}
+  std::vector<Endpoint> endpoints;
+  HashRing ring;
+  // The node of an operation: its key's (key ops, the key's bytes, which need no
+  // percent-encoding) or its board's (board ops, the name b<i>).
+  std::size_t node_of(const Op& op, const KeySpace& keys) const;
+};
+
+struct WorkerStats {
+  static constexpr std::size_t kStatusSlots = NodeStats::kStatusSlots;
   Histogram latency;              // closed loop: from send; open loop: from planned send
   Histogram latency_uncorrected;  // open loop only: from the actual send
   Histogram send_lag;             // open loop only: actual send - planned send
@@ -103,14 +136,18 @@ struct WorkerStats {
   bool fatal = false;
   std::string fatal_message;
   bool interrupted = false;  // stopped by SIGINT/SIGTERM (interrupt.hh); the point is unfinished
+  // --targets: one per node (empty otherwise). Open-loop unsent planned sends have no node: they
+  // are in `latency` and `unsent` only.
+  std::vector<NodeStats> nodes;
 
   std::uint64_t errors() const;
 };
 
 class Worker {
  public:
+  // routing: --targets (null: every request goes to ep). With a routing, ep is its first node.
   Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, WorkerPlan plan,
-         StartGate& gate);
+         StartGate& gate, const Routing* routing = nullptr);
   void run();  // the thread body
   const WorkerStats& stats() const { return stats_; }
   // With --record-trace: the key of every request this thread sent, in send order
@@ -146,24 +183,47 @@ class Worker {
   };
   // One keep-alive connection, its outstanding requests and its write buffer.
   struct Link {
-    explicit Link(unsigned depth) : pending(depth) {}
+    Link(unsigned depth, const Endpoint& endpoint, std::uint32_t node_index)
+        : pending(depth), ep(&endpoint), node(node_index) {}
     Connection conn;
     PendingQueue pending;
     std::string request;       // the bytes of the last write (one or more requests back to back)
     std::uint64_t opened = 0;  // times the connection was re-opened
+    const Endpoint* ep;        // where it connects and reconnects
+    std::uint32_t node;        // --targets: the node's index (0 otherwise)
   };
 
   bool connect_all();
   bool phase(std::uint64_t limit, Clock::time_point deadline, Clock::time_point schedule_start,
              bool measured);
+  // phase() with --targets: one operation of lookahead (held_). The next operation is drawn, its
+  // node found; it goes out on a link of that node with a free slot, one request per write, or,
+  // when that node has none, waits there (the issuing stops for this turn) and goes out first
+  // once a response frees a slot of its node. The operation stream is the single-target one.
+  bool routed_phase(std::uint64_t limit, Clock::time_point deadline,
+                    Clock::time_point schedule_start, bool measured);
+  // A link of `node` with a free slot, round-robin among the node's links; null when none.
+  Link* free_link(std::size_t node);
   // Returns false when the write failed or the server closed the connection meanwhile (the
   // link's requests are then accounted for and the connection re-opened; stats_.fatal says
   // whether the thread must stop). Pipelined, handles the responses that arrive during the write.
   bool issue(Link& link, std::size_t count, Clock::time_point planned, bool open, bool measured);
+  // issue() of one given operation (--targets).
+  bool issue_op(Link& link, const Op& op, Clock::time_point planned, bool open, bool measured);
+  // Stamps the requests [first, pending.size()) of the link and writes bytes (issue's second half).
+  bool send(Link& link, std::string_view bytes, std::size_t first, std::size_t count,
+            Clock::time_point planned, bool open, bool measured);
   // A pipelined write failed with `what`: finishes the requests whose responses arrived before
   // the failure, then fails the rest. Returns false on a fatal error.
   bool write_failed(Link& link, IoResult what, bool measured);
-  Op append_request(std::string& out);
+  Op append_request(std::string& out) {
+    const Op op = ops_.next();
+    write_request(op, out, 0);
+    return op;
+  }
+  // Appends op's request (Host: node's host; node 0 without --targets) and records it for
+  // --record-trace.
+  void write_request(const Op& op, std::string& out, std::size_t node);
   // Returns false on a fatal error. blocking: wait for the first response.
   bool complete(Link& link, bool blocking, bool measured);
   // Handles the complete responses already in the link's receive buffer (no system call).
@@ -178,21 +238,30 @@ class Worker {
   bool fail(Link& link, IoResult what, bool measured, std::size_t unsent = 0);
   void record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
                      Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued);
-  void record(const Pending& request, Clock::time_point done);
+  // Records a completed request; returns the latency recorded in the headline histogram.
+  std::uint64_t record(const Pending& request, Clock::time_point done);
   enum class Sample { kCompleted, kTimedOut, kUnsent };
   // Records a measured latency in the headline histogram and in the series' second of `at`.
   void record_latency(std::uint64_t ns, Clock::time_point at, Sample kind);
   void flush_second();
   // A local failure (errno of the client itself, not of the server): the point cannot go on.
   bool local_failure(const char* what, int err);
+  // Waits up to `wait` for the busy links' responses and handles them (phase, routed_phase).
+  bool await_links(std::chrono::nanoseconds wait, bool measured);
 
   const Config& cfg_;
   const Endpoint& ep_;
+  const Routing* routing_;
+  std::optional<Op> held_;  // --targets: the operation drawn but not yet sent
+  std::size_t held_node_ = 0;
+  std::vector<std::size_t> node_cursor_;  // --targets: round-robin position per node
   const KeySpace& keys_;
   WorkerPlan plan_;
   StartGate& gate_;
   OpGenerator ops_;
   std::vector<Link> links_;
+  std::vector<pollfd> poll_fds_;  // await_links()'s scratch, kept to avoid allocating per wait
+  std::vector<Link*> polled_;
   WorkerStats stats_;
   Histogram second_hist_;
   std::uint32_t current_second_ = 0;
@@ -205,6 +274,9 @@ class Worker {
   // Board workloads: the request builder, the answer checker (null otherwise), and the members
   // every board holds at least (the preload's; 0 without a preload).
   std::optional<BoardRequests> board_requests_;
+  // Per node (one without --targets): the Host header, and the board request builder with it.
+  std::vector<std::string> hosts_;
+  std::vector<BoardRequests> node_board_requests_;
   std::unique_ptr<BoardVerifier> board_verifier_;
   std::uint64_t board_min_members_ = 0;
   bool record_ = false;                  // --record-trace given

@@ -4,7 +4,7 @@
 #
 #   scripts/setup.sh [--peers] [--build NAME]...
 #     --peers        also install the peer servers and load tools used by the experiment
-#                    (nginx-light, wrk, redis-server, memcached) and the profilers (perf, valgrind)
+#                    (nginx-light, haproxy, wrk, redis-server, memcached) and the profilers (perf, valgrind)
 #     --build NAME   configure+build build/NAME; NAME is release, asan (ASan+UBSan), tsan or fuzz.
 #                    Repeatable. Default: release.
 # After a release build, ./cache_server and ./bench_client at the repository root link to the
@@ -20,7 +20,7 @@ APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libgtest-d
               postgresql-15  # the tests start their own clusters (tests/support/pg_cluster.py)
               procps util-linux iproute2 curl python3 python3-pip
               prometheus)  # promtool and a real Prometheus for the /metrics tests
-PEER_PACKAGES=(nginx-light wrk redis-server redis-tools memcached linux-perf valgrind)
+PEER_PACKAGES=(nginx-light haproxy wrk redis-server redis-tools memcached linux-perf valgrind)
 
 peers=0
 builds=()

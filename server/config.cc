@@ -192,6 +192,7 @@ std::string describe(const Config& c) {
       << " board_maxmem=" << c.board_maxmem
       << " board_top_cache=" << (c.board_top_cache ? "on" : "off")
       << " board_source=" << to_string(c.board_source);
+  if (!c.served_by.empty()) out << " served_by=" << c.served_by;
   return out.str();
 }
 

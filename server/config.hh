@@ -114,6 +114,9 @@ struct Config {
   std::size_t board_maxmem = kDefaultBoardMaxmemBytes;  // --board-maxmem
   bool board_top_cache = true;  // --board-top-cache: keep rendered top-N pages (top_cache.hh)
   BoardSource board_source = BoardSource::memory;  // --board-source
+  // --served-by: "" (off, the default), "on" (announce the bound HOST:PORT) or a HOST:PORT to
+  // announce, sent as "X-Served-By: HOST:PORT" on every response (docs/cluster.md).
+  std::string served_by;
 };
 
 // A --store URI split into its scheme and the rest: "none" → {"none", ""}, "rocksdb:/d" →

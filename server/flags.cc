@@ -299,6 +299,23 @@ bool apply_board_source(Config& c, std::string_view v, std::string& e) {
   }
   return e.empty();
 }
+bool apply_served_by(Config& c, std::string_view v, std::string& e) {
+  constexpr std::size_t kMaxServedByBytes = 255;
+  if (v == "off") {
+    c.served_by.clear();
+  } else if (v == "on") {
+    c.served_by = "on";
+  } else if (v.empty() || v.size() > kMaxServedByBytes || v.find(':') == std::string_view::npos ||
+             std::any_of(v.begin(), v.end(), [](char ch) {
+               return static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f;
+             })) {
+    e = "invalid --served-by '" + std::string(v) +
+        "' (want on, off, or the HOST:PORT to announce, without spaces)";
+  } else {
+    c.served_by = v;
+  }
+  return e.empty();
+}
 bool apply_store_board_table(Config& c, std::string_view v, std::string& e) {
   if (v.empty() || v.size() > kMaxStoreTableBytes || v.find('\0') != std::string_view::npos) {
     e = "invalid --store-board-table (want a table name of 1.." +
@@ -346,6 +363,11 @@ constexpr FlagSpec kFlags[] = {
      "received, unwritten responses, writes waiting on the store;\n"
      "past it new requests get 503 (default 256M)",
      apply_max_inflight},
+    {kCacheGroup, "", "--served-by", "on|off|HOST:PORT",
+     "add \"X-Served-By: HOST:PORT\" to every response: on announces\n"
+     "the bound address, or give the one to announce (a cluster\n"
+     "node's address as the front knows it) (default off)",
+     apply_served_by},
     {kConnectionGroup, "", "--io-model", "NAME",
      "per-thread (default) or shared; see docs/server.md", apply_io_model},
     {kVariantGroup, "", "--variant", "NAME", "optimized (default) or baseline: sets the four below",

@@ -92,6 +92,7 @@ void Listener::reject(tcp::socket socket) {
   std::string response;
   refresh_http_date();
   ResponseWriter writer(response);
+  writer.set_served_by(ctx_.served_by_line);
   writer.begin_request(/*keep_alive=*/false, /*http10=*/false, /*head=*/false, 0);
   writer.error(ResponseWriter::status::service_unavailable, "too many connections");
   // A fresh socket's send buffer is empty: the ~150 bytes go out in one non-blocking send.

@@ -48,6 +48,7 @@ void ResponseQueue::push_ready(std::string response) {
 void ResponseQueue::complete(detail::Slot& slot, const Render& render) {
   refresh_http_date();  // rendered outside the engine's consume(): this thread may be idle-stale
   ResponseWriter writer(slot.out);
+  writer.set_served_by(served_by_);
   writer.begin_request(slot.keep_alive, slot.http10, slot.head, slot.space_used);
   const HandlerResult r = render(writer);
   if (!r.ok()) writer.error(r.status, r.error, r.allow);

@@ -101,6 +101,8 @@ class ResponseQueue {
   bool can_defer() const { return static_cast<bool>(post_); }
   // Where drain() records the durations of tagged slots (the worker's histograms).
   void set_timings(RequestTimings* timings) { timings_ = timings; }
+  // --served-by: the header line every deferred response carries too (response_writer.hh).
+  void set_served_by(std::string_view line) { served_by_ = line; }
 
   bool empty() const { return slots_.empty(); }
   bool full() const { return slots_.size() >= kMaxQueuedResponses; }
@@ -140,6 +142,7 @@ class ResponseQueue {
   Post post_;
   std::function<void()> on_complete_;
   RequestTimings* timings_ = nullptr;
+  std::string_view served_by_;
 };
 
 }  // namespace server

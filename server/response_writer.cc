@@ -60,6 +60,7 @@ void ResponseWriter::end_headers() {
     out_->append("Connection: keep-alive\r\n");
   }
   if (head_) header("Space-Used", static_cast<std::uint64_t>(space_used_));
+  if (!served_by_.empty()) out_->append(served_by_);
   out_->append("\r\n");
 }
 

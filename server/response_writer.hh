@@ -66,6 +66,8 @@ class ResponseWriter {
     return true;
   }
   void set_budget(InflightBudget* budget) { budget_ = budget; }
+  // --served-by: a complete header line added to every response (empty: none).
+  void set_served_by(std::string_view line) { served_by_ = line; }
   // What admit() charged since the last call (the engine adds it to what it holds).
   std::size_t take_admitted() { return std::exchange(admitted_, 0); }
 
@@ -78,6 +80,7 @@ class ResponseWriter {
   bool http10_ = false;
   bool head_ = false;
   std::size_t space_used_ = 0;
+  std::string_view served_by_;
   InflightBudget* budget_ = nullptr;
   std::size_t admitted_ = 0;
 };

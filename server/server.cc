@@ -144,6 +144,20 @@ std::string Server::listen() {
       endpoint = acceptor.local_endpoint(ec);  // with port 0: the port the kernel picked
       if (ec) return "cannot read the bound address: " + ec.message();
       endpoint_ = endpoint;
+      if (!config_.served_by.empty()) {
+        std::string& line = ctx_.served_by_line;
+        line = "X-Served-By: ";
+        if (config_.served_by != "on") {
+          line += config_.served_by;
+        } else {
+          const bool v6 = endpoint.address().is_v6();
+          line += v6 ? "[" : "";
+          line += endpoint.address().to_string();
+          line += v6 ? "]:" : ":";
+          line += std::to_string(endpoint.port());
+        }
+        line += "\r\n";
+      }
     }
     listeners_.push_back(std::make_shared<Listener>(*contexts_[i], std::move(acceptor), ctx_, i,
                                                     !per_thread, start_connection));

@@ -39,6 +39,9 @@ struct ServerContext {
   std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: finish, then close
   StoreTier* tier = nullptr;          // the durable tier behind the cache; null with --store none
   boards::Registry boards;            // every board by name (board_handlers.hh); thread-safe
+  // --served-by: "X-Served-By: HOST:PORT\r\n", or empty (off). Set by Server::listen() before
+  // any connection exists, read-only after.
+  std::string served_by_line;
 };
 
 // The cache options the server uses for a config (sharded so workers rarely share a lock).

@@ -336,3 +336,105 @@ TEST(Cli, HelpDocumentsTheBoardWorkloads) {
 
 }  // namespace
 }  // namespace bench
+
+namespace bench {
+namespace {
+
+// Appends ",h:<port>" (no comma first). Appends only: GCC 12 warns, wrongly, about
+// "literal" + std::string.
+void append_target(std::string& list, int port) {
+  if (!list.empty()) list.push_back(',');
+  list.append("h:");
+  list.append(std::to_string(port));
+}
+
+TEST(Cli, TargetsAreParsedInOrderWithTheDefaultWeight) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--targets", "10.77.0.1:8080,node-b:9000,10.77.0.3:8080"}, cfg, err),
+            CliOutcome::kRun)
+      << err;
+  ASSERT_EQ(cfg.targets.size(), 3u);
+  EXPECT_EQ(cfg.targets[0].text, "10.77.0.1:8080");
+  EXPECT_EQ(cfg.targets[0].host, "10.77.0.1");
+  EXPECT_EQ(cfg.targets[0].port, 8080);
+  EXPECT_EQ(cfg.targets[1].host, "node-b");
+  EXPECT_EQ(cfg.targets[1].port, 9000);
+  EXPECT_EQ(cfg.target_weight, 10u);
+  EXPECT_TRUE(cfg.server_pids.empty());
+  Config weighted;
+  ASSERT_EQ(
+      parse({"--targets", "a:1", "--target-weight", "1", "--server-pid", "42"}, weighted, err),
+      CliOutcome::kRun)
+      << err;
+  EXPECT_EQ(weighted.target_weight, 1u);
+  EXPECT_EQ(weighted.server_pids, (std::vector<int>{42}));
+  Config many;
+  std::string list;
+  for (int i = 0; i < 64; ++i) append_target(list, i + 1);
+  ASSERT_EQ(parse({"--targets", list}, many, err), CliOutcome::kRun) << err;
+  EXPECT_EQ(many.targets.size(), 64u);
+}
+
+TEST(Cli, ServerPidTakesAListSummedWithoutTargets) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--server-pid", "7"}, cfg, err), CliOutcome::kRun) << err;
+  EXPECT_EQ(cfg.server_pids, (std::vector<int>{7}));
+  Config several;
+  ASSERT_EQ(parse({"--server-pid", "7,8,9"}, several, err), CliOutcome::kRun) << err;
+  EXPECT_EQ(several.server_pids, (std::vector<int>{7, 8, 9}));
+  Config per_node;
+  ASSERT_EQ(parse({"--targets", "a:1,b:2", "--server-pid", "7,8"}, per_node, err), CliOutcome::kRun)
+      << err;
+  for (const char* bad : {"0", "7,", "7,-1", "x", ""}) {
+    Config c;
+    err.clear();
+    EXPECT_EQ(parse({"--server-pid", bad}, c, err), CliOutcome::kError) << bad;
+    EXPECT_NE(err.find("--server-pid"), std::string::npos) << err;
+  }
+}
+
+TEST(Cli, TargetsErrorsAreOneLineAndSayWhy) {
+  std::string list65;
+  for (int i = 0; i < 65; ++i) append_target(list65, i + 1);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--targets", "a:1,b:2", "--host", "x"}, "cannot be combined with --host"},
+      {{"-p", "9000", "--targets", "a:1"}, "cannot be combined with --port"},
+      {{"--targets", "a:1,a:1"}, "'a:1' is given twice"},
+      {{"--targets", "a:1,,b:2"}, "an empty entry"},
+      {{"--targets", "a:1,"}, "an empty entry"},
+      {{"--targets", "a"}, "'a' is not HOST:PORT"},
+      {{"--targets", ":80"}, "is not HOST:PORT"},
+      {{"--targets", "a:0"}, "no port 1..65535"},
+      {{"--targets", "a:70000"}, "no port 1..65535"},
+      {{"--targets", "a:x"}, "no port 1..65535"},
+      {{"--targets", "::1:8080"}, "IPv6 hosts are not supported"},
+      {{"--targets", "[::1]:8080"}, "IPv6 hosts are not supported"},
+      {{"--targets", list65}, "more than 64 targets"},
+      {{"--targets", "a:1", "--workload", "fixed-get"}, "workload fixed-get has none"},
+      {{"--targets", "a:1", "--path", "/mem"}, "workload fixed-get has none"},
+      {{"--targets", "a:1,b:2,c:3", "--server-pid", "5,6"}, "one PID per target"},
+      {{"--targets", "a:1", "--target-weight", "0"}, "a weight 1..100"},
+      {{"--targets", "a:1", "--target-weight", "101"}, "a weight 1..100"},
+      {{"--target-weight", "10"}, "--target-weight applies to --targets only"},
+      {{"--targets"}, "--targets needs"},
+  };
+  for (const auto& [args, message] : cases) {
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args[0] << " " << args.back();
+    EXPECT_NE(err.find(message), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
+TEST(Cli, HelpDocumentsTargets) {
+  const std::string help = help_text();
+  for (const char* s : {"--targets HOST:PORT", "--target-weight W", "(default 10)",
+                        "--server-pid PID[,PID...]", "one PID per target", "no IPv6"})
+    EXPECT_NE(help.find(s), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,13 @@
+// A LatencySummary (mean, min, percentiles, max in microseconds) from a Histogram: the one place
+// these numbers are computed, by a run (perf.cc) and by `bench_client merge` (merge.cc) alike, so
+// a merged point's percentiles come out of exactly the code path of a normal run.
+#pragma once
+
+#include "histogram.hh"
+#include "result.hh"
+
+namespace bench {
+
+LatencySummary summarize(const Histogram& h);
+
+}  // namespace bench

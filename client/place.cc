@@ -1,0 +1,118 @@
+// `bench_client place` (see place.hh).
+#include "place.hh"
+
+#include <charconv>
+#include <istream>
+#include <ostream>
+#include <set>
+
+#include "placement.hh"
+
+namespace bench {
+namespace {
+
+constexpr std::size_t kMaxTargets = 64;
+
+const char* const kPlaceHelp =
+    "usage: bench_client place --targets HOST:PORT[,HOST:PORT...] [--target-weight W] "
+    "[--boards]\n"
+    "Reads keys from stdin, one per line, and prints the HOST:PORT of the node that holds each,\n"
+    "a line each: nginx's `hash $cache_key consistent` placement (docs/cluster.md).\n"
+    "  --targets LIST      the nodes, written exactly as in nginx's server lines\n"
+    "  --target-weight W   the weight= of every node, 1..100 (default 10, as scripts/cluster.sh)\n"
+    "  --boards            the lines are board names: hashed up to their first '/', as nginx\n"
+    "                      hashes a board's path segment after percent-decoding\n"
+    "Keys are the decoded bytes (the key of /key/%41 is A). Exit: 0, or 1 on a usage error.\n";
+
+bool parse_targets(const std::string& list, std::vector<std::string>& out, std::string& error) {
+  std::set<std::string> seen;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = list.find(',', start);
+    const std::string t = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    const std::size_t colon = t.rfind(':');
+    unsigned port = 0;
+    const char* digits = t.data() + colon + 1;
+    const auto [end, ec] = colon == std::string::npos
+                               ? std::from_chars(digits, digits, port)
+                               : std::from_chars(digits, t.data() + t.size(), port);
+    if (colon == std::string::npos || colon == 0 || ec != std::errc() ||
+        end != t.data() + t.size() || port == 0 || port > 65535) {
+      error = "--targets: '" + t + "' is not HOST:PORT";
+      return false;
+    }
+    if (!seen.insert(t).second) {
+      error = "--targets: " + t + " is given twice";
+      return false;
+    }
+    out.push_back(t);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() > kMaxTargets) {
+    error = "--targets: at most " + std::to_string(kMaxTargets) + " nodes";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_place(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+              std::ostream& err) {
+  std::vector<std::string> targets;
+  unsigned weight = 10;
+  bool boards = false;
+  std::string error;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      out << kPlaceHelp;
+      return 0;
+    }
+    if (a == "--boards") {
+      boards = true;
+      continue;
+    }
+    if ((a == "--targets" || a == "--target-weight") && i + 1 >= args.size()) {
+      err << "bench_client place: " << a << " needs a value (see --help)\n";
+      return 1;
+    }
+    if (a == "--targets") {
+      if (!targets.empty()) {
+        err << "bench_client place: --targets given twice\n";
+        return 1;
+      }
+      if (!parse_targets(args[++i], targets, error)) {
+        err << "bench_client place: " << error << "\n";
+        return 1;
+      }
+    } else if (a == "--target-weight") {
+      const std::string& v = args[++i];
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), weight);
+      if (ec != std::errc() || end != v.data() + v.size() || weight < 1 ||
+          weight > HashRing::kMaxWeight) {
+        err << "bench_client place: --target-weight must be 1.." << HashRing::kMaxWeight
+            << ", not '" << v << "'\n";
+        return 1;
+      }
+    } else {
+      err << "bench_client place: unknown argument '" << a << "' (see --help)\n";
+      return 1;
+    }
+  }
+  if (targets.empty()) {
+    err << "bench_client place: --targets is required (see --help)\n";
+    return 1;
+  }
+  const HashRing ring(targets, weight);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string_view key = line;
+    if (boards) key = key.substr(0, key.find('/'));
+    out << targets[ring.node_of(key)] << '\n';
+  }
+  return 0;
+}
+
+}  // namespace bench

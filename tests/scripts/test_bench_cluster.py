@@ -1,0 +1,94 @@
+"""scripts/bench_cluster.sh end to end in --quick mode, and its usage errors.
+
+The quick run (10,000 keys, 1 s points, one round, about 15 s) starts real clusters through
+scripts/cluster.sh (nginx in front) and the built bench_client, and must leave summary.md and
+summary.json whose numbers are those of the raw bench_client JSON and the nodes' /stats, and
+must stop every process it started. Performance is not checked (the balance target is: the
+placement of 10,000 keys over 4 nodes with weight 10 is deterministic for given addresses, and
+within 1.10 for any, see docs/cluster.md). Skipped without nginx, the build or a second CPU.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench_cluster.sh"
+BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
+CLIENT = BUILD / "client" / "bench_client"
+
+
+def missing():
+    if subprocess.run(["which", "nginx"], capture_output=True).returncode != 0:
+        return "nginx is not installed (bash scripts/setup.sh --peers)"
+    if not CLIENT.exists():
+        return f"no {CLIENT}"
+    if len(os.sched_getaffinity(0)) < 2:
+        return "needs 2 CPUs"
+    return None
+
+
+def running(comm):
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == comm and \
+                        (d / "stat").read_text().split(") ")[1][0] != "Z":
+                    out.append(int(d.name))
+            except (FileNotFoundError, IndexError, ProcessLookupError):
+                pass
+    return set(out)
+
+
+def test_quick_run_end_to_end(tmp_path):
+    why = missing()
+    if why:
+        pytest.skip(why)
+    before = running("cache_server") | running("nginx")
+    out = tmp_path / "out"
+    env = dict(os.environ, BUILD=str(BUILD))
+    p = subprocess.run(["bash", str(SCRIPT), "--quick", "--out", str(out)], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    b = summary["balance"]
+    stats = [json.loads(line.split(" ", 3)[3]) for line in
+             (out / "raw" / "balance-stats.txt").read_text().splitlines() if line.startswith("node ")]
+    assert b["keys_per_node"] == [s["items"] for s in stats] and sum(b["keys_per_node"]) == 10_000
+    assert b["keys_max_over_mean"] == round(max(b["keys_per_node"]) / 2500, 4)
+    assert b["keys_max_over_mean"] <= 1.10 and b["pass"]
+    zipf = json.loads((out / "raw" / "balance-zipf.json").read_text())["points"][0]
+    assert b["zipf_requests_per_node"] == [n["requests"] for n in zipf["nodes"]]
+    assert sum(b["zipf_requests_per_node"]) == zipf["requests"] and zipf["errors"] == 0
+    assert [e["connections"] for e in summary["front_cost"]] == [1, 16]
+    for e in summary["front_cost"]:
+        for via in ("direct", "front"):
+            point = json.loads((out / "raw" / f"cost-{via}-c{e['connections']}-r1.json")
+                               .read_text())["points"][0]
+            assert e[via]["throughput_rps"] == round(point["throughput_rps"], 1)
+            assert e[via]["p99_us"] == point["p99_us"] and e[via]["errors"] == 0
+        assert e["front"]["nginx_cpu_us_per_request"] > 0  # nginx did the forwarding
+        assert e["direct"]["nginx_cpu_pct"] < 5             # and nothing when bypassed
+    md = (out / "summary.md").read_text()
+    assert "| keys stored through nginx |" in md and "PASS" in md
+    assert (out / "commands.txt").read_text().count("bench_client") >= 6
+    assert (running("cache_server") | running("nginx")) <= before, "processes left running"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--rounds", "0"], "--rounds"),
+    (["--conns", "x"], "--conns"),
+    (["--duration"], "--duration"),
+    (["--bogus"], "unknown argument"),
+])
+def test_usage_errors(args, message):
+    p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and message in p.stderr, p
+
+
+def test_help():
+    p = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "--quick" in p.stdout and "Balance" in p.stdout
