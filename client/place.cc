@@ -14,15 +14,15 @@ namespace {
 constexpr std::size_t kMaxTargets = 64;
 
 const char* const kPlaceHelp =
-    "usage: bench_client place --targets HOST:PORT[,HOST:PORT...] [--target-weight W] "
-    "[--boards]\n"
-    "Reads keys from stdin, one per line, and prints the HOST:PORT of the node that holds each,\n"
-    "a line each: nginx's `hash $cache_key consistent` placement (docs/cluster.md).\n"
+    "usage: bench_client place --targets HOST:PORT[,HOST:PORT...] [--target-weight W]\n"
+    "Reads keys (or board names) from stdin, one per line, and prints the HOST:PORT of the node\n"
+    "that holds each, a line each: nginx's `hash $cache_key consistent` placement "
+    "(docs/cluster.md).\n"
     "  --targets LIST      the nodes, written exactly as in nginx's server lines\n"
     "  --target-weight W   the weight= of every node, 1..100 (default 10, as scripts/cluster.sh)\n"
-    "  --boards            the lines are board names: hashed up to their first '/', as nginx\n"
-    "                      hashes a board's path segment after percent-decoding\n"
-    "Keys are the decoded bytes (the key of /key/%41 is A). Exit: 0, or 1 on a usage error.\n";
+    "Keys are the decoded bytes (the key of /key/%41 is A). nginx hashes the first segment of\n"
+    "the decoded path after /key/ or /board/, so a key or board with a '/' is placed by its\n"
+    "part before it, here too. Exit: 0, or 1 on a usage error.\n";
 
 bool parse_targets(const std::string& list, std::vector<std::string>& out, std::string& error) {
   std::set<std::string> seen;
@@ -62,17 +62,12 @@ int run_place(const std::vector<std::string>& args, std::istream& in, std::ostre
               std::ostream& err) {
   std::vector<std::string> targets;
   unsigned weight = 10;
-  bool boards = false;
   std::string error;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
       out << kPlaceHelp;
       return 0;
-    }
-    if (a == "--boards") {
-      boards = true;
-      continue;
     }
     if ((a == "--targets" || a == "--target-weight") && i + 1 >= args.size()) {
       err << "bench_client place: " << a << " needs a value (see --help)\n";
@@ -108,8 +103,8 @@ int run_place(const std::vector<std::string>& args, std::istream& in, std::ostre
   const HashRing ring(targets, weight);
   std::string line;
   while (std::getline(in, line)) {
-    std::string_view key = line;
-    if (boards) key = key.substr(0, key.find('/'));
+    // What nginx hashes: the decoded path segment, i.e. the name up to its first '/'.
+    const std::string_view key = std::string_view(line).substr(0, line.find('/'));
     out << targets[ring.node_of(key)] << '\n';
   }
   return 0;

@@ -1,5 +1,5 @@
-// `bench_client place`: which node of a cluster holds a key. Reads keys (or, with --boards,
-// board names) from stdin, one per line, and prints the HOST:PORT of each one's node, a line
+// `bench_client place`: which node of a cluster holds a key. Reads keys (or board names, hashed
+// the same way) from stdin, one per line, and prints the HOST:PORT of each one's node, a line
 // each, computed by the same ring as --targets (placement.hh), i.e. as nginx's
 // `hash $cache_key consistent` places them. For a user asking where a key lives, and for the
 // tests that hold bench_client's placement against a real nginx (tests/scripts/test_cluster.py).

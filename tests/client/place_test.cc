@@ -38,11 +38,11 @@ TEST(Place, PrintsEachKeysNodeFromTheRing) {
   EXPECT_EQ(r.out, want);
 }
 
-TEST(Place, WeightChangesTheRingAndBoardsHashUpToTheirFirstSlash) {
+TEST(Place, WeightChangesTheRingAndNamesHashUpToTheirFirstSlash) {
   const HashRing one(kNodes, 1);
-  const Ran r = place({"--targets", "10.77.0.1:8080,10.77.0.2:8080,10.77.0.3:8080",
-                       "--target-weight", "1", "--boards"},
-                      "b1\nweekly/x\n");
+  const Ran r =
+      place({"--targets", "10.77.0.1:8080,10.77.0.2:8080,10.77.0.3:8080", "--target-weight", "1"},
+            "b1\nweekly/x\n");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, kNodes[one.node_of("b1")] + "\n" + kNodes[one.node_of("weekly")] + "\n");
 }

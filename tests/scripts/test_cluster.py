@@ -237,6 +237,18 @@ def test_both_percent_encodings_of_a_key_land_on_the_same_node(cluster, mode, fr
 
 @pytest.mark.parametrize("front", ["nginx", "haproxy"])
 @pytest.mark.parametrize("mode", MODES)
+def test_the_course_form_put_reaches_the_keys_node(cluster, mode, front):
+    """PUT /key/K/V stores V under K: it must reach the node GET /key/K reads from."""
+    c = cluster(3, front=front, mode=mode)
+    for k in random_keys(150, seed=8) + ["a%2Fb"]:
+        status, node, _ = c.request("PUT", f"/key/{urllib.parse.quote(k, safe='%')}/v-{len(k)}")
+        assert status in (201, 204), (k, status)
+        status, node2, body = c.request("GET", "/key/" + urllib.parse.quote(k, safe="%"))
+        assert (status, node2, body) == (200, node, f"v-{len(k)}".encode()), k
+
+
+@pytest.mark.parametrize("front", ["nginx", "haproxy"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_boards_members_all_live_on_one_node(cluster, mode, front):
     c = cluster(3, front=front, mode=mode)
     homes = {}
@@ -257,10 +269,8 @@ def test_a_boards_members_all_live_on_one_node(cluster, mode, front):
     assert len(set(homes.values())) >= 2, f"6 boards all on one node: {homes}"
 
 
-def client_placement(targets, keys, board=False):
+def client_placement(targets, keys):
     args = [str(CLIENT), "place", "--targets", ",".join(targets), "--target-weight", str(WEIGHT)]
-    if board:
-        args.append("--boards")
     p = subprocess.run(args, input="".join(k + "\n" for k in keys), capture_output=True,
                        text=True, timeout=TIMEOUT_S)
     assert p.returncode == 0, p.stderr
@@ -280,7 +290,7 @@ def test_client_placement_equals_nginx_for_10000_keys(cluster, mode):
     differ = [(k, mine) for k, mine in zip(keys, ours) if c.served_by(k) != mine]
     assert not differ, f"{len(differ)} of 10000 keys placed differently, e.g. {differ[:5]}"
     boards = [f"b{i}" for i in range(200)]
-    ours = client_placement(targets, boards, board=True)
+    ours = client_placement(targets, boards)
     for b, mine in zip(boards, ours):
         status, node, _ = c.request("GET", f"/board/{b}/top")
         assert status == 404 and node == mine, (b, node, mine)
