@@ -63,7 +63,21 @@ struct WorkloadConfig {
   std::uint32_t boards = kDefaultBoards;    // board workloads: boards b0..b<boards-1>
   std::uint64_t members = kDefaultMembers;  // board workloads: members m0..m<members-1> per board
   std::uint32_t top_n = kDefaultTopN;       // board-top, board-mixed: n of GET .../top?n=
+  // --score-max: board-update scores are drawn from [0, score_max) in steps of 0.1
+  static constexpr double kDefaultScoreMax = 1e9;
+  double score_max = kDefaultScoreMax;
   std::uint64_t seed = 1;
+};
+
+// --slo pP=BOUND (e.g. p99=1ms, p99.9=500us): search for the highest open-loop rate whose corrected
+// percentile P meets BOUND (slo_search.hh). Empty text = no search.
+struct SloConfig {
+  static constexpr double kDefaultPrecision = 0.02;  // stop when hi/lo - 1 is below this
+  std::string text;                   // as given, e.g. "p99=1ms"
+  double percentile = 0.0;            // 99 for p99, 99.9 for p99.9
+  std::chrono::nanoseconds bound{0};  // the latency the percentile must not exceed
+  double max_rate_rps = 0.0;          // --slo-max-rate: upper end of the search; 0 = measured
+  double precision = kDefaultPrecision;  // --slo-precision
 };
 
 struct Config {
@@ -98,6 +112,9 @@ struct Config {
   unsigned connections_per_thread = 1;
   unsigned pipeline = 1;  // requests outstanding per connection (> 1: closed loop only)
   std::uint64_t requests_per_thread = kDefaultRequestsPerThread;  // ignored when duration > 0
+  // --requests-total: the point's measured requests across all threads (like ab -n), split as
+  // evenly as possible; 0 = requests_per_thread per thread. Ignored when duration > 0.
+  std::uint64_t requests_total = 0;
   std::chrono::nanoseconds duration{0};                    // > 0: each point runs this long instead
   std::uint64_t warmup_requests = kDefaultWarmupRequests;  // per thread, when warmup_time == 0
   std::chrono::nanoseconds warmup_time{0};
@@ -113,6 +130,7 @@ struct Config {
   std::string csv_path;
   std::string record_trace_path;  // --record-trace: every request's key (trace_record.hh)
   bool quiet = false;
+  SloConfig slo;
   WorkloadConfig workload;
 };
 
