@@ -116,12 +116,20 @@ int main(int argc, char** argv) {
   };
   hooks.started = [&](const bench::SweepResult& r) {
     bench::write_table_preamble(std::cout, r);
-    bench::write_table_header(std::cout, cfg.rate_rps > 0);
+    bench::write_table_header(std::cout, cfg.rate_rps > 0 || !cfg.slo.text.empty());
     std::cout.flush();
   };
   hooks.point_done = [&](const bench::PointResult& p) {
     bench::write_table_row(std::cout, p);
     bench::write_point_notes(std::cout, p);
+    std::cout.flush();
+  };
+  hooks.slo_step = [&](const bench::SloReport& s, const bench::SloStepRecord& step) {
+    bench::write_slo_step(std::cout, s, step);
+    std::cout.flush();
+  };
+  hooks.slo_done = [&](const bench::SloReport& s) {
+    bench::write_slo_summary(std::cout, s);
     std::cout.flush();
   };
   bench::SweepResult result;

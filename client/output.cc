@@ -66,6 +66,11 @@ boost::json::object point_json(const PointResult& p) {
     o["unsent_planned"] = p.unsent;
     o["uncorrected"] = latency_json(p.uncorrected);
   }
+  o["valid"] = p.valid;  // open loop: the achieved rate and the schedule held (--slo counts it)
+  if (p.valid)
+    o["invalid_reason"] = nullptr;
+  else
+    o["invalid_reason"] = p.invalid_reason;
   boost::json::array series;
   for (const auto& s : p.series)
     series.push_back({{"t_s", s.second},
@@ -138,6 +143,44 @@ boost::json::object meta_json(const SweepResult& r) {
   o["interrupted"] = r.interrupted;
   if (!m.merged_from.is_null()) o["merged_from"] = m.merged_from;  // bench_client merge
   return o;
+}
+
+boost::json::value optional_num3(const std::optional<double>& x) {
+  return x ? num3(*x) : boost::json::value(nullptr);
+}
+
+// --slo: the search, or null (docs/client.md, "Capacity at an SLO").
+boost::json::value slo_json(const SweepResult& r) {
+  if (!r.slo) return nullptr;
+  const SloReport& s = *r.slo;
+  boost::json::array steps;
+  for (const SloStepRecord& st : s.steps) {
+    boost::json::object o;
+    o["step"] = st.step;
+    o["rate_rps"] = num3(st.rate_rps);
+    o["achieved_rps"] = num3(st.achieved_rps);
+    o["percentile_us"] = num3(st.percentile_us);
+    o["valid"] = st.valid;
+    if (st.valid)
+      o["invalid_reason"] = nullptr;
+    else
+      o["invalid_reason"] = st.invalid_reason;
+    o["meets"] = st.meets;
+    o["point"] = st.point;
+    steps.push_back(std::move(o));
+  }
+  return boost::json::object{{"spec", s.spec},
+                             {"percentile", s.percentile},
+                             {"bound_us", num3(s.bound_us)},
+                             {"threads", s.threads},
+                             {"connections", s.connections},
+                             {"precision", s.precision},
+                             {"saturation_rps", num3(s.saturation_rps)},
+                             {"top_rps", num3(s.top_rps)},
+                             {"steps", std::move(steps)},
+                             {"capacity_rps", optional_num3(s.capacity_rps)},
+                             {"capacity_percentile_us", optional_num3(s.capacity_percentile_us)},
+                             {"conclusion", s.conclusion}};
 }
 
 // Doubles in their shortest round-trip form ("0.99", "30"), everything else as Boost.JSON writes
@@ -233,6 +276,7 @@ std::string to_json_text(const SweepResult& result) {
   boost::json::array points;
   for (const auto& p : result.points) points.push_back(point_json(p));
   doc["points"] = std::move(points);
+  doc["slo"] = slo_json(result);
   std::ostringstream os;
   pretty(os, doc, 0);
   os << "\n";
@@ -258,7 +302,7 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
          "target_rps,"
          "uncorrected_p50_us,uncorrected_p99_us,uncorrected_p999_us,uncorrected_max_us,rate_"
          "sustained,aborted,"
-         "errors_by_code,pipeline\n";
+         "errors_by_code,pipeline,valid\n";
   for (const auto& p : result.points) {
     std::string codes;
     for (const auto& [code, n] : p.errors_by_code) {
@@ -281,7 +325,8 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
         << (p.open_loop ? csv_num(p.uncorrected.p99_us) : "") << ','
         << (p.open_loop ? csv_num(p.uncorrected.p999_us) : "") << ','
         << (p.open_loop ? csv_num(p.uncorrected.max_us) : "") << ',' << (p.rate_sustained ? 1 : 0)
-        << ',' << (p.aborted ? 1 : 0) << ',' << codes << ',' << p.pipeline << '\n';
+        << ',' << (p.aborted ? 1 : 0) << ',' << codes << ',' << p.pipeline << ','
+        << (p.valid ? 1 : 0) << '\n';
   }
   out.close();
   if (!out) {
@@ -365,7 +410,44 @@ void write_point_notes(std::ostream& os, const PointResult& p) {
     os << "#   warning: " << p.above_range
        << " latencies exceeded the histogram's 1000 s range (counted, not clamped; a percentile "
           "among them is reported as the maximum)\n";
+  if (!p.valid) os << "#   invalid: " << p.invalid_reason << "\n";
   if (p.aborted) os << "#   aborted: " << p.abort_reason << "\n";
+}
+
+namespace {
+// "p99" of "p99=1ms", the bound's text after '='.
+std::string slo_percentile_name(const SloReport& s) {
+  return s.spec.substr(0, s.spec.find('='));
+}
+std::string slo_bound_text(const SloReport& s) {
+  const auto eq = s.spec.find('=');
+  return eq == std::string::npos ? fmt(s.bound_us, 0) + " us" : s.spec.substr(eq + 1);
+}
+}  // namespace
+
+void write_slo_step(std::ostream& os, const SloReport& s, const SloStepRecord& step) {
+  os << "# slo step " << step.step << ": rate " << fmt(step.rate_rps, 0) << " req/s, achieved "
+     << fmt(step.achieved_rps, 0) << " req/s, " << slo_percentile_name(s) << " "
+     << fmt(step.percentile_us, 1) << " us: ";
+  if (!step.valid)
+    os << "invalid (" << step.invalid_reason << ")";
+  else
+    os << (step.meets ? "meets" : "misses");
+  os << "\n";
+}
+
+void write_slo_summary(std::ostream& os, const SloReport& s) {
+  os << "# slo search: " << s.conclusion << "\n";
+  if (s.capacity_rps)
+    os << "# slo capacity: " << fmt(*s.capacity_rps, 0) << " req/s at " << slo_percentile_name(s)
+       << " <= " << slo_bound_text(s) << " (" << slo_percentile_name(s) << " "
+       << fmt(s.capacity_percentile_us.value_or(0), 1) << " us; saturation "
+       << fmt(s.saturation_rps, 0) << " req/s, closed loop, " << s.threads << " threads x "
+       << s.connections / std::max(1u, s.threads) << " connections)\n";
+  else
+    os << "# slo capacity: none: " << slo_percentile_name(s) << " <= " << slo_bound_text(s)
+       << " was not met by any valid step (saturation " << fmt(s.saturation_rps, 0)
+       << " req/s, closed loop)\n";
 }
 
 }  // namespace bench

@@ -15,6 +15,9 @@ void write_table_header(std::ostream& os, bool open_loop);
 void write_table_row(std::ostream& os, const PointResult& p);
 // Warnings and notes belonging to a point (errors by code, rate not sustained, abort).
 void write_point_notes(std::ostream& os, const PointResult& p);
+// --slo: one line per step as it completes, and the answer at the end.
+void write_slo_step(std::ostream& os, const SloReport& s, const SloStepRecord& step);
+void write_slo_summary(std::ostream& os, const SloReport& s);
 
 // Return false and fill err when the file cannot be written.
 bool write_json(const SweepResult& result, const std::string& path, std::string& err);

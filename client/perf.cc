@@ -20,6 +20,12 @@ namespace {
 constexpr double kNsPerUs = 1000.0;
 // Open loop: the point is flagged when fewer than this share of the target rate completed.
 constexpr double kRateSustainedShare = 0.95;
+// Open loop: a point is valid (counted by --slo) only when the achieved rate is at least this share
+// of the planned one, and the schedule did not slip (point_validity below).
+constexpr double kValidAchievedShare = 0.99;
+constexpr double kMaxUnsentShare = 0.01;
+constexpr double kMaxSendLagUs = 1000.0;
+constexpr double kMaxSendLagWindowShare = 0.10;
 // Board preload: requests per write (then as many responses are read).
 constexpr std::uint64_t kBoardPreloadBatch = 64;
 
@@ -100,7 +106,42 @@ void run_preload_threads(unsigned nthreads, PreloadResult& result, const Fill& f
   }
 }
 
+std::string rps_text(double x) {
+  return std::to_string(static_cast<long long>(std::llround(x)));
+}
+
 }  // namespace
+
+// --requests-total splits the point's requests across the threads, the first ones taking one
+// more; otherwise each thread issues nreqs.
+std::uint64_t requests_of_thread(std::uint64_t requests_total, std::uint64_t nreqs,
+                                 unsigned nthreads, unsigned thread) {
+  if (requests_total == 0) return nreqs;
+  return requests_total / nthreads + (thread < requests_total % nthreads ? 1 : 0);
+}
+
+// The validity of an open-loop point (docs/client.md, "Validity of a point"): invalid when the
+// achieved rate misses the planned one by more than 1%, or when the client's schedule slipped:
+// more than 1% of the planned sends were never issued, or the send lag's p99 (actual - planned
+// send time) exceeds max(1 ms, 10% of the window).
+void mark_point_validity(PointResult& p) {
+  if (!p.open_loop) return;
+  const double planned = static_cast<double>(p.requests + p.errors + p.unsent);
+  const double lag_limit_us = std::max(kMaxSendLagUs, kMaxSendLagWindowShare * p.duration_s * 1e6);
+  if (p.throughput_rps < kValidAchievedShare * p.target_rps) {
+    p.valid = false;
+    p.invalid_reason = "achieved " + rps_text(p.throughput_rps) + " of planned " +
+                       rps_text(p.target_rps) + " req/s";
+  } else if (planned > 0 && static_cast<double>(p.unsent) > kMaxUnsentShare * planned) {
+    p.valid = false;
+    p.invalid_reason = "schedule slipped: " + std::to_string(p.unsent) + " of " +
+                       rps_text(planned) + " planned sends never issued";
+  } else if (p.send_lag_p99_us > lag_limit_us) {
+    p.valid = false;
+    p.invalid_reason = "schedule slipped: send lag p99 " + rps_text(p.send_lag_p99_us) + " us > " +
+                       rps_text(lag_limit_us) + " us";
+  }
+}
 
 Bench::Bench(const Config& cfg, const Endpoint& ep) : cfg_(cfg), ep_(ep), keys_(cfg.workload) {}
 
@@ -114,12 +155,17 @@ Bench::Bench(const Config& cfg, std::vector<Endpoint> targets)
 Bench::~Bench() = default;
 
 PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) const {
+  return threaded_performance(nthreads, nreqs, cfg_.rate_rps);
+}
+
+PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
+                                        double rate_rps) const {
   PointResult result;
   result.threads = nthreads;
   result.connections = nthreads * cfg_.connections_per_thread;
   result.pipeline = cfg_.pipeline;
-  result.open_loop = cfg_.rate_rps > 0.0;
-  result.target_rps = cfg_.rate_rps;
+  result.open_loop = rate_rps > 0.0;
+  result.target_rps = rate_rps;
 
   StartGate gate(static_cast<std::ptrdiff_t>(nthreads), cfg_.server_pids);
   std::vector<std::unique_ptr<Worker>> workers;
@@ -130,14 +176,14 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
     plan.nthreads = nthreads;
     plan.connections = cfg_.connections_per_thread;
     plan.pipeline = cfg_.pipeline;
-    plan.requests = nreqs;
+    plan.requests = requests_of_thread(cfg_.requests_total, nreqs, nthreads, i);
     plan.duration = cfg_.duration;
     plan.warmup_requests = cfg_.warmup_requests;
     plan.warmup_time = cfg_.warmup_time;
-    plan.rate_rps = cfg_.rate_rps / nthreads;
-    if (cfg_.rate_rps > 0.0)
+    plan.rate_rps = rate_rps / nthreads;
+    if (rate_rps > 0.0)
       plan.schedule_offset =
-          std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 * i / cfg_.rate_rps));
+          std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 * i / rate_rps));
     plan.timeout = cfg_.timeout;
     plan.seed = cfg_.workload.seed;
     plan.pin_cpu = cfg_.pin_cpus.empty() ? -1 : cfg_.pin_cpus[i % cfg_.pin_cpus.size()];
@@ -210,7 +256,8 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
   if (result.open_loop) {
     result.uncorrected = summarize(*uncorrected);
     result.send_lag_p99_us = static_cast<double>(lag->percentile_ns(99)) / kNsPerUs;
-    result.rate_sustained = result.throughput_rps >= kRateSustainedShare * cfg_.rate_rps;
+    result.rate_sustained = result.throughput_rps >= kRateSustainedShare * rate_rps;
+    mark_point_validity(result);
   }
   result.series = merge_series(workers, result.duration_s);
   if (routing_ != nullptr) {

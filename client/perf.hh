@@ -18,6 +18,15 @@ namespace bench {
 
 struct Routing;
 
+// --requests-total: thread `thread`'s share of requests_total (the first requests_total %
+// nthreads threads take one more); nreqs when requests_total is 0.
+std::uint64_t requests_of_thread(std::uint64_t requests_total, std::uint64_t nreqs,
+                                 unsigned nthreads, unsigned thread);
+
+// Open loop: sets p.valid / p.invalid_reason from the point's achieved rate, unsent sends and send
+// lag (docs/client.md, "Validity of a point"). Closed-loop points stay valid.
+void mark_point_validity(PointResult& p);
+
 class Bench {
  public:
   Bench(const Config& cfg, const Endpoint& ep);
@@ -25,8 +34,11 @@ class Bench {
   // or board, goes to its node (placement.hh); PointResult::nodes is filled.
   Bench(const Config& cfg, std::vector<Endpoint> targets);
   ~Bench();
-  // Runs nthreads threads, each issuing nreqs measured requests (0: run for cfg.duration).
+  // Runs nthreads threads, each issuing nreqs measured requests (0: run for cfg.duration; with
+  // --requests-total, that total split across the threads instead), at --rate (0: closed loop).
   PointResult threaded_performance(unsigned nthreads, std::uint64_t nreqs) const;
+  // The same at an open-loop rate of rate_rps in all (0: closed loop): the --slo search's steps.
+  PointResult threaded_performance(unsigned nthreads, std::uint64_t nreqs, double rate_rps) const;
   // Stores keys [0, preload_count) with PUT, split across nthreads connections. Board workloads:
   // PUTs every member of every board once with its preload score (board_workload.hh), in
   // pipelined batches.

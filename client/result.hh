@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,11 @@ struct PointResult {
   double send_lag_p99_us = 0;  // open loop: actual - planned send time
   bool rate_sustained = true;  // open loop: false when the client fell behind its schedule
   std::uint64_t unsent = 0;    // open loop: planned sends left when the window ended (in latency)
+  // Open loop: false when the achieved rate missed the planned one by more than 1% or the
+  // schedule slipped (perf.cc point_validity); --slo never counts an invalid point. Closed loop:
+  // always true.
+  bool valid = true;
+  std::string invalid_reason;  // empty when valid
 
   std::vector<SeriesPoint> series;
   // The histogram behind `latency` (open loop: corrected), mergeable (bench_client merge).
@@ -110,9 +116,38 @@ struct RunMeta {
   boost::json::value merged_from;
 };
 
+// --slo: one step of the search, as the JSON's "slo.steps" holds it.
+struct SloStepRecord {
+  unsigned step = 0;    // 1-based
+  double rate_rps = 0;  // planned
+  double achieved_rps = 0;
+  double percentile_us = 0;  // corrected, at the SLO's percentile
+  bool valid = true;
+  std::string invalid_reason;
+  bool meets = false;
+  std::size_t point = 0;  // index into SweepResult::points
+};
+
+// --slo: the search's parameters, steps and answer (slo_search.hh).
+struct SloReport {
+  std::string spec;  // as given, "p99=1ms"
+  double percentile = 0;
+  double bound_us = 0;
+  unsigned threads = 0;
+  unsigned connections = 0;  // total
+  double precision = 0;
+  double saturation_rps = 0;  // the closed-loop point, SweepResult::points[0]
+  double top_rps = 0;         // the top of the range searched
+  std::vector<SloStepRecord> steps;
+  std::optional<double> capacity_rps;  // none: the bound was never met by a valid point
+  std::optional<double> capacity_percentile_us;
+  std::string conclusion;  // why the search ended
+};
+
 struct SweepResult {
   RunMeta meta;
   std::vector<PointResult> points;
+  std::optional<SloReport> slo;  // --slo only
   // --record-trace: one entry per request sent, points in order, each point's threads merged
   // round-robin; entry = key index << 1 | cold (trace_record.hh).
   std::vector<std::uint64_t> recorded_trace;

@@ -9,10 +9,13 @@
 #include <boost/json.hpp>
 #include <ctime>
 #include <fstream>
+#include <memory>
+#include <optional>
 
 #include "git_revision.hh"
 #include "interrupt.hh"
 #include "perf.hh"
+#include "slo_search.hh"
 
 namespace bench {
 namespace {
@@ -114,9 +117,12 @@ boost::json::value workload_json(const Config& cfg) {
 
 boost::json::value mode_json(const Config& cfg) {
   boost::json::object o;
-  o["loop"] = cfg.rate_rps > 0 ? "open" : "closed";
+  // --slo: a closed-loop point, then open-loop steps at the rates the search chose ("slo").
+  o["loop"] = !cfg.slo.text.empty() ? "slo" : cfg.rate_rps > 0 ? "open" : "closed";
   o["rate_rps"] = cfg.rate_rps;
-  o["requests_per_thread"] = cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread;
+  o["requests_per_thread"] =
+      cfg.duration.count() > 0 || cfg.requests_total > 0 ? 0 : cfg.requests_per_thread;
+  o["requests_total"] = cfg.requests_total;  // per point, across threads (0: not given)
   o["duration_s"] = std::chrono::duration<double>(cfg.duration).count();
   if (cfg.warmup_time.count() > 0) {
     o["warmup_s"] = std::chrono::duration<double>(cfg.warmup_time).count();
@@ -133,6 +139,103 @@ boost::json::value mode_json(const Config& cfg) {
   o["reset"] = cfg.reset;
   if (!cfg.targets.empty()) o["target_weight"] = cfg.target_weight;  // --targets' ring
   return o;
+}
+
+// The corrected latency of a finished point at percentile p, in microseconds.
+double point_percentile_us(const PointResult& p, double percentile) {
+  auto h = std::make_unique<Histogram>();
+  h->merge(p.histogram);
+  return static_cast<double>(h->percentile_ns(percentile)) / 1000.0;
+}
+
+// --slo: the closed-loop point at the one thread count (the saturation throughput), then the
+// search's open-loop steps, each a point of the same length (slo_search.hh). Every point goes
+// into out.points and through hooks.point_done; out.slo holds the steps and the answer.
+SweepStatus run_slo_search(const Config& cfg, const Bench& bench, const SweepHooks& hooks,
+                           SweepResult& out) {
+  const unsigned threads = cfg.thread_counts.front();
+  const std::uint64_t nreqs = cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread;
+  SloReport& slo = out.slo.emplace();
+  slo.spec = cfg.slo.text;
+  slo.percentile = cfg.slo.percentile;
+  slo.bound_us = static_cast<double>(cfg.slo.bound.count()) / 1000.0;
+  slo.threads = threads;
+  slo.connections = threads * cfg.connections_per_thread;
+  slo.precision = cfg.slo.precision;
+
+  // Ends the run for a point that was interrupted (dropped) or aborted (kept, partial).
+  std::optional<SweepStatus> ended;
+  auto finish_point = [&](PointResult&& point, const std::string& what) -> bool {
+    if (point.interrupted) {
+      out.interrupted = out.aborted = true;
+      out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " during " +
+                         what + " (not recorded)";
+      ended = SweepStatus::kInterrupted;
+      return false;
+    }
+    out.points.push_back(std::move(point));
+    if (hooks.point_done) hooks.point_done(out.points.back());
+    if (out.points.back().aborted) {
+      out.aborted = true;
+      out.abort_reason = what + " aborted: " + out.points.back().abort_reason;
+      ended = SweepStatus::kAborted;
+      return false;
+    }
+    if (interrupted()) {
+      out.interrupted = out.aborted = true;
+      out.abort_reason =
+          std::string("interrupted by ") + interrupt_signal_name() + " after " + what;
+      ended = SweepStatus::kInterrupted;
+      return false;
+    }
+    return true;
+  };
+
+  if (!finish_point(bench.threaded_performance(threads, nreqs, 0.0),
+                    "the closed-loop point of the SLO search"))
+    return *ended;
+  slo.saturation_rps = out.points.front().throughput_rps;
+
+  SloSearchParams params;
+  params.bound_us = slo.bound_us;
+  params.saturation_rps = slo.saturation_rps;
+  params.max_rate_rps = cfg.slo.max_rate_rps;
+  params.precision = cfg.slo.precision;
+  auto measure = [&](double rate) {
+    SloStepOutcome outcome;
+    const std::string what = "SLO step " + std::to_string(slo.steps.size() + 1);
+    if (!finish_point(bench.threaded_performance(threads, nreqs, rate), what)) {
+      outcome.stop = true;
+      return outcome;
+    }
+    const PointResult& p = out.points.back();
+    outcome.achieved_rps = p.throughput_rps;
+    outcome.percentile_us = point_percentile_us(p, slo.percentile);
+    outcome.valid = p.valid;
+    outcome.invalid_reason = p.invalid_reason;
+    return outcome;
+  };
+  auto step_done = [&](const SloStep& step) {
+    if (step.outcome.stop) return;  // its point was not finished: not a step of the answer
+    SloStepRecord r;
+    r.step = step.step;
+    r.rate_rps = step.rate_rps;
+    r.achieved_rps = step.outcome.achieved_rps;
+    r.percentile_us = step.outcome.percentile_us;
+    r.valid = step.outcome.valid;
+    r.invalid_reason = step.outcome.invalid_reason;
+    r.meets = step.meets;
+    r.point = out.points.size() - 1;
+    slo.steps.push_back(std::move(r));
+    if (hooks.slo_step) hooks.slo_step(slo, slo.steps.back());
+  };
+  const SloSearchResult found = search_slo_capacity(params, measure, step_done);
+  slo.top_rps = found.top_rps;
+  slo.capacity_rps = found.capacity_rps;
+  slo.capacity_percentile_us = found.capacity_percentile_us;
+  slo.conclusion = found.conclusion;
+  if (hooks.slo_done) hooks.slo_done(slo);
+  return ended ? *ended : SweepStatus::kOk;
 }
 
 }  // namespace
@@ -277,6 +380,7 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
   }
   if (interrupted()) return stop_interrupted("before the first point");
   if (hooks.started) hooks.started(out);
+  if (!cfg.slo.text.empty()) return run_slo_search(cfg, bench, hooks, out);
 
   for (std::size_t i = 0; i < cfg.thread_counts.size(); ++i) {
     const unsigned threads = cfg.thread_counts[i];

@@ -1,7 +1,8 @@
 // The sweep: probe the server (reachability and GET /stats), reset and preload it, then call
-// threaded_performance() once per client thread count, collecting everything the reports need
-// (including the run's metadata) into a SweepResult. Stops at the first point that aborts (for
-// example because the server died) and returns the partial results.
+// threaded_performance() once per client thread count (with --slo: the closed-loop point at the
+// one thread count, then the search's open-loop steps, slo_search.hh), collecting everything the
+// reports need (including the run's metadata) into a SweepResult. Stops at the first point that
+// aborts (for example because the server died) and returns the partial results.
 #pragma once
 
 #include <functional>
@@ -29,6 +30,9 @@ struct SweepHooks {
   std::function<void(const std::string&)> message;     // progress and warnings (stderr)
   std::function<void(const SweepResult&)> started;     // after the probe and preload
   std::function<void(const PointResult&)> point_done;  // after each point
+  // --slo: after each step's point (and its point_done), and once when the search ends.
+  std::function<void(const SloReport&, const SloStepRecord&)> slo_step;
+  std::function<void(const SloReport&)> slo_done;
 };
 
 // kInterrupted: SIGINT/SIGTERM arrived (interrupt.hh); out.points holds the finished points, the

@@ -74,8 +74,112 @@ TEST(Output, PipelineDepthIsInTheModeTheCsvAndTheTable) {
   std::getline(in, header);
   std::getline(in, row);
   std::remove(path.c_str());
-  EXPECT_EQ(header.substr(header.rfind(',') + 1), "pipeline");
-  EXPECT_EQ(row.substr(row.rfind(',') + 1), "16");
+  // pipeline, then valid (appended last: readers index the older columns by name or position).
+  EXPECT_NE(header.find(",pipeline,valid"), std::string::npos) << header;
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "valid");
+  EXPECT_NE(row.find(",16,1"), std::string::npos) << row;
+}
+
+SweepResult slo_run() {
+  SweepResult r;
+  r.meta.workload = boost::json::object{{"name", "get-popular"}, {"keys", 8}};
+  r.meta.mode = boost::json::object{{"loop", "slo"}};
+  PointResult closed;
+  closed.threads = 2;
+  closed.throughput_rps = 10000;
+  PointResult ok;
+  ok.open_loop = true;
+  ok.target_rps = 5500;
+  ok.throughput_rps = 5499;
+  PointResult bad = ok;
+  bad.target_rps = 11000;
+  bad.throughput_rps = 9000;
+  bad.valid = false;
+  bad.invalid_reason = "achieved 9000 of planned 11000 req/s";
+  r.points = {closed, bad, ok};
+  SloReport& s = r.slo.emplace();
+  s.spec = "p99=1ms";
+  s.percentile = 99;
+  s.bound_us = 1000;
+  s.threads = 2;
+  s.connections = 2;
+  s.precision = 0.02;
+  s.saturation_rps = 10000;
+  s.top_rps = 11000;
+  s.steps.push_back({1, 11000, 9000, 4000, false, bad.invalid_reason, false, 1});
+  s.steps.push_back({2, 5500, 5499, 800, true, "", true, 2});
+  s.capacity_rps = 5500;
+  s.capacity_percentile_us = 800;
+  s.conclusion = "step limit reached (2 steps)";
+  return r;
+}
+
+TEST(Output, SloSearchIsInTheJsonAsDocumented) {
+  const auto doc = boost::json::parse(to_json_text(slo_run()));
+  const auto& slo = doc.at("slo").as_object();
+  EXPECT_EQ(slo.at("spec").as_string(), "p99=1ms");
+  EXPECT_EQ(slo.at("percentile").to_number<double>(), 99);
+  EXPECT_EQ(slo.at("bound_us").to_number<double>(), 1000);
+  EXPECT_EQ(slo.at("threads").to_number<int>(), 2);
+  EXPECT_EQ(slo.at("connections").to_number<int>(), 2);
+  EXPECT_EQ(slo.at("precision").to_number<double>(), 0.02);
+  EXPECT_EQ(slo.at("saturation_rps").to_number<double>(), 10000);
+  EXPECT_EQ(slo.at("capacity_rps").to_number<double>(), 5500);
+  EXPECT_EQ(slo.at("capacity_percentile_us").to_number<double>(), 800);
+  const auto& steps = slo.at("steps").as_array();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].at("step").to_number<int>(), 1);
+  EXPECT_EQ(steps[0].at("rate_rps").to_number<double>(), 11000);
+  EXPECT_EQ(steps[0].at("achieved_rps").to_number<double>(), 9000);
+  EXPECT_EQ(steps[0].at("percentile_us").to_number<double>(), 4000);
+  EXPECT_FALSE(steps[0].at("valid").as_bool());
+  EXPECT_EQ(steps[0].at("invalid_reason").as_string(), "achieved 9000 of planned 11000 req/s");
+  EXPECT_FALSE(steps[0].at("meets").as_bool());
+  EXPECT_EQ(steps[0].at("point").to_number<int>(), 1);
+  EXPECT_TRUE(steps[1].at("valid").as_bool());
+  EXPECT_TRUE(steps[1].at("invalid_reason").is_null());
+  EXPECT_TRUE(steps[1].at("meets").as_bool());
+  // Every point says whether it is valid; a closed-loop point always is.
+  const auto& points = doc.at("points").as_array();
+  EXPECT_TRUE(points[0].at("valid").as_bool());
+  EXPECT_TRUE(points[0].at("invalid_reason").is_null());
+  EXPECT_FALSE(points[1].at("valid").as_bool());
+  EXPECT_EQ(points[1].at("invalid_reason").as_string(), "achieved 9000 of planned 11000 req/s");
+}
+
+TEST(Output, NoSloSearchWritesNull) {
+  SweepResult r = slo_run();
+  r.slo.reset();
+  EXPECT_TRUE(boost::json::parse(to_json_text(r)).at("slo").is_null());
+}
+
+TEST(Output, SloStepsAndAnswerAreOneLineEach) {
+  const SweepResult r = slo_run();
+  std::ostringstream os;
+  write_slo_step(os, *r.slo, r.slo->steps[0]);
+  write_slo_step(os, *r.slo, r.slo->steps[1]);
+  write_slo_summary(os, *r.slo);
+  write_point_notes(os, r.points[1]);
+  const std::string text = os.str();
+  EXPECT_NE(text.find("# slo step 1: rate 11000 req/s, achieved 9000 req/s, p99 4000.0 us: "
+                      "invalid (achieved 9000 of planned 11000 req/s)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# slo step 2: rate 5500 req/s, achieved 5499 req/s, p99 800.0 us: meets\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# slo capacity: 5500 req/s at p99 <= 1ms (p99 800.0 us; saturation 10000 "
+                      "req/s, closed loop, 2 threads x 1 connections)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("#   invalid: achieved 9000 of planned 11000 req/s\n"), std::string::npos);
+  SloReport none = *r.slo;
+  none.capacity_rps.reset();
+  std::ostringstream os2;
+  write_slo_summary(os2, none);
+  EXPECT_NE(os2.str().find("# slo capacity: none: p99 <= 1ms was not met by any valid step"),
+            std::string::npos)
+      << os2.str();
 }
 
 TEST(Output, BoardWorkloadsShowBoardsAndMembersInTheTable) {
