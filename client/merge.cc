@@ -173,6 +173,9 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
     p.rate_sustained = rd.boolean(o, "rate_sustained", dot, true);
     p.send_lag_p99_us = rd.number_or_nan(o, "send_lag_p99_us", dot);
     p.unsent = rd.u64_or(o, "unsent_planned", dot, 0);
+    p.valid = rd.boolean(o, "valid", dot, true);  // absent in runs older than the field
+    if (const json::value* r = o.if_contains("invalid_reason"); r != nullptr && r->is_string())
+      p.invalid_reason = r->get_string().c_str();
     if (const json::value* u = o.if_contains("uncorrected"); u != nullptr && u->is_object())
       p.uncorrected = read_summary(rd, u->get_object(), dot + "uncorrected.");
   }
@@ -401,6 +404,10 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
       out.target_rps += p.target_rps;
       out.rate_sustained = out.rate_sustained && p.rate_sustained;
       out.unsent += p.unsent;
+      if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
+        out.valid = false;
+        out.invalid_reason = run.file + ": " + p.invalid_reason;
+      }
     }
     for (const SeriesPoint& s : p.series) {
       SeriesPoint& m = series[s.second];

@@ -265,12 +265,18 @@ TEST(Merge, OpenLoopKeepsOnlyWhatMergesExactly) {
     }
   }
   f.b.points[1].rate_sustained = false;
+  f.b.points[1].valid = false;
+  f.b.points[1].invalid_reason = "achieved 900 of planned 1000 req/s";
   const SweepResult m = merge_runs(
       {read_run(to_json_text(f.a), "a.json"), read_run(to_json_text(f.b), "b.json")}, "m");
   EXPECT_DOUBLE_EQ(m.points[0].target_rps, 2000);
   EXPECT_EQ(m.points[0].unsent, 4u);
   EXPECT_TRUE(m.points[0].rate_sustained);
   EXPECT_FALSE(m.points[1].rate_sustained);
+  // A merged point is valid only when every machine's point is; the reason names the file.
+  EXPECT_TRUE(m.points[0].valid);
+  EXPECT_FALSE(m.points[1].valid);
+  EXPECT_EQ(m.points[1].invalid_reason, "b.json: achieved 900 of planned 1000 req/s");
   const auto doc = boost::json::parse(to_json_text(m));
   const auto& p = doc.at("points").at(0).as_object();
   EXPECT_TRUE(p.at("send_lag_p99_us").is_null());
