@@ -5,6 +5,7 @@
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parser.hpp>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -59,13 +60,21 @@ std::string member_name(std::uint64_t member) {
   return std::string(buf, write_member_name(member, buf));
 }
 
-double preload_board_score(std::uint64_t board, std::uint64_t member) {
+namespace {
+// Tenths in [0, score_max): at least one (the score 0).
+std::uint64_t score_tenths(double score_max) {
+  return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::ceil(score_max * 10.0)), 1,
+                                   kScoreTenths);
+}
+}  // namespace
+
+double preload_board_score(std::uint64_t board, std::uint64_t member, double score_max) {
   const std::uint64_t h = mix64(mix64(board ^ kPreloadSalt) + member);
-  return static_cast<double>(h % kScoreTenths) / 10.0;
+  return static_cast<double>(h % score_tenths(score_max)) / 10.0;
 }
 
-double random_board_score(Rng& rng) {
-  return static_cast<double>(rng.below(kScoreTenths)) / 10.0;
+double random_board_score(Rng& rng, double score_max) {
+  return static_cast<double>(rng.below(score_tenths(score_max))) / 10.0;
 }
 
 void append_score(std::string& out, double score) {

@@ -1,7 +1,8 @@
 // The leaderboard workloads (board-update, board-top, board-mixed, board-score) against the
 // server's board API (docs/api.md, "Boards"):
 //  - names: board i is "b<i>", member j is "m<j>" (decimal, no percent-encoding needed);
-//  - scores: updates send a random score (tenths in [0, 1e9)), the preload a score derived from
+//  - scores: updates send a random score (tenths in [0, 1e9), or [0, --score-max)), the preload a
+//  score derived from
 //    (board, member); both as shortest round-trip decimal text;
 //  - BoardRequests: the request bytes of one operation, appended to a reused buffer from
 //    pre-rendered pieces (no allocation once the buffer has grown);
@@ -32,9 +33,10 @@ std::string member_name(std::uint64_t member);
 
 // The score the preload gives member `member` of board `board`: deterministic, in tenths in
 // [0, 1e9), so boards hold distinct-looking but reproducible orders.
-double preload_board_score(std::uint64_t board, std::uint64_t member);
-// A random update score from rng: tenths in [0, 1e9).
-double random_board_score(Rng& rng);
+// --score-max S: in [0, S) instead (tenths).
+double preload_board_score(std::uint64_t board, std::uint64_t member, double score_max = 1e9);
+// A random update score from rng: tenths in [0, score_max) (--score-max; default 1e9).
+double random_board_score(Rng& rng, double score_max = 1e9);
 // Appends the score's shortest round-trip decimal text ("12", "12.5").
 void append_score(std::string& out, double score);
 

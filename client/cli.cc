@@ -1,11 +1,19 @@
-// Flag parsing and validation (see cli.hh).
+// Flag parsing and validation (see cli.hh), on CLI11 (Debian's libcli11-dev, header-only): CLI11
+// recognizes the flags, their values (also --flag=value), unknown flags, missing values and
+// --help; this file keeps what is ours: each value's parser and range, the one-line error texts
+// other tools match, the cross-flag rules, and the hand-written --help text (grouped as a user
+// reads it, with the exit codes; CLI11's generated help would list flags without that story).
 #include "cli.hh"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/duration.hh"
 #include "histogram.hh"
@@ -138,12 +146,16 @@ Target
 Sweep and load
       --threads LIST            explicit client thread counts, e.g. 1,3,5
       --max-threads N           cap of the default counts 1,2,4,8,16 (default 16)
-      --connections-per-thread N  keep-alive connections per thread (default 1)
+      --connections-per-thread N  keep-alive connections per thread, 1..4096 (default 1); e.g.
+                                3000 connections from one thread: --threads 1
+                                --connections-per-thread 3000
       --pipeline N              requests outstanding per connection, 1..1024 (default 1): each
                                 write carries as many requests as there are free slots, back to
                                 back; a request's latency runs from the write that carried it to
                                 its parsed response. Closed loop only (not with --rate)
   -n, --requests N              measured requests per thread per point (default 50000)
+      --requests-total N        measured requests per point across all threads, like ab -n
+                                (split evenly; not with -n or --duration)
   -d, --duration DURATION       measure each point this long instead of --requests (10s, 500ms;
                                 a bare number is seconds)
       --warmup N | DURATION     warm-up per point, not recorded: N requests per thread, or a
@@ -154,6 +166,18 @@ Sweep and load
                                 omission corrected), the uncorrected figure is reported too
                                 (default 0 = closed loop)
       --pin-cpus LIST           pin client thread i to CPU LIST[i % len] (default: no pinning)
+
+Capacity at an SLO
+      --slo pP=BOUND            search for the highest open-loop rate whose corrected percentile P
+                                stays within BOUND, e.g. p99=1ms, p99.9=500us, p50=2ms (a bare
+                                BOUND is us): a closed-loop point at --threads N (one value) gives
+                                the saturation rate, then open-loop steps bisect up to 1.1 x that;
+                                a step counts only when its point is valid (achieved rate within
+                                1% of the planned one, the schedule kept). Prints each step and
+                                the capacity; JSON "slo". Not with --rate or --pipeline > 1
+      --slo-max-rate R          top of the search instead of 1.1 x the saturation rate
+      --slo-precision F         stop when the bracket hi/lo - 1 is below F, 0 < F <= 0.5
+                                (default 0.02)
 
 Workload
       --workload NAME           etc (default) | get-popular | put-all | mixed | zipf | uniform |
@@ -191,6 +215,7 @@ Workload
                                 boards x members at most 1000000000
       --top-n N                 n of the top-N reads (board-top, board-mixed), 1..1000
                                 (default 100)
+      --score-max S             board workloads: scores in [0, S) in tenths (default 1e9)
       --seed N                  random seed; the same seed gives the same requests (default 1)
       --no-preload              keep the server's data: no reset, no preload before the first point
                                 (board reads then count a 404 as a miss, not an error)
@@ -220,291 +245,101 @@ saved; 4 output file could not be written.
 )";
 }
 
-CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::string& error) {
+namespace {
+
+// A bad flag value or combination; its text is the one-line error.
+struct FlagError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// --slo pP=BOUND: P in (0, 100), BOUND a duration ("1ms", "0.5s", "500us"; a bare number is us).
+bool parse_slo(const std::string& text, SloConfig& slo) {
+  const auto eq = text.find('=');
+  if (text.size() < 4 || text[0] != 'p' || eq == std::string::npos) return false;
+  const auto p = parse_double(text.substr(1, eq - 1));
+  if (!p || *p <= 0 || *p >= 100) return false;
+  std::string bound = text.substr(eq + 1);
+  std::optional<std::chrono::nanoseconds> d;
+  const bool micro = bound.size() > 2 && bound.ends_with("us");
+  if (micro || (!bound.empty() && std::isdigit(static_cast<unsigned char>(bound.back())))) {
+    if (micro) bound.resize(bound.size() - 2);
+    d = common::parse_duration(bound + "ms", common::BareUnit::required);  // us = ms / 1000
+    if (d) *d /= 1000;
+  } else {
+    d = common::parse_duration(bound, common::BareUnit::required);
+  }
+  if (!d || d->count() <= 0 || *d > std::chrono::nanoseconds(Config::kMaxTimeout)) return false;
+  slo.text = text;
+  slo.percentile = *p;
+  slo.bound = *d;
+  return true;
+}
+
+// The flags that take a value: CLI11 collects each value; `store` parses it into the Config
+// (false: invalid). Errors name the flag by its long name.
+class ValueFlags {
+ public:
+  explicit ValueFlags(CLI::App& app) : app_(app) {}
+
+  // names: "-p,--port"; needs: what a missing value lacks ("a port"); expected: the valid range.
+  CLI::Option* add(const std::string& names, const std::string& needs, const std::string& expected,
+                   std::function<bool(const std::string&)> store) {
+    CLI::Option* opt = app_.add_option_function<std::string>(
+        names, [store, expected, names](const std::string& v) {
+          if (!store(v))
+            throw FlagError("invalid value '" + v + "' for " + long_name(names) + " (expected " +
+                            expected + ")");
+        });
+    opt->type_name("");
+    needs_[long_name(names)] = needs;
+    return opt;
+  }
+  // "--top-n needs a count" for CLI11's "missing value" error about `flag`.
+  std::string needs(const std::string& flag) const {
+    const auto it = needs_.find(flag);
+    return flag + " needs " + (it != needs_.end() ? it->second : "a value");
+  }
+
+ private:
+  static std::string long_name(const std::string& names) {
+    return names.substr(names.rfind(',') + 1);
+  }
+  CLI::App& app_;
+  std::map<std::string, std::string> needs_;
+};
+
+// What the command line said beyond the Config's values: the cross-flag rules need it.
+struct Given {
   std::optional<unsigned> max_threads;
   std::optional<OpRatio> ratio;
   std::optional<double> miss_ratio;
-  bool workload_given = false;
-  std::string board_flag;  // the last of --boards/--members given
-  bool top_n_given = false;
-  bool host_given = false, port_given = false, weight_given = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    auto need = [&](const char* what) -> std::optional<std::string> {
-      auto v = value();
-      if (!v) error = flag + " needs " + what;
-      return v;
-    };
-    auto bad = [&](const std::string& v, const char* what) {
-      error = "invalid value '" + v + "' for " + flag + " (expected " + what + ")";
-      return CliOutcome::kError;
-    };
-    if (flag == "-h" || flag == "--help") return CliOutcome::kHelp;
-    if (flag == "-q" || flag == "--quiet") {
-      cfg.quiet = true;
-      continue;
-    }
-    if (flag == "--no-preload") {
-      cfg.preload = false;
-      continue;
-    }
-    if (flag == "--no-reset") {
-      cfg.reset = false;
-      continue;
-    }
+  bool workload = false, path = false, top_n = false, score_max = false;
+  std::string board_flag;      // "--boards" or "--members" when one was given
+  std::string host_port_flag;  // "--host" or "--port" when one was given
+  bool targets = false, weight = false;
+  bool requests = false, requests_total = false, duration = false;
+  bool slo_max_rate = false, slo_precision = false;
+};
 
-    if (flag == "-s" || flag == "--host") {
-      auto v = need("a host");
-      if (!v) return CliOutcome::kError;
-      if (v->empty()) return bad(*v, "a host name or address");
-      cfg.host = *v;
-      host_given = true;
-    } else if (flag == "-p" || flag == "--port") {
-      auto v = need("a port");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint16_t>(*v);
-      if (!n || *n == 0) return bad(*v, "a port 1..65535");
-      cfg.port = *n;
-      port_given = true;
-    } else if (flag == "--targets") {
-      auto v = need("HOST:PORT[,HOST:PORT...]");
-      if (!v) return CliOutcome::kError;
-      const std::string why = parse_targets(*v, cfg.targets);
-      if (!why.empty()) {
-        error = "invalid value '" + *v + "' for --targets: " + why +
-                " (expected 1..64 distinct HOST:PORT separated by commas)";
-        return CliOutcome::kError;
-      }
-    } else if (flag == "--target-weight") {
-      auto v = need("a weight");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<unsigned>(*v);
-      if (!n || *n == 0 || *n > Config::kMaxTargetWeight) return bad(*v, "a weight 1..100");
-      cfg.target_weight = *n;
-      weight_given = true;
-    } else if (flag == "--server-pid") {
-      auto v = need("a pid");
-      if (!v) return CliOutcome::kError;
-      auto list = parse_list<int>(*v, ',');
-      if (!list || std::any_of(list->begin(), list->end(), [](int p) { return p <= 0; }))
-        return bad(*v, "a positive pid, or a comma-separated list of them");
-      cfg.server_pids = *list;
-    } else if (flag == "--timeout") {
-      auto v = need("a duration");
-      if (!v) return CliOutcome::kError;
-      auto d = parse_duration_in(*v, common::BareUnit::milliseconds, Config::kMinTimeout,
-                                 Config::kMaxTimeout);
-      if (!d) return bad(*v, "a duration 10ms..600s such as 500ms or 5s; a bare number is ms");
-      cfg.timeout = std::chrono::round<std::chrono::milliseconds>(*d);
-    } else if (flag == "--threads") {
-      auto v = need("a list like 1,2,4");
-      if (!v) return CliOutcome::kError;
-      auto list = parse_list<unsigned>(*v, ',');
-      if (!list || std::any_of(list->begin(), list->end(),
-                               [](unsigned t) { return t == 0 || t > Config::kMaxThreadsLimit; }))
-        return bad(*v, "a comma-separated list of thread counts 1..1024");
-      cfg.thread_counts = *list;
-    } else if (flag == "--max-threads") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<unsigned>(*v);
-      if (!n || *n == 0 || *n > Config::kMaxThreadsLimit) return bad(*v, "1..1024");
-      max_threads = *n;
-    } else if (flag == "--connections-per-thread") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<unsigned>(*v);
-      if (!n || *n == 0 || *n > Config::kMaxConnectionsPerThread) return bad(*v, "1..256");
-      cfg.connections_per_thread = *n;
-    } else if (flag == "--pipeline") {
-      auto v = need("a depth");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<unsigned>(*v);
-      if (!n || *n == 0 || *n > Config::kMaxPipeline) return bad(*v, "a depth 1..1024");
-      cfg.pipeline = *n;
-    } else if (flag == "-n" || flag == "--requests") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint64_t>(*v);
-      if (!n || *n == 0) return bad(*v, "a positive request count");
-      cfg.requests_per_thread = *n;
-    } else if (flag == "-d" || flag == "--duration") {
-      auto v = need("a duration");
-      if (!v) return CliOutcome::kError;
-      auto d = parse_duration_in(*v, common::BareUnit::seconds, std::chrono::nanoseconds(1),
-                                 kMaxRunTime);
-      if (!d) return bad(*v, "a positive duration such as 10s or 500ms; a bare number is seconds");
-      cfg.duration = *d;
-    } else if (flag == "--warmup") {
-      auto v = need("requests or a duration");
-      if (!v) return CliOutcome::kError;
-      if (!v->empty() &&
-          v->back() == 's') {  // "2s", "500ms": a time; a bare number counts requests
-        auto d = parse_duration_in(*v, common::BareUnit::required, std::chrono::nanoseconds(0),
-                                   kMaxRunTime);
-        if (!d) return bad(*v, "N requests or a duration like 2s or 500ms");
-        cfg.warmup_time = *d;
-        cfg.warmup_requests = 0;
-      } else {
-        auto n = parse_int<std::uint64_t>(*v);
-        if (!n) return bad(*v, "N requests or a duration like 2s or 500ms");
-        cfg.warmup_requests = *n;
-        cfg.warmup_time = std::chrono::nanoseconds(0);
-      }
-    } else if (flag == "--rate") {
-      auto v = need("requests/s");
-      if (!v) return CliOutcome::kError;
-      auto r = parse_double(*v);
-      if (!r || *r < 0 || *r > 1e8) return bad(*v, "a rate 0..1e8 req/s");
-      cfg.rate_rps = *r;
-    } else if (flag == "--pin-cpus") {
-      auto v = need("a CPU list");
-      if (!v) return CliOutcome::kError;
-      auto list = parse_list<int>(*v, ',');
-      if (!list ||
-          std::any_of(list->begin(), list->end(), [](int c) { return c < 0 || c >= 1024; }))
-        return bad(*v, "a comma-separated CPU list like 0,1");
-      cfg.pin_cpus = *list;
-    } else if (flag == "--workload") {
-      auto v = need("a workload name");
-      if (!v) return CliOutcome::kError;
-      auto k = parse_workload(*v);
-      if (!k)
-        return bad(*v,
-                   "etc|get-popular|put-all|mixed|zipf|uniform|fixed-get|board-update|board-top|"
-                   "board-mixed|board-score");
-      cfg.workload.kind = *k;
-      workload_given = true;
-    } else if (flag == "--ratio") {
-      auto v = need("G:S:D");
-      if (!v) return CliOutcome::kError;
-      std::vector<double> parts;
-      std::istringstream in(*v);
-      std::string item;
-      while (std::getline(in, item, ':')) {
-        auto d = parse_double(item);
-        if (!d || *d < 0) return bad(*v, "three non-negative weights G:S:D");
-        parts.push_back(*d);
-      }
-      if (parts.size() != 3 || parts[0] + parts[1] + parts[2] <= 0)
-        return bad(*v, "three non-negative weights G:S:D");
-      ratio = OpRatio{parts[0], parts[1], parts[2]};
-    } else if (flag == "--theta") {
-      auto v = need("a number");
-      if (!v) return CliOutcome::kError;
-      auto d = parse_double(*v);
-      if (!d || *d < 0 || *d > 10) return bad(*v, "0..10");
-      cfg.workload.theta = *d;
-    } else if (flag == "--miss-ratio") {
-      auto v = need("a fraction");
-      if (!v) return CliOutcome::kError;
-      auto d = parse_double(*v);
-      if (!d || *d < 0 || *d > 1) return bad(*v, "0..1");
-      miss_ratio = *d;
-    } else if (flag == "--keys") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint64_t>(*v);
-      if (!n || *n == 0 || *n > kMaxKeys) return bad(*v, "1..1000000000");
-      cfg.workload.keys = *n;
-    } else if (flag == "--hot-keys") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint64_t>(*v);
-      if (!n || *n == 0) return bad(*v, "a positive count");
-      cfg.workload.hot_keys = *n;
-    } else if (flag == "--key-size") {
-      auto v = need("bytes");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint32_t>(*v);
-      if (!n || *n < 2 || *n > WorkloadConfig::kMaxKeyBytes) return bad(*v, "2..250 bytes");
-      cfg.workload.key_bytes = *n;
-    } else if (flag == "--value-size") {
-      auto v = need("bytes");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint32_t>(*v);
-      if (!n || *n > kMaxValueLimit) return bad(*v, "0..67108864 bytes");
-      cfg.workload.value_bytes = *n;
-      if (*n == 0) cfg.workload.value_bytes = 0;
-    } else if (flag == "--max-value-size") {
-      auto v = need("bytes");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint32_t>(*v);
-      if (!n || *n == 0 || *n > kMaxValueLimit) return bad(*v, "1..67108864 bytes");
-      cfg.workload.max_value_bytes = *n;
-    } else if (flag == "--path") {
-      auto v = need("a path");
-      if (!v) return CliOutcome::kError;
-      if (v->empty() || v->front() != '/' || v->find_first_of(" \r\n") != std::string::npos)
-        return bad(*v, "an absolute path like /mem");
-      cfg.workload.path = *v;
-      if (!workload_given) cfg.workload.kind = WorkloadKind::kFixedGet;
-    } else if (flag == "--boards") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint32_t>(*v);
-      if (!n || *n == 0 || *n > WorkloadConfig::kMaxBoards) return bad(*v, "1..1000000");
-      cfg.workload.boards = *n;
-      board_flag = flag;
-    } else if (flag == "--members") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint64_t>(*v);
-      if (!n || *n == 0 || *n > WorkloadConfig::kMaxBoardMembers) return bad(*v, "1..1000000000");
-      cfg.workload.members = *n;
-      board_flag = flag;
-    } else if (flag == "--top-n") {
-      auto v = need("a count");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint32_t>(*v);
-      if (!n || *n == 0 || *n > WorkloadConfig::kMaxTopN) return bad(*v, "1..1000");
-      cfg.workload.top_n = *n;
-      top_n_given = true;
-    } else if (flag == "--seed") {
-      auto v = need("a number");
-      if (!v) return CliOutcome::kError;
-      auto n = parse_int<std::uint64_t>(*v);
-      if (!n) return bad(*v, "a non-negative integer");
-      cfg.workload.seed = *n;
-    } else if (flag == "--json") {
-      auto v = need("a file name");
-      if (!v) return CliOutcome::kError;
-      cfg.json_path = *v;
-    } else if (flag == "--csv") {
-      auto v = need("a file name");
-      if (!v) return CliOutcome::kError;
-      cfg.csv_path = *v;
-    } else if (flag == "--record-trace") {
-      auto v = need("a file name");
-      if (!v) return CliOutcome::kError;
-      if (v->empty()) return bad(*v, "a file name");
-      cfg.record_trace_path = *v;
-    } else {
-      error = "unknown option '" + flag + "' (see --help)";
-      return CliOutcome::kError;
-    }
-    if (!error.empty()) return CliOutcome::kError;
-  }
+void fail(const std::string& message) {
+  throw FlagError(message);
+}
 
-  // Derived settings and cross-checks.
+// Derived settings (default thread counts, workload defaults) and the rules between flags.
+void finish_config(Config& cfg, const Given& g) {
   if (cfg.thread_counts.empty()) {
-    const unsigned cap = max_threads.value_or(Config::kDefaultMaxThreads);
+    const unsigned cap = g.max_threads.value_or(Config::kDefaultMaxThreads);
     for (unsigned t : kDefaultThreadCounts)
       if (t <= cap) cfg.thread_counts.push_back(t);
     if (cfg.thread_counts.empty() || cfg.thread_counts.back() != cap) {
-      if (cap > cfg.thread_counts.back()) cfg.thread_counts.push_back(cap);
+      if (cfg.thread_counts.empty() || cap > cfg.thread_counts.back())
+        cfg.thread_counts.push_back(cap);
     }
-  } else if (max_threads) {
-    std::erase_if(cfg.thread_counts, [&](unsigned t) { return t > *max_threads; });
-    if (cfg.thread_counts.empty()) {
-      error = "--max-threads removes every count of --threads";
-      return CliOutcome::kError;
-    }
+  } else if (g.max_threads) {
+    std::erase_if(cfg.thread_counts, [&](unsigned t) { return t > *g.max_threads; });
+    if (cfg.thread_counts.empty()) fail("--max-threads removes every count of --threads");
   }
+  if (g.path && !g.workload) cfg.workload.kind = WorkloadKind::kFixedGet;
   const WorkloadDefaults d = defaults_for(cfg.workload.kind);
   cfg.workload.ratio = d.ratio;
   cfg.workload.miss_ratio = d.miss_ratio;
@@ -512,85 +347,341 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   const bool takes_miss_ratio = kind == WorkloadKind::kEtc || kind == WorkloadKind::kMixed ||
                                 kind == WorkloadKind::kZipf || kind == WorkloadKind::kUniform;
   const bool takes_ratio = takes_miss_ratio || kind == WorkloadKind::kBoardMixed;
-  if (ratio) {
-    if (!takes_ratio) {
-      error = std::string("--ratio does not apply to workload ") + workload_name(kind);
-      return CliOutcome::kError;
-    }
-    if (kind == WorkloadKind::kBoardMixed && ratio->del != 0) {
-      error =
+  if (g.ratio) {
+    if (!takes_ratio)
+      fail(std::string("--ratio does not apply to workload ") + workload_name(kind));
+    if (kind == WorkloadKind::kBoardMixed && g.ratio->del != 0)
+      fail(
           "--ratio for board-mixed is READS:UPDATES:0 (top-N reads : updates); board workloads "
-          "send no deletes";
-      return CliOutcome::kError;
-    }
-    cfg.workload.ratio = *ratio;
+          "send no deletes");
+    cfg.workload.ratio = *g.ratio;
   }
   const bool board = is_board_workload(kind);
-  if (!board_flag.empty() && !board) {
-    error = board_flag + " applies to the board workloads only (board-update, board-top, " +
-            "board-mixed, board-score), not to " + workload_name(kind);
-    return CliOutcome::kError;
+  if (!g.board_flag.empty() && !board)
+    fail(g.board_flag + " applies to the board workloads only (board-update, board-top, " +
+         "board-mixed, board-score), not to " + workload_name(kind));
+  if (g.top_n && kind != WorkloadKind::kBoardTop && kind != WorkloadKind::kBoardMixed)
+    fail(std::string("--top-n applies to board-top and board-mixed only, not to ") +
+         workload_name(kind));
+  if (g.score_max && kind != WorkloadKind::kBoardUpdate && kind != WorkloadKind::kBoardMixed &&
+      kind != WorkloadKind::kBoardTop && kind != WorkloadKind::kBoardScore)
+    fail(std::string("--score-max applies to the board workloads only, not to ") +
+         workload_name(kind));
+  if (board &&
+      std::uint64_t{cfg.workload.boards} * cfg.workload.members > WorkloadConfig::kMaxBoardMembers)
+    fail("--boards x --members must be at most 1000000000 (got " +
+         std::to_string(cfg.workload.boards) + " x " + std::to_string(cfg.workload.members) + ")");
+  if (!cfg.record_trace_path.empty() && board)
+    fail(std::string("--record-trace records keys; workload ") + workload_name(kind) + " has none");
+  if (g.miss_ratio) {
+    if (!takes_miss_ratio)
+      fail(std::string("--miss-ratio does not apply to workload ") + workload_name(kind));
+    cfg.workload.miss_ratio = *g.miss_ratio;
   }
-  if (top_n_given && kind != WorkloadKind::kBoardTop && kind != WorkloadKind::kBoardMixed) {
-    error = std::string("--top-n applies to board-top and board-mixed only, not to ") +
-            workload_name(kind);
-    return CliOutcome::kError;
-  }
-  if (board && std::uint64_t{cfg.workload.boards} * cfg.workload.members >
-                   WorkloadConfig::kMaxBoardMembers) {
-    error = "--boards x --members must be at most 1000000000 (got " +
-            std::to_string(cfg.workload.boards) + " x " + std::to_string(cfg.workload.members) +
-            ")";
-    return CliOutcome::kError;
-  }
-  if (!cfg.record_trace_path.empty() && board) {
-    error =
-        std::string("--record-trace records keys; workload ") + workload_name(kind) + " has none";
-    return CliOutcome::kError;
-  }
-  if (miss_ratio) {
-    if (!takes_miss_ratio) {
-      error = std::string("--miss-ratio does not apply to workload ") +
-              workload_name(cfg.workload.kind);
-      return CliOutcome::kError;
-    }
-    cfg.workload.miss_ratio = *miss_ratio;
-  }
-  if (!cfg.record_trace_path.empty() && cfg.workload.kind == WorkloadKind::kFixedGet) {
-    error = "--record-trace records keys; workload fixed-get has none";
-    return CliOutcome::kError;
-  }
-  if (!cfg.targets.empty()) {
-    if (host_given || port_given) {
-      error = std::string("--targets names the servers: it cannot be combined with ") +
-              (host_given ? "--host" : "--port");
-      return CliOutcome::kError;
-    }
-    if (cfg.workload.kind == WorkloadKind::kFixedGet) {
-      error =
+  if (!cfg.record_trace_path.empty() && kind == WorkloadKind::kFixedGet)
+    fail("--record-trace records keys; workload fixed-get has none");
+  if (g.targets) {
+    if (!g.host_port_flag.empty())
+      fail("--targets names the servers: it cannot be combined with " + g.host_port_flag);
+    if (kind == WorkloadKind::kFixedGet)
+      fail(
           "--targets places requests by their key or board; workload fixed-get has none (send it "
-          "to one server with --host/--port)";
-      return CliOutcome::kError;
-    }
-    if (!cfg.server_pids.empty() && cfg.server_pids.size() != cfg.targets.size()) {
-      error = "--server-pid with --targets needs one PID per target, in --targets order (got " +
-              std::to_string(cfg.server_pids.size()) + " PIDs for " +
-              std::to_string(cfg.targets.size()) + " targets)";
-      return CliOutcome::kError;
-    }
-  } else if (weight_given) {
-    error = "--target-weight applies to --targets only";
-    return CliOutcome::kError;
+          "to one server with --host/--port)");
+    if (!cfg.server_pids.empty() && cfg.server_pids.size() != cfg.targets.size())
+      fail("--server-pid with --targets needs one PID per target, in --targets order (got " +
+           std::to_string(cfg.server_pids.size()) + " PIDs for " +
+           std::to_string(cfg.targets.size()) + " targets)");
+  } else if (g.weight) {
+    fail("--target-weight applies to --targets only");
   }
   if (cfg.workload.value_bytes > cfg.workload.max_value_bytes)
     cfg.workload.max_value_bytes = cfg.workload.value_bytes;
   const unsigned max_count = *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
-  if (cfg.pipeline > 1 && cfg.rate_rps > 0) {
-    error = "--pipeline above 1 works in the closed loop only; it cannot be combined with --rate";
-    return CliOutcome::kError;
+  if (cfg.pipeline > 1 && cfg.rate_rps > 0)
+    fail("--pipeline above 1 works in the closed loop only; it cannot be combined with --rate");
+  if (cfg.rate_rps > 0 && cfg.rate_rps < max_count)
+    fail("--rate must be at least one request/s per thread");
+  if (g.requests_total && (g.requests || g.duration))
+    fail(std::string("--requests-total sets each point's requests in all: it cannot be combined "
+                     "with ") +
+         (g.requests ? "-n/--requests" : "-d/--duration"));
+  if (cfg.slo.text.empty()) {
+    if (g.slo_max_rate || g.slo_precision)
+      fail(std::string(g.slo_max_rate ? "--slo-max-rate" : "--slo-precision") +
+           " applies to --slo only");
+  } else {
+    if (cfg.thread_counts.size() != 1)
+      fail("--slo searches at one load level: give --threads N (one value)");
+    if (cfg.rate_rps > 0) fail("--slo chooses the open-loop rates itself: it takes no --rate");
+    if (cfg.pipeline > 1)
+      fail(
+          "--slo runs open-loop steps, one request outstanding per connection: no --pipeline "
+          "above 1");
+    if (!cfg.targets.empty()) fail("--slo searches against one server: not with --targets");
   }
-  if (cfg.rate_rps > 0 && cfg.rate_rps < max_count) {
-    error = "--rate must be at least one request/s per thread";
+}
+
+template <typename T>
+std::function<bool(const std::string&)> int_in(T& out, T min, T max) {
+  return [&out, min, max](const std::string& v) {
+    const auto n = parse_int<T>(v);
+    if (!n || *n < min || *n > max) return false;
+    out = *n;
+    return true;
+  };
+}
+
+}  // namespace
+
+CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::string& error) {
+  CLI::App app{"bench_client"};
+  app.set_help_flag("-h,--help");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ValueFlags flags(app);
+  Given given;
+
+  // Target
+  auto* host =
+      flags.add("-s,--host", "a host", "a host name or address", [&](const std::string& v) {
+        cfg.host = v;
+        return !v.empty();
+      });
+  auto* port = flags.add("-p,--port", "a port", "a port 1..65535",
+                         int_in<std::uint16_t>(cfg.port, 1, 65535));
+  auto* targets = flags.add("--targets", "HOST:PORT[,HOST:PORT...]", "", [&](const std::string& v) {
+    const std::string why = parse_targets(v, cfg.targets);
+    if (!why.empty())
+      throw FlagError("invalid value '" + v + "' for --targets: " + why +
+                      " (expected 1..64 distinct HOST:PORT separated by commas)");
+    return true;
+  });
+  auto* weight = flags.add("--target-weight", "a weight", "a weight 1..100",
+                           int_in<unsigned>(cfg.target_weight, 1, Config::kMaxTargetWeight));
+  flags.add("--server-pid", "a pid", "a positive pid, or a comma-separated list of them",
+            [&](const std::string& v) {
+              auto list = parse_list<int>(v, ',');
+              if (!list || std::any_of(list->begin(), list->end(), [](int p) { return p <= 0; }))
+                return false;
+              cfg.server_pids = *list;
+              return true;
+            });
+  flags.add("--timeout", "a duration",
+            "a duration 10ms..600s such as 500ms or 5s; a bare number is ms",
+            [&](const std::string& v) {
+              auto d = parse_duration_in(v, common::BareUnit::milliseconds, Config::kMinTimeout,
+                                         Config::kMaxTimeout);
+              if (d) cfg.timeout = std::chrono::round<std::chrono::milliseconds>(*d);
+              return d.has_value();
+            });
+
+  // Sweep and load
+  flags.add("--threads", "a list like 1,2,4", "a comma-separated list of thread counts 1..1024",
+            [&](const std::string& v) {
+              auto list = parse_list<unsigned>(v, ',');
+              if (!list || std::any_of(list->begin(), list->end(), [](unsigned t) {
+                    return t == 0 || t > Config::kMaxThreadsLimit;
+                  }))
+                return false;
+              cfg.thread_counts = *list;
+              return true;
+            });
+  flags.add("--max-threads", "a count", "1..1024", [&](const std::string& v) {
+    auto n = parse_int<unsigned>(v);
+    if (!n || *n == 0 || *n > Config::kMaxThreadsLimit) return false;
+    given.max_threads = *n;
+    return true;
+  });
+  flags.add("--connections-per-thread", "a count", "1..4096",
+            int_in<unsigned>(cfg.connections_per_thread, 1, Config::kMaxConnectionsPerThread));
+  flags.add("--pipeline", "a depth", "a depth 1..1024",
+            int_in<unsigned>(cfg.pipeline, 1, Config::kMaxPipeline));
+  auto* requests = flags.add("-n,--requests", "a count", "a positive request count",
+                             int_in<std::uint64_t>(cfg.requests_per_thread, 1, UINT64_MAX));
+  auto* requests_total =
+      flags.add("--requests-total", "a count", "a request count 1..1000000000000",
+                int_in<std::uint64_t>(cfg.requests_total, 1, Config::kMaxRequestsTotal));
+  auto* duration = flags.add("-d,--duration", "a duration",
+                             "a positive duration such as 10s or 500ms; a bare number is seconds",
+                             [&](const std::string& v) {
+                               auto d = parse_duration_in(v, common::BareUnit::seconds,
+                                                          std::chrono::nanoseconds(1), kMaxRunTime);
+                               if (d) cfg.duration = *d;
+                               return d.has_value();
+                             });
+  flags.add("--warmup", "requests or a duration", "N requests or a duration like 2s or 500ms",
+            [&](const std::string& v) {
+              if (!v.empty() && v.back() == 's') {  // "2s", "500ms": a time; a bare number counts
+                auto d = parse_duration_in(v, common::BareUnit::required,
+                                           std::chrono::nanoseconds(0), kMaxRunTime);
+                if (!d) return false;
+                cfg.warmup_time = *d;
+                cfg.warmup_requests = 0;
+                return true;
+              }
+              auto n = parse_int<std::uint64_t>(v);
+              if (!n) return false;
+              cfg.warmup_requests = *n;
+              cfg.warmup_time = std::chrono::nanoseconds(0);
+              return true;
+            });
+  flags.add("--rate", "requests/s", "a rate 0..1e8 req/s", [&](const std::string& v) {
+    auto r = parse_double(v);
+    if (!r || *r < 0 || *r > 1e8) return false;
+    cfg.rate_rps = *r;
+    return true;
+  });
+  flags.add("--slo", "pP=BOUND", "pP=BOUND such as p99=1ms, p99.9=500us or p50=2ms; P in (0,100)",
+            [&](const std::string& v) { return parse_slo(v, cfg.slo); });
+  auto* slo_max_rate = flags.add("--slo-max-rate", "requests/s", "a rate above 0, up to 1e8 req/s",
+                                 [&](const std::string& v) {
+                                   auto r = parse_double(v);
+                                   if (!r || *r <= 0 || *r > 1e8) return false;
+                                   cfg.slo.max_rate_rps = *r;
+                                   return true;
+                                 });
+  auto* slo_precision = flags.add("--slo-precision", "a fraction", "a fraction above 0, up to 0.5",
+                                  [&](const std::string& v) {
+                                    auto f = parse_double(v);
+                                    if (!f || *f <= 0 || *f > 0.5) return false;
+                                    cfg.slo.precision = *f;
+                                    return true;
+                                  });
+  flags.add("--pin-cpus", "a CPU list", "a comma-separated CPU list like 0,1",
+            [&](const std::string& v) {
+              auto list = parse_list<int>(v, ',');
+              if (!list ||
+                  std::any_of(list->begin(), list->end(), [](int c) { return c < 0 || c >= 1024; }))
+                return false;
+              cfg.pin_cpus = *list;
+              return true;
+            });
+
+  // Workload
+  auto* workload = flags.add(
+      "--workload", "a workload name",
+      "etc|get-popular|put-all|mixed|zipf|uniform|fixed-get|board-update|board-top|board-mixed|"
+      "board-score",
+      [&](const std::string& v) {
+        auto k = parse_workload(v);
+        if (k) cfg.workload.kind = *k;
+        return k.has_value();
+      });
+  flags.add("--ratio", "G:S:D", "three non-negative weights G:S:D", [&](const std::string& v) {
+    std::vector<double> parts;
+    std::istringstream in(v);
+    std::string item;
+    while (std::getline(in, item, ':')) {
+      auto d = parse_double(item);
+      if (!d || *d < 0) return false;
+      parts.push_back(*d);
+    }
+    if (parts.size() != 3 || parts[0] + parts[1] + parts[2] <= 0) return false;
+    given.ratio = OpRatio{parts[0], parts[1], parts[2]};
+    return true;
+  });
+  flags.add("--theta", "a number", "0..10", [&](const std::string& v) {
+    auto d = parse_double(v);
+    if (!d || *d < 0 || *d > 10) return false;
+    cfg.workload.theta = *d;
+    return true;
+  });
+  flags.add("--miss-ratio", "a fraction", "0..1", [&](const std::string& v) {
+    auto d = parse_double(v);
+    if (!d || *d < 0 || *d > 1) return false;
+    given.miss_ratio = *d;
+    return true;
+  });
+  flags.add("--keys", "a count", "1..1000000000",
+            int_in<std::uint64_t>(cfg.workload.keys, 1, kMaxKeys));
+  flags.add("--hot-keys", "a count", "a positive count",
+            int_in<std::uint64_t>(cfg.workload.hot_keys, 1, UINT64_MAX));
+  flags.add("--key-size", "bytes", "2..250 bytes",
+            int_in<std::uint32_t>(cfg.workload.key_bytes, 2, WorkloadConfig::kMaxKeyBytes));
+  flags.add("--value-size", "bytes", "0..67108864 bytes",
+            int_in<std::uint32_t>(cfg.workload.value_bytes, 0, kMaxValueLimit));
+  flags.add("--max-value-size", "bytes", "1..67108864 bytes",
+            int_in<std::uint32_t>(cfg.workload.max_value_bytes, 1, kMaxValueLimit));
+  auto* path =
+      flags.add("--path", "a path", "an absolute path like /mem", [&](const std::string& v) {
+        cfg.workload.path = v;
+        return !v.empty() && v.front() == '/' && v.find_first_of(" \r\n") == std::string::npos;
+      });
+  auto* boards =
+      flags.add("--boards", "a count", "1..1000000",
+                int_in<std::uint32_t>(cfg.workload.boards, 1, WorkloadConfig::kMaxBoards));
+  auto* members =
+      flags.add("--members", "a count", "1..1000000000",
+                int_in<std::uint64_t>(cfg.workload.members, 1, WorkloadConfig::kMaxBoardMembers));
+  auto* top_n = flags.add("--top-n", "a count", "1..1000",
+                          int_in<std::uint32_t>(cfg.workload.top_n, 1, WorkloadConfig::kMaxTopN));
+  auto* score_max = flags.add("--score-max", "a number", "a score bound above 0, up to 1e9",
+                              [&](const std::string& v) {
+                                auto d = parse_double(v);
+                                if (!d || *d <= 0 || *d > WorkloadConfig::kDefaultScoreMax)
+                                  return false;
+                                cfg.workload.score_max = *d;
+                                return true;
+                              });
+  flags.add("--seed", "a number", "a non-negative integer",
+            int_in<std::uint64_t>(cfg.workload.seed, 0, UINT64_MAX));
+  app.add_flag_callback("--no-preload", [&] { cfg.preload = false; });
+  app.add_flag_callback("--no-reset", [&] { cfg.reset = false; });
+
+  // Output
+  flags.add("--json", "a file name", "a file name", [&](const std::string& v) {
+    cfg.json_path = v;
+    return true;
+  });
+  flags.add("--csv", "a file name", "a file name", [&](const std::string& v) {
+    cfg.csv_path = v;
+    return true;
+  });
+  flags.add("--record-trace", "a file name", "a file name", [&](const std::string& v) {
+    cfg.record_trace_path = v;
+    return !v.empty();
+  });
+  app.add_flag_callback("-q,--quiet", [&] { cfg.quiet = true; });
+
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them reversed
+    given.workload = workload->count() > 0;
+    given.path = path->count() > 0;
+    given.top_n = top_n->count() > 0;
+    given.score_max = score_max->count() > 0;
+    // The last of --boards/--members given names the error (as the flags were read).
+    if (boards->count() > 0 || members->count() > 0) {
+      const auto order = app.parse_order();
+      const auto last = std::find_if(order.rbegin(), order.rend(), [&](const CLI::Option* o) {
+        return o == boards || o == members;
+      });
+      given.board_flag = *last == boards ? "--boards" : "--members";
+    }
+    if (host->count() > 0) given.host_port_flag = "--host";
+    if (port->count() > 0 && given.host_port_flag.empty()) given.host_port_flag = "--port";
+    given.targets = targets->count() > 0;
+    given.weight = weight->count() > 0;
+    given.requests = requests->count() > 0;
+    given.requests_total = requests_total->count() > 0;
+    given.duration = duration->count() > 0;
+    given.slo_max_rate = slo_max_rate->count() > 0;
+    given.slo_precision = slo_precision->count() > 0;
+    finish_config(cfg, given);
+  } catch (const CLI::CallForHelp&) {
+    return CliOutcome::kHelp;
+  } catch (const CLI::ExtrasError& e) {
+    const auto extras = app.remaining();
+    error = "unknown option '" + (extras.empty() ? std::string(e.what()) : extras.front()) +
+            "' (see --help)";
+    return CliOutcome::kError;
+  } catch (const CLI::ArgumentMismatch& e) {
+    const std::string what = e.what();  // "--top-n: 1 required TEXT missing"
+    error = flags.needs(what.substr(0, what.find(':')));
+    return CliOutcome::kError;
+  } catch (const CLI::ParseError& e) {
+    error = e.what();
+    return CliOutcome::kError;
+  } catch (const FlagError& e) {
+    error = e.what();
     return CliOutcome::kError;
   }
   return CliOutcome::kRun;

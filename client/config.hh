@@ -84,8 +84,9 @@ struct Config {
   static constexpr std::uint16_t kDefaultPort = 8080;
   static constexpr unsigned kDefaultMaxThreads = 16;
   static constexpr unsigned kMaxThreadsLimit = 1024;
-  static constexpr unsigned kMaxConnectionsPerThread = 256;
-  static constexpr unsigned kMaxPipeline = 1024;  // requests outstanding per connection
+  static constexpr unsigned kMaxConnectionsPerThread = 4096;
+  static constexpr unsigned kMaxPipeline = 1024;
+  static constexpr std::uint64_t kMaxRequestsTotal = 1'000'000'000'000;  // --requests-total  // requests outstanding per connection
   static constexpr std::uint64_t kDefaultRequestsPerThread = 50'000;
   static constexpr std::uint64_t kDefaultWarmupRequests = 1'000;
   static constexpr std::chrono::milliseconds kDefaultTimeout{5'000};

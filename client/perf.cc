@@ -376,7 +376,7 @@ PreloadResult Bench::preload_boards(unsigned nthreads) const {
         op.type = OpType::kBoardSet;
         op.board = static_cast<std::uint32_t>(idx / members);
         op.key = idx % members;
-        op.score = preload_board_score(op.board, op.key);
+        op.score = preload_board_score(op.board, op.key, cfg_.workload.score_max);
         const std::size_t n =
             routed
                 ? routing_->ring.node_of(std::string_view(name, write_board_name(op.board, name)))

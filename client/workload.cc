@@ -236,7 +236,7 @@ Op OpGenerator::next() {
               : (cfg_.kind == WorkloadKind::kBoardScore ? OpType::kBoardScore : OpType::kBoardTop);
     op.board = static_cast<std::uint32_t>(rng_.below(std::max<std::uint32_t>(cfg_.boards, 1)));
     if (op.type != OpType::kBoardTop) op.key = rng_.below(std::max<std::uint64_t>(cfg_.members, 1));
-    if (op.type == OpType::kBoardSet) op.score = random_board_score(rng_);
+    if (op.type == OpType::kBoardSet) op.score = random_board_score(rng_, cfg_.score_max);
     return op;
   }
   op.type = u < p_get_ ? OpType::kGet : (u < p_set_ ? OpType::kSet : OpType::kDelete);

@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libgtest-dev
+APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libcli11-dev libgtest-dev
               clang-16 libfuzzer-16-dev libclang-rt-16-dev librocksdb-dev
               libjemalloc-dev  # cache_server's allocator (docs/server.md, "Allocator")
               libpq-dev  # --store postgres: (store/postgres_store.hh)

@@ -2,6 +2,8 @@
 // checks of top-N and member answers (sorted / unsorted / wrong count / fewer members than n).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "board_workload.hh"
@@ -29,6 +31,23 @@ TEST(BoardWorkload, NamesAreShortAndDeterministic) {
   EXPECT_EQ(member_name(99'999), "m99999");
   EXPECT_EQ(member_name(18'446'744'073'709'551'615ull), "m18446744073709551615");
   EXPECT_LE(member_name(18'446'744'073'709'551'615ull).size(), kMaxBoardNameBytes);
+}
+
+TEST(BoardWorkload, ScoreMaxBoundsUpdateAndPreloadScores) {
+  Rng rng(5);
+  double highest = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    const double s = random_board_score(rng, 50'000);
+    ASSERT_GE(s, 0.0);
+    ASSERT_LT(s, 50'000.0);
+    ASSERT_DOUBLE_EQ(s * 10, std::round(s * 10));  // tenths
+    highest = std::max(highest, s);
+    const double p = preload_board_score(1, static_cast<std::uint64_t>(i), 50'000);
+    ASSERT_GE(p, 0.0);
+    ASSERT_LT(p, 50'000.0);
+  }
+  EXPECT_GT(highest, 45'000.0);                   // the whole range is used, not a corner of it
+  EXPECT_EQ(random_board_score(rng, 0.05), 0.0);  // below one tenth: only 0
 }
 
 TEST(BoardWorkload, ScoresAreTenthsBelowABillionAndPreloadScoresAreStable) {

@@ -436,5 +436,121 @@ TEST(Cli, HelpDocumentsTargets) {
     EXPECT_NE(help.find(s), std::string::npos) << s;
 }
 
+TEST(Cli, RequestsTotalIsPerPointAcrossThreads) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--requests-total", "9000", "--threads", "4"}, cfg, err), CliOutcome::kRun)
+      << err;
+  EXPECT_EQ(cfg.requests_total, 9000u);
+  Config none;
+  ASSERT_EQ(parse({}, none, err), CliOutcome::kRun);
+  EXPECT_EQ(none.requests_total, 0u);
+}
+
+TEST(Cli, SloParsesPercentileAndBound) {
+  struct Case {
+    const char* spec;
+    double percentile;
+    std::chrono::nanoseconds bound;
+  };
+  for (const Case& c : {Case{"p99=1ms", 99, std::chrono::milliseconds(1)},
+                        Case{"p99.9=500us", 99.9, std::chrono::microseconds(500)},
+                        Case{"p50=2ms", 50, std::chrono::milliseconds(2)},
+                        Case{"p95=0.5s", 95, std::chrono::milliseconds(500)},
+                        Case{"p99=250", 99, std::chrono::microseconds(250)}}) {
+    Config cfg;
+    std::string err;
+    ASSERT_EQ(parse({"--slo", c.spec, "--threads", "2"}, cfg, err), CliOutcome::kRun)
+        << c.spec << ": " << err;
+    EXPECT_EQ(cfg.slo.text, c.spec);
+    EXPECT_DOUBLE_EQ(cfg.slo.percentile, c.percentile);
+    EXPECT_EQ(cfg.slo.bound, c.bound) << c.spec;
+    EXPECT_DOUBLE_EQ(cfg.slo.precision, SloConfig::kDefaultPrecision);
+    EXPECT_EQ(cfg.slo.max_rate_rps, 0.0);
+  }
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--slo", "p99=1ms", "--threads", "1", "--slo-max-rate", "5000",
+                   "--slo-precision", "0.05"},
+                  cfg, err),
+            CliOutcome::kRun)
+      << err;
+  EXPECT_DOUBLE_EQ(cfg.slo.max_rate_rps, 5000);
+  EXPECT_DOUBLE_EQ(cfg.slo.precision, 0.05);
+}
+
+TEST(Cli, ScoreMaxAndManyConnections) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--workload", "board-update", "--score-max", "50000", "--connections-per-thread",
+                   "3000"},
+                  cfg, err),
+            CliOutcome::kRun)
+      << err;
+  EXPECT_DOUBLE_EQ(cfg.workload.score_max, 50000);
+  EXPECT_EQ(cfg.connections_per_thread, 3000u);
+  Config def;
+  ASSERT_EQ(parse({}, def, err), CliOutcome::kRun);
+  EXPECT_DOUBLE_EQ(def.workload.score_max, 1e9);
+}
+
+TEST(Cli, NewFlagsGiveOneLineErrors) {
+  const std::vector<std::pair<std::vector<std::string>, const char*>> cases = {
+      {{"--requests-total", "0"}, "--requests-total"},
+      {{"--requests-total", "x"}, "--requests-total"},
+      {{"--requests-total", "1000000000001"}, "--requests-total"},
+      {{"--requests-total"}, "--requests-total needs"},
+      {{"--requests-total", "10", "-n", "5"}, "cannot be combined with -n"},
+      {{"--requests-total", "10", "-d", "1s"}, "cannot be combined with -d"},
+      {{"--slo", "p99=1ms"}, "give --threads N (one value)"},
+      {{"--slo", "p99=1ms", "--threads", "1,2"}, "give --threads N (one value)"},
+      {{"--slo", "p99=1ms", "--threads", "2", "--rate", "100"}, "takes no --rate"},
+      {{"--slo", "p99=1ms", "--threads", "2", "--pipeline", "4"}, "--pipeline"},
+      {{"--slo", "p99=1ms", "--threads", "2", "--targets", "a:1"}, "not with --targets"},
+      {{"--slo", "99=1ms", "--threads", "2"}, "--slo"},
+      {{"--slo", "p100=1ms", "--threads", "2"}, "--slo"},
+      {{"--slo", "p0=1ms", "--threads", "2"}, "--slo"},
+      {{"--slo", "p99", "--threads", "2"}, "--slo"},
+      {{"--slo", "p99=", "--threads", "2"}, "--slo"},
+      {{"--slo", "p99=0ms", "--threads", "2"}, "--slo"},
+      {{"--slo", "p99=1h", "--threads", "2"}, "--slo"},
+      {{"--slo", "px=1ms", "--threads", "2"}, "--slo"},
+      {{"--slo-max-rate", "100"}, "--slo-max-rate applies to --slo only"},
+      {{"--slo-precision", "0.1"}, "--slo-precision applies to --slo only"},
+      {{"--slo", "p99=1ms", "--threads", "2", "--slo-max-rate", "0"}, "--slo-max-rate"},
+      {{"--slo", "p99=1ms", "--threads", "2", "--slo-precision", "0"}, "--slo-precision"},
+      {{"--slo", "p99=1ms", "--threads", "2", "--slo-precision", "0.6"}, "--slo-precision"},
+      {{"--score-max", "100"}, "--score-max applies to the board workloads only"},
+      {{"--workload", "board-update", "--score-max", "0"}, "--score-max"},
+      {{"--workload", "board-update", "--score-max", "2e9"}, "--score-max"},
+      {{"--connections-per-thread", "4097"}, "1..4096"},
+      {{"--bogus"}, "unknown option '--bogus'"},
+      {{"stray"}, "unknown option 'stray'"},
+  };
+  for (const auto& [args, message] : cases) {
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args[0] << " " << args.back();
+    EXPECT_NE(err.find(message), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
+TEST(Cli, ValuesMayFollowAnEqualsSignAndTheLastRepeatWins) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--port=9001", "--keys", "5", "--keys", "7"}, cfg, err), CliOutcome::kRun)
+      << err;
+  EXPECT_EQ(cfg.port, 9001);
+  EXPECT_EQ(cfg.workload.keys, 7u);
+}
+
+TEST(Cli, HelpDocumentsTheSloAndTheNewFlags) {
+  const std::string help = help_text();
+  for (const char* s : {"--slo pP=BOUND", "--slo-max-rate R", "--slo-precision F",
+                        "--requests-total N", "--score-max S", "1..4096"})
+    EXPECT_NE(help.find(s), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace bench
