@@ -1,0 +1,120 @@
+"""End-to-end test of bench_client --slo against a server of known capacity.
+
+tests/support/delay_server serves one request at a time, each spinning --service-us S, so its
+capacity is 1/S req/s (a little less: the I/O around each request). The search must find that
+capacity within 10% (issue 15), print every step and the answer, and write both in the JSON; a
+bound no request can meet (below S) must give no capacity. DELAY_SERVER and BENCH_CLIENT name the
+binaries (CMake sets them).
+"""
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+BENCH = os.environ.get("BENCH_CLIENT", "")
+DELAY_SERVER = os.environ.get("DELAY_SERVER", "")
+SERVICE_US = 1000
+CAPACITY = 1e6 / SERVICE_US
+
+pytestmark = pytest.mark.skipif(
+    not BENCH or not DELAY_SERVER or not Path(BENCH).exists() or not Path(DELAY_SERVER).exists(),
+    reason="BENCH_CLIENT or DELAY_SERVER not set")
+
+
+def pinned(cpu):
+    """taskset prefix pinning to `cpu` when the machine has two CPUs or more (server on 0,
+    client on 1, as every measurement here)."""
+    return ["taskset", "-c", str(cpu)] if (os.cpu_count() or 1) >= 2 else []
+
+
+@pytest.fixture
+def delay_server():
+    proc = subprocess.Popen(pinned(0) + [DELAY_SERVER, "--service-us", str(SERVICE_US)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        assert m, f"delay_server did not start: {line!r}"
+        yield int(m.group(1))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, "delay_server did not exit cleanly on SIGTERM"
+
+
+def run_slo(port, tmp_path, spec, duration="2s", timeout=120):
+    out = tmp_path / "slo.json"
+    argv = pinned(1) + [BENCH, "-p", str(port), "--threads", "2", "--connections-per-thread", "8",
+                        "--workload", "fixed-get", "--path", "/x", "--no-preload",
+                        "--duration", duration, "--warmup", "0.3s", "--slo", spec,
+                        "--slo-precision", "0.03", "--json", str(out)]
+    start = time.monotonic()
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    return r.stdout, json.loads(out.read_text()), elapsed
+
+
+def check_steps_against_points(doc):
+    slo = doc["slo"]
+    points = doc["points"]
+    assert points[0]["open_loop"] is False  # the closed-loop saturation point comes first
+    assert slo["saturation_rps"] == pytest.approx(points[0]["throughput_rps"], rel=1e-6)
+    assert len(points) == len(slo["steps"]) + 1
+    for i, step in enumerate(slo["steps"], start=1):
+        assert step["step"] == i
+        p = points[step["point"]]
+        assert p["open_loop"] is True
+        assert p["target_rps"] == pytest.approx(step["rate_rps"], rel=1e-6)
+        assert p["throughput_rps"] == pytest.approx(step["achieved_rps"], rel=1e-6)
+        assert p["valid"] == step["valid"]
+        assert (step["invalid_reason"] is None) == step["valid"]
+        # meets = valid and the corrected percentile within the bound
+        assert step["meets"] == (step["valid"] and step["percentile_us"] <= slo["bound_us"])
+        # an invalid point missed its planned rate by more than 1%, or its schedule slipped
+        if not step["valid"]:
+            assert (step["achieved_rps"] < 0.99 * step["rate_rps"]
+                    or "schedule slipped" in step["invalid_reason"])
+        else:
+            assert step["achieved_rps"] >= 0.99 * step["rate_rps"]
+
+
+def test_slo_search_finds_the_known_capacity(delay_server, tmp_path):
+    text, doc, elapsed = run_slo(delay_server, tmp_path, "p99=20ms")
+    slo = doc["slo"]
+    assert slo["spec"] == "p99=20ms" and slo["percentile"] == 99 and slo["bound_us"] == 20000
+    assert slo["threads"] == 2 and slo["connections"] == 16 and slo["precision"] == 0.03
+    assert doc["meta"]["mode"]["loop"] == "slo"
+    check_steps_against_points(doc)
+    cap = slo["capacity_rps"]
+    assert cap is not None, text
+    assert abs(cap - CAPACITY) <= 0.10 * CAPACITY, f"capacity {cap} req/s, known {CAPACITY}"
+    met = [s for s in slo["steps"] if s["meets"]]
+    assert max(s["rate_rps"] for s in met) == pytest.approx(cap, rel=1e-6)
+    assert slo["capacity_percentile_us"] <= 20000
+    # Every step and the answer are printed.
+    for s in slo["steps"]:
+        assert re.search(rf"^# slo step {s['step']}: rate {s['rate_rps']:.0f} req/s, ", text, re.M), text
+    assert re.search(rf"^# slo capacity: {cap:.0f} req/s at p99 <= 20ms ", text, re.M), text
+    # Bounded: the saturation point and at most 20 steps of 2 s (+ warm-up and drain each).
+    assert elapsed < 21 * 4
+
+
+def test_a_bound_below_the_service_time_has_no_capacity(delay_server, tmp_path):
+    text, doc, _ = run_slo(delay_server, tmp_path, "p99=100us", duration="1s")
+    slo = doc["slo"]
+    check_steps_against_points(doc)
+    assert slo["capacity_rps"] is None and slo["capacity_percentile_us"] is None
+    assert not any(s["meets"] for s in slo["steps"])
+    assert "missed even at" in slo["conclusion"]
+    assert "# slo capacity: none: p99 <= 100us was not met by any valid step" in text
+    # The search stops once the rate falls below 1/128 of the top, not after 20 steps.
+    assert len(slo["steps"]) <= 9
