@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Study crank: the multithreaded cache server (docs/studies.md).
+
+scripts/experiment.py runs the study itself (every server configuration swept over client
+threads, REPORT.md by scripts/report.py). This adds what issue 15 asks of every study, from that
+run's files plus one measurement per configuration:
+  - the published numbers beside ours (the optimized -t 1, the baseline -t 1, the optimized -t 4);
+  - the saturation point as the other studies define it (the first client thread count reaching
+    95% of the peak) beside the peak;
+  - the capacity at the SLO (default p99=1ms): each depth-1 configuration's server started again
+    with the same flags and pinning, bench_client --slo at that configuration's saturation
+    thread count (pipelined configurations are not searched: the open loop runs depth 1);
+  - the bottleneck verdict at that point from the server's and the client's CPU.
+Writes RUN_DIR/crank/section.md and summary.json.
+
+  python scripts/studies/crank.py --out RUN_DIR/crank --run RUN_DIR [--slo p99=1ms]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as c  # noqa: E402
+
+STUDY = "crank"
+DEFAULT_SLO = "p99=1ms"
+# Published (issue 15): label of ours -> (what, req/s, p95 µs or None, saturation threads or None).
+PUBLISHED = [
+    ("optimized -t 1", "1 server thread, optimized", 22835, 136, 2),
+    ("baseline -t 1", "1 server thread, before its optimizations", 21042, 147, None),
+    ("optimized -t 4", "4 server threads", 17178, None, None),
+]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="crank.py", description=__doc__.split("\n\n")[0])
+    c.add_common_args(p)
+    p.add_argument("--run", type=Path, required=True, help="the experiment's run directory")
+    return p.parse_args(argv)
+
+
+def load_configs(run_dir: Path) -> list[dict]:
+    run = json.loads((run_dir / "run.json").read_text())
+    out = []
+    for name in run.get("order") or []:
+        doc = json.loads((run_dir / name).read_text())
+        meta = doc["meta"]
+        points = [p for p in doc["points"] if not p.get("aborted")]
+        if not points:
+            continue
+        pipeline = (meta.get("mode") or {}).get("pipeline", 1)
+        out.append({"file": name, "label": meta.get("label", name), "flags": meta.get("server_flags"),
+                    "pipeline": pipeline, "points": points})
+    return out
+
+
+def analyse(cfg: dict) -> dict:
+    peak = max(cfg["points"], key=lambda p: p["throughput_rps"])
+    sat = c.saturation(cfg["points"])
+    fig = {"server_cpu_pct": sat.get("server_cpu_pct"), "client_cpu_pct": sat.get("client_cpu_pct")}
+    who, why = c.verdict(fig, {"server": 1, "client": 1})
+    return {"peak_rps": peak["throughput_rps"], "peak_threads": peak["threads"],
+            "saturation_threads": sat["threads"], "saturation_rps": sat["throughput_rps"],
+            "saturation_p95_us": sat["p95_us"], "server_cpu_pct": fig["server_cpu_pct"],
+            "client_cpu_pct": fig["client_cpu_pct"], "verdict": who, "verdict_why": why}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    args.out.mkdir(parents=True, exist_ok=True)
+    spec = args.slo or DEFAULT_SLO
+    precision = args.slo_precision or (0.02 if args.full else 0.05)
+    duration = args.duration or ("3" if args.full else "1")
+    try:
+        server_bin, client_bin = c.binaries(args.build)
+        configs = load_configs(args.run)
+        if not configs:
+            raise c.StudyError(f"no finished configuration in {args.run}/run.json")
+        rows = {}
+        for cfg in configs:
+            a = analyse(cfg)
+            a["slo"] = None
+            if cfg["pipeline"] == 1 and cfg["flags"] and cfg["flags"].startswith("-t"):
+                c.log(STUDY, f"{cfg['label']}: capacity at {spec}, {a['saturation_threads']} threads")
+                with c.Server([str(server_bin), "-p", "0"] + cfg["flags"].split(),
+                              cpu=args.server_cpu, log_dir=args.out,
+                              name=f"cache_server-{cfg['file'][:-5]}") as srv:
+                    doc = c.run_bench(client_bin, ["-p", str(srv.port), "--threads",
+                                                   str(a["saturation_threads"]), "-d", duration,
+                                                   "--warmup", "0.5s", "--slo", spec,
+                                                   "--slo-precision", str(precision)],
+                                      args.out / "raw" / f"{cfg['file'][:-5]}-slo.json",
+                                      cpu=args.client_cpu, timeout_s=900)
+                a["slo"] = c.slo_figures(doc)
+            rows[cfg["label"]] = a
+    except c.StudyError as e:
+        print(f"crank.py: {e}", file=sys.stderr)
+        return 1
+    text = render(rows, spec)
+    c.write_section(args.out, text, {"study": STUDY, "slo": spec, "configurations": rows,
+                                     "published": PUBLISHED})
+    c.log(STUDY, f"wrote {args.out / 'section.md'}")
+    return 0
+
+
+def render(rows: dict, spec: str) -> str:
+    L = ["## Study: crank — the multithreaded cache server", "",
+         "The experiment above is this study; here are the published numbers beside ours, the "
+         "saturation point as every study defines it (the first client thread count reaching 95% "
+         "of the peak), the capacity at the SLO (bench_client --slo at that thread count, the "
+         "server started again with the same flags and pinning) and the bottleneck verdict from "
+         "the server's and the client's CPU at that point.", "",
+         "### Published beside ours", ""]
+    prow = []
+    for label, what, rps, p95, sat_threads in PUBLISHED:
+        ours = rows.get(label)
+        pub = f"{c.fnum(rps)} req/s" + (f" at p95 {p95} µs" if p95 else "") + \
+              (f", saturating at {sat_threads} client threads" if sat_threads else "")
+        mine = "–" if ours is None else (
+            f"{c.fnum(ours['saturation_rps'])} req/s at p95 {c.fnum(ours['saturation_p95_us'])} µs, "
+            f"saturating at {ours['saturation_threads']} client threads (peak "
+            f"{c.fnum(ours['peak_rps'])} req/s)")
+        prow.append([what, label, pub, mine])
+    L.append(c.md_table(["published configuration", "ours", "published", "ours (this run)"], prow))
+    L += ["### Every configuration: saturation, capacity at the SLO, bottleneck", ""]
+    trow = []
+    for label, a in rows.items():
+        slo = a["slo"]
+        trow.append([label, c.fnum(a["peak_rps"]), a["saturation_threads"], c.fnum(a["saturation_rps"]),
+                     c.fnum(a["saturation_p95_us"]), slo["spec"] if slo else "not searched (pipelined)",
+                     c.fnum(slo["capacity_rps"]) if slo else "–", c.fnum(a["server_cpu_pct"], 1),
+                     c.fnum(a["client_cpu_pct"], 1), a["verdict"]])
+    L.append(c.md_table(["configuration", "peak req/s", "saturation (client threads)", "req/s",
+                         "p95 µs", "SLO", "capacity at SLO req/s", "server CPU %", "client CPU %",
+                         "bottleneck"], trow))
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Study leaderboard: leaderboard services, database only to fully cached (docs/studies.md).
+
+The published PostgreSQL-backed service ran in four modes; here they are cache_server
+configurations, all write-through to a throwaway PostgreSQL cluster pinned with the server:
+
+  mode 0, database only   --store postgres --board-source store   (reads are SQL queries)
+  mode 1, caches only     --store none                            (nothing durable)
+  mode 2, cache + db      --store postgres --board-top-cache off  (boards in memory)
+  mode 3, everything      --store postgres --board-top-cache on   (plus rendered top-N pages)
+
+Four workloads over one board of players m0.. (--members; 100,000 in the long form) with scores
+in [0, 50,000): update-only (board-update), leaderboard-only (board-top, top 100), mixed
+(board-mixed, 90 reads : 10 updates) and single-score reads (board-score); load levels up to 64
+connections (one bench_client thread, C connections). Per configuration (mode x workload): the
+saturation point, the capacity at the SLO and the bottleneck verdict from measured CPU (server,
+PostgreSQL, client) and disk %util. The Redis+MongoDB service's three tests map to update-only
+(insert), leaderboard-only (top-100) and mixed (both).
+
+  python scripts/studies/leaderboard.py --out DIR [--quick | --full] [--levels 4,64]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as c  # noqa: E402
+
+STUDY = "leaderboard"
+MODES = {
+    0: ("database only", ["--store", "postgres", "--board-source", "store"]),
+    1: ("caches only", ["--store", "none"]),
+    2: ("cache + database", ["--store", "postgres", "--board-top-cache", "off"]),
+    3: ("everything", ["--store", "postgres", "--board-top-cache", "on"]),
+}
+WORKLOADS = {
+    "update-only": ["--workload", "board-update"],
+    "leaderboard-only": ["--workload", "board-top", "--top-n", "100"],
+    "mixed": ["--workload", "board-mixed", "--top-n", "100", "--ratio", "90:10:0"],
+    "single-score": ["--workload", "board-score"],
+}
+QUICK_LEVELS, FULL_LEVELS = [4, 64], [1, 4, 16, 32, 64]
+QUICK_MEMBERS, FULL_MEMBERS = 20_000, 100_000
+SCORE_MAX = 50_000
+DEFAULT_SLO = "p99=5ms"
+# Published (issue 15).
+PUBLISHED_PG = [
+    ("mode 2, update-only, peak", "8,878 req/s, I/O 72% busy"),
+    ("mode 3, mixed, peak", "11,294 req/s, CPU 100%"),
+    ("top-N read latency", "10–50 µs cached, 1–3 ms from the database"),
+]
+PUBLISHED_REDIS_MONGO = {"update-only": ("insert", 580, 681), "leaderboard-only": ("top-100", 206, 253),
+                         "mixed": ("combined", 509, 613)}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="leaderboard.py", description=__doc__.split("\n\n")[0])
+    c.add_common_args(p)
+    p.add_argument("--levels", help=f"connections per point (quick {QUICK_LEVELS}, full {FULL_LEVELS})")
+    p.add_argument("--members", type=int, help=f"players (quick {QUICK_MEMBERS}, full {FULL_MEMBERS})")
+    p.add_argument("--modes", default="0,1,2,3", help="modes to run (default 0,1,2,3)")
+    return p.parse_args(argv)
+
+
+def server_flags(mode: int, conninfo: str | None) -> list[str]:
+    flags = ["-t", "1", "-p", "0", "--write-mode", "through"]
+    for f in MODES[mode][1]:
+        flags.append(f"postgres:{conninfo}" if f == "postgres" else f)
+    if conninfo:
+        flags += ["--store-connections", "4"]
+    return flags
+
+
+def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration, warmup,
+             precision) -> dict:
+    out = args.out
+    uses_pg = mode != 1
+    board = ["--boards", "1", "--members", str(members), "--score-max", str(SCORE_MAX),
+             "--timeout", "20s"]
+    ctx = c.pg_cluster(args.server_cpu) if uses_pg else contextlib.nullcontext()
+    result = {}
+    with ctx as pg:
+        conninfo = pg.conninfo if pg else None
+        with c.Server([str(server_bin)] + server_flags(mode, conninfo), cpu=args.server_cpu,
+                      name=f"cache_server-mode{mode}", log_dir=out) as srv:
+            # One preload per mode (every member once); the points then keep the data.
+            c.log(STUDY, f"mode {mode}: preload {members} players")
+            c.run_bench(client_bin, ["-p", str(srv.port), "--workload", "board-score", "--threads",
+                                     "1", "-n", "1", "--warmup", "0"] + board,
+                        out / "raw" / f"mode{mode}-preload.json", cpu=args.client_cpu,
+                        timeout_s=900)
+            db_pid = pg.postmaster_pid if pg else None
+            disk = Path(pg.dir) if pg else None
+            for wl, wl_args in WORKLOADS.items():
+                points = []
+                for conns in levels:
+                    c.log(STUDY, f"mode {mode} {wl} {conns} connections")
+                    with c.Resources([srv.pid], db_pid, disk) as res:
+                        doc = c.run_bench(client_bin, ["-p", str(srv.port), "--no-preload",
+                                                       "--threads", "1", "--connections-per-thread",
+                                                       str(conns), "-d", duration, "--warmup",
+                                                       warmup] + wl_args + board,
+                                          out / "raw" / f"mode{mode}-{wl}-{conns}.json",
+                                          cpu=args.client_cpu)
+                    srv.drain()
+                    (pt,) = doc["points"]
+                    fig = res.figures()
+                    fig["client_cpu_pct"] = pt["client_cpu_pct"]
+                    who, why = c.verdict(fig, {"server": 1, "client": 1})
+                    points.append({"connections": conns, "throughput_rps": pt["throughput_rps"],
+                                   "mean_us": pt["mean_us"], "p99_us": pt["p99_us"],
+                                   "errors": pt["errors"], **fig, "verdict": who,
+                                   "verdict_why": why})
+                sat = c.saturation(points)
+                spec = args.slo or DEFAULT_SLO
+                c.log(STUDY, f"mode {mode} {wl}: capacity at {spec}")
+                slo_doc = c.run_bench(client_bin, ["-p", str(srv.port), "--no-preload", "--threads",
+                                                   "1", "--connections-per-thread",
+                                                   str(sat["connections"]), "-d", duration,
+                                                   "--warmup", warmup, "--slo", spec,
+                                                   "--slo-precision", str(precision)] + wl_args +
+                                      board, out / "raw" / f"mode{mode}-{wl}-slo.json",
+                                      cpu=args.client_cpu, timeout_s=900)
+                srv.drain()
+                result[wl] = {"points": points, "saturation": sat, "slo": c.slo_figures(slo_doc)}
+    return result
+
+
+def figure(out: Path, results: dict) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(13, 3.4), sharey=True)
+    for ax, wl in zip(axes, WORKLOADS):
+        for mode, r in results.items():
+            pts = r[wl]["points"]
+            ax.plot([p["connections"] for p in pts], [p["throughput_rps"] for p in pts], "o-",
+                    label=f"mode {mode}")
+        ax.set_title(wl)
+        ax.set_xlabel("connections")
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("req/s")
+    axes[0].set_yscale("log")
+    axes[-1].legend()
+    fig.tight_layout()
+    fig.savefig(out / "leaderboard.png", dpi=100)
+    plt.close(fig)
+    return "leaderboard.png"
+
+
+def peak(r: dict) -> dict:
+    return max(r["points"], key=lambda p: p["throughput_rps"])
+
+
+def render(results, levels, members, duration, args, fig_name):
+    L = ["## Study: leaderboard — leaderboard services, database only to fully cached", ""]
+    L.append("The published PostgreSQL-backed service's four modes, as cache_server "
+             "configurations (write-through; PostgreSQL is a throwaway cluster pinned with the "
+             f"server to CPU {args.server_cpu}; bench_client on CPU {args.client_cpu}):")
+    L.append("")
+    L.append(c.md_table(["mode", "meaning", "cache_server flags"],
+                        [[m, MODES[m][0], "`" + " ".join(MODES[m][1]) + "`"] for m in results]))
+    L.append(f"Workloads over one board of {members:,} players with scores in [0, {SCORE_MAX:,}) "
+             "(`--score-max`): update-only (`board-update`), leaderboard-only (`board-top`, top "
+             "100), mixed (`board-mixed`, 90 reads : 10 updates), single-score reads "
+             f"(`board-score`); levels {', '.join(map(str, levels))} connections (one client "
+             f"thread), {duration} s per point, preloaded once per mode.")
+    L.append("")
+    L.append("### Published beside ours")
+    L.append("")
+    rows = []
+    m2 = results.get(2, {}).get("update-only")
+    m3 = results.get(3, {}).get("mixed")
+    if m2:
+        p = peak(m2)
+        rows.append([PUBLISHED_PG[0][0], PUBLISHED_PG[0][1],
+                     f"{c.fnum(p['throughput_rps'])} req/s, disk {c.fnum(p['disk_util_pct'])}% busy"])
+    if m3:
+        p = peak(m3)
+        rows.append([PUBLISHED_PG[1][0], PUBLISHED_PG[1][1],
+                     f"{c.fnum(p['throughput_rps'])} req/s, server CPU {c.fnum(p['server_cpu_pct'])}%"])
+    if 3 in results and 0 in results:
+        lo3 = results[3]["leaderboard-only"]["points"][0]
+        lo0 = results[0]["leaderboard-only"]["points"][0]
+        rows.append([PUBLISHED_PG[2][0], PUBLISHED_PG[2][1],
+                     f"mean {c.fnum(lo3['mean_us'])} µs cached (mode 3), {c.fnum(lo0['mean_us'])} µs "
+                     f"from the database (mode 0), at {lo3['connections']} connections"])
+    L.append(c.md_table(["PostgreSQL-backed service", "published", "ours"], rows))
+    if 3 in results:
+        rows = []
+        for wl, (test, lo, hi) in PUBLISHED_REDIS_MONGO.items():
+            p = peak(results[3][wl])
+            rows.append([test, f"{lo}–{hi}", wl, c.fnum(p["throughput_rps"]),
+                         p["connections"]])
+        L.append("The Redis+MongoDB service (2 vCPUs) beside ours in mode 3 (peak over the levels):")
+        L.append("")
+        L.append(c.md_table(["test", "published req/s", "our workload", "ours req/s",
+                             "at connections"], rows))
+    L.append(f"![leaderboard throughput](leaderboard/{fig_name})")
+    L.append("")
+    L.append("### Every configuration: saturation, capacity at the SLO, bottleneck")
+    L.append("")
+    L.append("Saturation: the first level reaching 95% of the peak. Capacity: bench_client --slo "
+             "at the saturation level (invalid points never count). Verdict: the resources at "
+             f"≥ {c.BOUND_PCT:.0f}% at the saturation point (docs/studies.md).")
+    L.append("")
+    rows = []
+    summary = {"configurations": {}}
+    for mode, r in results.items():
+        for wl in WORKLOADS:
+            s, slo = r[wl]["saturation"], r[wl]["slo"]
+            name = f"mode {mode} {wl}"
+            rows.append([name, s["connections"], c.fnum(s["throughput_rps"]),
+                         c.fnum(s["mean_us"], 1), c.fnum(s["p99_us"], 1), slo["spec"],
+                         c.fnum(slo["capacity_rps"]), c.fnum(s["server_cpu_pct"], 1),
+                         c.fnum(s["db_cpu_pct"], 1), c.fnum(s["client_cpu_pct"], 1),
+                         c.fnum(s["disk_util_pct"], 1), s["verdict"]])
+            summary["configurations"][name] = r[wl]
+    L.append(c.md_table(["configuration", "saturation (conns)", "req/s", "mean µs", "p99 µs", "SLO",
+                         "capacity at SLO req/s", "server CPU %", "PostgreSQL CPU %",
+                         "client CPU %", "disk %util", "bottleneck"], rows))
+    return "\n".join(L) + "\n", summary
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    args.out.mkdir(parents=True, exist_ok=True)
+    levels = [int(x) for x in args.levels.split(",")] if args.levels else (
+        FULL_LEVELS if args.full else QUICK_LEVELS)
+    members = args.members or (FULL_MEMBERS if args.full else QUICK_MEMBERS)
+    duration = args.duration or ("5" if args.full else "1")
+    warmup = "1s" if args.full else "0.3s"
+    precision = args.slo_precision or (0.02 if args.full else 0.1)
+    modes = [int(m) for m in args.modes.split(",")]
+    try:
+        server_bin, client_bin = c.binaries(args.build)
+        results = {m: run_mode(m, args, server_bin, client_bin, levels, members, duration, warmup,
+                               precision) for m in modes}
+    except c.StudyError as e:
+        print(f"leaderboard.py: {e}", file=sys.stderr)
+        return 1
+    fig_name = figure(args.out, results)
+    text, summary = render(results, levels, members, duration, args, fig_name)
+    summary.update({"study": STUDY, "levels": levels, "members": members,
+                    "duration_s": float(duration), "modes": modes, "figures": [fig_name]})
+    c.write_section(args.out, text, summary)
+    c.log(STUDY, f"wrote {args.out / 'section.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
