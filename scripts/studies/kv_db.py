@@ -213,7 +213,7 @@ def main(argv=None) -> int:
         FULL_LEVELS if args.full else QUICK_LEVELS)
     duration = args.duration or ("5" if args.full else "2")
     warmup = "1s" if args.full else "0.5s"
-    slo_duration = "3" if args.full else "1"
+    slo_duration = args.duration or ("3" if args.full else "1")
     precision = args.slo_precision or (0.02 if args.full else 0.05)
     stores = [s for s in args.stores.split(",") if s]
     try:

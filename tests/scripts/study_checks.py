@@ -1,0 +1,87 @@
+"""Shared checks of the studies' tests (test_study_*.py): run a study at a reduced size, then hold
+every number its section prints against its summary.json, and summary.json against the raw
+bench_client JSON it came from; check each verdict follows from its figures and that no server
+or database is left running."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import md_tables
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "studies"))
+import common  # noqa: E402
+
+
+def need_postgres() -> None:
+    """Skips the test, naming the package, when PostgreSQL's server binaries are missing."""
+    import pytest
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    import pg_cluster
+    try:
+        pg_cluster.find_bindir()
+    except pg_cluster.PgClusterError as e:
+        pytest.skip(str(e))
+
+
+def run_study(name: str, out: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    script = ROOT / "scripts" / "studies" / f"{name}.py"
+    r = subprocess.run([sys.executable, str(script), "--out", str(out), *args],
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def load(out: Path) -> tuple[str, dict]:
+    return (out / "section.md").read_text(), json.loads((out / "summary.json").read_text())
+
+
+def cell(x, digits=0) -> str:
+    return common.fnum(x, digits)
+
+
+def check_slo_against_raw(slo: dict, raw_path: Path) -> None:
+    """The summary's capacity figures are the raw bench_client --slo JSON's."""
+    raw = json.loads(raw_path.read_text())["slo"]
+    assert slo["spec"] == raw["spec"]
+    assert slo["capacity_rps"] == raw["capacity_rps"]
+    assert slo["saturation_rps"] == raw["saturation_rps"]
+    assert slo["steps"] == len(raw["steps"])
+    if raw["capacity_rps"] is not None:  # the capacity is the highest step that met the bound
+        met = [s for s in raw["steps"] if s["meets"]]
+        assert all(s["valid"] for s in met)
+        assert max(s["rate_rps"] for s in met) == raw["capacity_rps"]
+
+
+def check_verdict(point: dict, cores=None) -> None:
+    who, why = common.verdict(point, cores or {"server": 1, "client": 1})
+    assert point["verdict"] == who and point["verdict_why"] == why
+    busy = [v for v in (point.get("server_cpu_pct"), point.get("client_cpu_pct"),
+                        point.get("disk_util_pct")) if v is not None]
+    if who == "none saturated":
+        assert all(v < common.BOUND_PCT for v in busy)
+        both = (point.get("server_cpu_pct") or 0) + (point.get("db_cpu_pct") or 0)
+        assert both < common.BOUND_PCT
+
+
+def check_point_against_raw(point: dict, raw_path: Path) -> None:
+    (raw,) = json.loads(raw_path.read_text())["points"]
+    assert point["throughput_rps"] == raw["throughput_rps"]
+    assert point["client_cpu_pct"] == raw["client_cpu_pct"]
+    assert point["errors"] == raw["errors"] == 0, raw["errors_by_code"]
+
+
+def no_process_left(out: Path) -> None:
+    """No cache_server started for this study, no PostgreSQL cluster of it, is still running."""
+    r = subprocess.run(["pgrep", "-af", "cache_server|postgres -D /tmp/pg_cluster_"],
+                       capture_output=True, text=True)
+    mine = [l for l in r.stdout.splitlines() if str(out) in l or "pg_cluster_" in l]
+    assert not mine, mine
+
+
+def figures_exist(out: Path, summary: dict, md: str, study: str) -> None:
+    for f in summary["figures"]:
+        assert (out / f).stat().st_size > 1000
+        assert f"]({study}/{f})" in md

@@ -1,0 +1,93 @@
+"""The pure parts of scripts/studies/common.py: iostat's %util from two /proc/diskstats lines,
+/proc/PID/stat ticks (real files of this process and its child), the verdict rules, the
+saturation rule and the Markdown helpers."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "studies"))
+import common as c  # noqa: E402
+
+BEFORE = "   8       0 sda 100 0 800 50 200 0 1600 300 0 1000 400 0 0 0 0 10 5"
+AFTER = "   8       0 sda 110 0 880 55 400 0 3200 600 0 1850 800 0 0 0 0 30 9"
+
+
+def test_disk_util_is_io_ticks_over_elapsed_ms():
+    d = c.disk_delta(BEFORE, AFTER, 1.0)
+    assert d["device"] == "sda"
+    assert d["util_pct"] == pytest.approx(85.0)  # 850 ms of 1000 ms with I/O in flight
+    assert d["writes_per_s"] == pytest.approx(200.0)
+    assert d["flushes_per_s"] == pytest.approx(20.0)
+    assert c.disk_delta(BEFORE, AFTER, 0.5)["util_pct"] == 100.0  # capped, as iostat
+    with pytest.raises(ValueError):
+        c.disk_delta(BEFORE, AFTER.replace("sda", "sdb"), 1.0)
+    with pytest.raises(ValueError):
+        c.diskstats_fields("8 0 sda 1 2")
+
+
+def test_real_diskstats_line_parses():
+    line = next(l for l in Path("/proc/diskstats").read_text().splitlines() if l.strip())
+    assert len(c.diskstats_fields(line)) >= 14
+
+
+def test_stat_ticks_of_this_process_and_a_command_with_spaces():
+    text = Path(f"/proc/{os.getpid()}/stat").read_text()
+    assert c.stat_ticks(text) >= 0
+    fake = "42 (a b) c) S 1 " + " ".join(["0"] * 9) + " 7 5 3 2 " + " ".join(["0"] * 30)
+    assert c.stat_ticks(fake) == 12 and c.stat_ticks(fake, children=True) == 17
+    assert c.stat_ppid(fake) == 1
+
+
+def test_tree_ticks_counts_an_exited_child():
+    # A child that burns CPU and exits: its ticks reach this process's cutime/cstime.
+    before = c.tree_ticks(os.getpid())
+    subprocess.run([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<0.3: pass"],
+                   check=True)
+    after = c.tree_ticks(os.getpid())
+    assert after - before >= 0.15 * c.CLK_TCK
+
+
+def test_resources_sample_a_busy_process():
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with c.Resources([p.pid]) as r:
+            time.sleep(0.5)
+        fig = r.figures()
+        assert fig["server_cpu_pct"] > 30
+        assert fig["db_cpu_pct"] is None and fig["disk_util_pct"] is None
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("fig,cores,who", [
+    ({"disk_util_pct": 92.0, "server_cpu_pct": 99.0}, {}, "disk"),
+    ({"server_cpu_pct": 97.0, "client_cpu_pct": 40.0}, {}, "server CPU"),
+    ({"server_cpu_pct": 97.0, "client_cpu_pct": 99.0}, {}, "client CPU + server CPU"),
+    ({"server_cpu_pct": 40.0, "db_cpu_pct": 50.0, "client_cpu_pct": 10.0}, {}, "database CPU"),
+    ({"server_cpu_pct": 40.0, "db_cpu_pct": 30.0, "client_cpu_pct": 10.0}, {}, "none saturated"),
+    ({"server_cpu_pct": 170.0, "client_cpu_pct": 10.0}, {"server": 2}, "server CPU"),
+    ({"server_cpu_pct": 150.0, "client_cpu_pct": 10.0}, {"server": 2}, "none saturated"),
+    ({"client_cpu_pct": 84.9}, {}, "none saturated"),
+])
+def test_verdict_names_the_saturated_resource(fig, cores, who):
+    got, why = c.verdict(fig, cores)
+    assert got == who, why
+    if who == "none saturated":
+        assert why.startswith("latency-bound: ")
+
+
+def test_saturation_is_the_first_point_at_95_percent_of_the_peak():
+    pts = [{"n": 1, "throughput_rps": 50.0}, {"n": 2, "throughput_rps": 96.0},
+           {"n": 3, "throughput_rps": 100.0}, {"n": 4, "throughput_rps": 99.0}]
+    assert c.saturation(pts)["n"] == 2
+
+
+def test_formatting_helpers():
+    assert c.fnum(12345.678) == "12,346" and c.fnum(0.1184, 3) == "0.118" and c.fnum(None) == "–"
+    assert c.md_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---:|\n| 1 | 2 |\n"

@@ -1,0 +1,71 @@
+"""scripts/studies/crank.py on a tiny experiment (scripts/experiment.py, seconds), then
+scripts/studies/assemble.py: the published numbers sit beside ours, every number of the crank
+section is the experiment's JSON's (and the --slo runs'), each verdict follows from its figures,
+and REPORT.md holds each section once however often it is assembled."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+import md_tables
+import study_checks as sc
+
+pytestmark = pytest.mark.skipif(not (sc.ROOT / "build/release/client/bench_client").exists(),
+                                reason="build/release is not built (bash scripts/setup.sh)")
+
+
+def test_crank_section_and_the_assembled_report(tmp_path):
+    r = subprocess.run([sys.executable, str(sc.ROOT / "scripts/experiment.py"), "--out",
+                        str(tmp_path), "--server-threads", "1", "--client-threads", "1,2",
+                        "--duration", "0.5", "--warmup", "100", "--no-nginx", "--no-plots"],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    run_dir = (tmp_path / "latest").resolve()
+    out = run_dir / "crank"
+    sc.run_study("crank", out, "--run", str(run_dir), "--duration", "0.5", "--slo-precision", "0.25")
+    md, summary = sc.load(out)
+    configs = summary["configurations"]
+    run = json.loads((run_dir / "run.json").read_text())
+    _, rows = md_tables.table(md, "| configuration | peak req/s")
+    assert [r[0] for r in rows] == [json.loads((run_dir / n).read_text())["meta"]["label"]
+                                    for n in run["order"]]
+    for row in rows:
+        a = configs[row[0]]
+        doc = json.loads((run_dir / next(n for n in run["order"] if json.loads(
+            (run_dir / n).read_text())["meta"]["label"] == row[0])).read_text())
+        points = doc["points"]
+        peak = max(p["throughput_rps"] for p in points)
+        sat = next(p for p in points if p["throughput_rps"] >= 0.95 * peak)
+        assert row[1] == sc.cell(peak) and row[2] == str(sat["threads"])
+        assert row[3] == sc.cell(sat["throughput_rps"]) and row[4] == sc.cell(sat["p95_us"])
+        assert row[7] == sc.cell(sat["server_cpu_pct"], 1)
+        assert row[8] == sc.cell(sat["client_cpu_pct"], 1)
+        assert row[9] == a["verdict"]
+        if "-P" in row[0]:
+            assert row[5] == "not searched (pipelined)"
+        else:
+            raw = out / "raw" / (next(n for n in run["order"] if json.loads(
+                (run_dir / n).read_text())["meta"]["label"] == row[0])[:-5] + "-slo.json")
+            sc.check_slo_against_raw(a["slo"], raw)
+            assert row[5] == a["slo"]["spec"] == "p99=1ms"
+            assert row[6] == sc.cell(a["slo"]["capacity_rps"])
+    # Published beside ours: the three published configurations, ours where this run has them.
+    _, pub = md_tables.table(md, "| published configuration")
+    assert [p[2] for p in pub] == ["22,835 req/s at p95 136 µs, saturating at 2 client threads",
+                                   "21,042 req/s at p95 147 µs", "17,178 req/s"]
+    # The report: crank's own part, then the studies once, however often assembled.
+    for _ in range(2):
+        subprocess.run([sys.executable, str(sc.ROOT / "scripts/studies/assemble.py"), str(run_dir)],
+                       check=True, capture_output=True, timeout=60)
+    report = (run_dir / "REPORT.md").read_text()
+    assert report.startswith("# Load-test report")
+    assert report.count("## Study: crank") == 1 and report.count("# Studies") == 1
+    sc.no_process_left(out)
+
+
+def test_experiment_sh_refuses_an_unknown_study():
+    r = subprocess.run(["bash", str(sc.ROOT / "scripts/experiment.sh"), "--study", "nope"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "unknown study 'nope' (expected crank kv-db leaderboard threadpool or all)" in r.stderr
