@@ -15,6 +15,7 @@
 
 #include "cpu.hh"
 #include "interrupt.hh"
+#include "open_loop_schedule.hh"
 #include "trace_record.hh"
 
 namespace bench {
@@ -61,20 +62,6 @@ void StartGate::OnStart::operator()() noexcept {
   gate->started_ = true;
 }
 
-std::uint64_t WorkerStats::errors() const {
-  std::uint64_t total = mismatches;
-  for (auto n : unexpected_status) total += n;
-  for (auto n : io_errors) total += n;
-  return total;
-}
-
-std::uint64_t NodeStats::errors() const {
-  std::uint64_t total = mismatches;
-  for (auto n : unexpected_status) total += n;
-  for (auto n : io_errors) total += n;
-  return total;
-}
-
 std::size_t Routing::node_of(const Op& op, const KeySpace& keys) const {
   if (op.type == OpType::kBoardSet || op.type == OpType::kBoardTop ||
       op.type == OpType::kBoardScore) {
@@ -93,7 +80,8 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
       keys_(keys),
       plan_(plan),
       gate_(gate),
-      ops_(cfg.workload, plan.seed, plan.thread_index) {
+      ops_(cfg.workload, plan.seed, plan.thread_index),
+      recorder_(plan.rate_rps > 0.0) {
   // The open loop plans one send time per request: it runs with a pipeline of 1 (the command
   // line rejects --pipeline above 1 with --rate; this keeps any other caller honest too).
   if (plan_.rate_rps > 0.0 || plan_.pipeline == 0) plan_.pipeline = 1;
@@ -171,15 +159,11 @@ void Worker::run() {
     return;
   }
   gate_.arrive_and_wait();
-  t0_ = gate_.t0();
-  stats_.last_completion = t0_;
-  const auto deadline = plan_.requests > 0 ? t0_ + kMeasuredCap : t0_ + plan_.duration;
-  phase(plan_.requests, deadline, t0_, true);
-  flush_second();
-  // Unsent planned sends go to the window's last second after later completions were flushed.
-  std::stable_sort(
-      stats_.series.begin(), stats_.series.end(),
-      [](const SecondSample& a, const SecondSample& b) { return a.second < b.second; });
+  const auto t0 = gate_.t0();
+  recorder_.start(t0);
+  const auto deadline = plan_.requests > 0 ? t0 + kMeasuredCap : t0 + plan_.duration;
+  phase(plan_.requests, deadline, t0, true);
+  recorder_.finish();
 }
 
 bool Worker::local_failure(const char* what, int err) {
@@ -195,10 +179,8 @@ bool Worker::local_failure(const char* what, int err) {
 bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
                    Clock::time_point schedule_start, bool measured) {
   if (routing_ != nullptr) return routed_phase(limit, deadline, schedule_start, measured);
-  const bool open = plan_.rate_rps > 0.0;  // the open loop runs with a pipeline of 1
-  const auto interval =
-      std::chrono::nanoseconds(open ? static_cast<std::int64_t>(1e9 / plan_.rate_rps) : 0);
-  Clock::time_point next_planned = schedule_start + plan_.schedule_offset;
+  OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
+  const bool open = schedule.open();  // the open loop runs with a pipeline of 1
   std::uint64_t issued = 0;
 
   for (;;) {
@@ -219,17 +201,13 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
           if (limit != 0 && issued >= limit) break;
           continue;
         }
-        Clock::time_point planned = now;
-        if (open) {
-          if (next_planned > now) {
-            idle_left = true;
-            break;
-          }
-          planned = next_planned;
-          next_planned += interval;
+        const auto planned = schedule.take_due(now);
+        if (!planned) {
+          idle_left = true;
+          break;
         }
         const std::size_t outstanding = link.pending.size() + count;
-        const bool written = issue(link, count, planned, open, measured);
+        const bool written = issue(link, count, *planned, open, measured);
         if (stats_.fatal) return false;
         if (plan_.pipeline > 1) {
           // A batch whose write failed is issued all the same: part of it may have reached the
@@ -249,10 +227,10 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
         std::any_of(links_.begin(), links_.end(), [](const Link& l) { return !l.pending.empty(); });
     if (!any_busy) {
       if (!issuing) {
-        if (open && measured) record_unsent(next_planned, interval, deadline, limit, issued);
+        if (open && measured) schedule.record_unsent(deadline, limit, issued, recorder_);
         return true;
       }
-      if (open) sleep_until(std::min(next_planned, deadline));
+      if (open) sleep_until(std::min(schedule.next(), deadline));
       continue;
     }
     if (links_.size() == 1) {
@@ -263,7 +241,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     // Several connections: wait for whichever answers first, or for the next planned send.
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
     if (open && idle_left && issuing)
-      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, next_planned - now));
+      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, schedule.next() - now));
     if (refill) wait = std::chrono::nanoseconds(0);
     if (!await_links(wait, measured)) return false;
   }
@@ -315,10 +293,8 @@ Worker::Link* Worker::free_link(std::size_t node) {
 // request per write, whatever --pipeline (which still bounds the requests outstanding per link).
 bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
                           Clock::time_point schedule_start, bool measured) {
-  const bool open = plan_.rate_rps > 0.0;  // the open loop runs with a pipeline of 1
-  const auto interval =
-      std::chrono::nanoseconds(open ? static_cast<std::int64_t>(1e9 / plan_.rate_rps) : 0);
-  Clock::time_point next_planned = schedule_start + plan_.schedule_offset;
+  OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
+  const bool open = schedule.open();  // the open loop runs with a pipeline of 1
   std::uint64_t issued = 0;
 
   for (;;) {
@@ -337,19 +313,15 @@ bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
       }
       Link* link = free_link(held_node_);
       if (link == nullptr) break;  // its node's links are all busy: the operation waits
-      Clock::time_point planned = now;
-      if (open) {
-        if (next_planned > now) {
-          idle_left = true;
-          break;
-        }
-        planned = next_planned;
-        next_planned += interval;
+      const auto planned = schedule.take_due(now);
+      if (!planned) {
+        idle_left = true;
+        break;
       }
       const Op op = *held_;
       held_.reset();
       const std::size_t outstanding = link->pending.size() + 1;
-      const bool written = issue_op(*link, op, planned, open, measured);
+      const bool written = issue_op(*link, op, *planned, open, measured);
       if (stats_.fatal) return false;
       // As in phase(): with --pipeline above 1 a request whose write failed is accounted for (it
       // may have reached the node); with 1 it is replaced by the next operation.
@@ -365,16 +337,16 @@ bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
         std::any_of(links_.begin(), links_.end(), [](const Link& l) { return !l.pending.empty(); });
     if (!any_busy) {
       if (!issuing) {
-        if (open && measured) record_unsent(next_planned, interval, deadline, limit, issued);
+        if (open && measured) schedule.record_unsent(deadline, limit, issued, recorder_);
         return true;
       }
-      if (open) sleep_until(std::min(next_planned, deadline));
+      if (open) sleep_until(std::min(schedule.next(), deadline));
       continue;
     }
     // Wait for whichever link answers first, or for the next planned send.
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
     if (open && idle_left && issuing)
-      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, next_planned - now));
+      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, schedule.next() - now));
     if (refill) wait = std::chrono::nanoseconds(0);
     if (!await_links(wait, measured)) return false;
   }
@@ -501,20 +473,6 @@ bool Worker::write_failed(Link& link, IoResult what, bool measured) {
   return fail(link, what, measured);
 }
 
-// The planned sends between `next` and the end of the window that were never issued, each
-// recorded at (end - planned): a lower bound of the latency it would have seen.
-void Worker::record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
-                           Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued) {
-  if (interval.count() <= 0) return;
-  // Counted in the window's last second (the deadline itself starts the second after it).
-  const auto last_moment = deadline - std::chrono::nanoseconds(1);
-  for (; next < deadline && (limit == 0 || issued < limit); next += interval, ++issued) {
-    record_latency(static_cast<std::uint64_t>((deadline - next).count()), last_moment,
-                   Sample::kUnsent);
-    ++stats_.unsent;
-  }
-}
-
 bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) {
   if (what == IoResult::kError && is_local_failure(link.conn.last_errno()))
     return local_failure("a socket call", link.conn.last_errno());
@@ -531,7 +489,7 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
       const auto waited =
           std::chrono::duration_cast<std::chrono::nanoseconds>(now - link.pending.at(i).planned);
       const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(waited.count(), 0));
-      record_latency(ns, now, Sample::kTimedOut);
+      recorder_.latency(ns, now, Recorder::Sample::kTimedOut);
       if (routing_ != nullptr) stats_.nodes[link.node].latency.record(ns);
     }
   }
@@ -616,7 +574,7 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
     const std::size_t status_slot =
         static_cast<std::size_t>(response.status) % WorkerStats::kStatusSlots;
     if (!expected) ++stats_.unexpected_status[status_slot];
-    const std::uint64_t latency = record(request, done);
+    const std::uint64_t latency = recorder_.completed(request.planned, request.sent, done);
     if (routing_ != nullptr) {  // the one per-request branch of --targets here
       NodeStats& node = stats_.nodes[link.node];
       node.latency.record(latency);
@@ -673,48 +631,6 @@ bool Worker::finish_board(const Op& op, const Response& response) {
   }
   if (verdict != BoardVerdict::kOk) ++stats_.mismatches;
   return true;
-}
-
-std::uint64_t Worker::record(const Pending& request, Clock::time_point done) {
-  const auto from_planned =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(done - request.planned).count();
-  const auto from_sent =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(done - request.sent).count();
-  const auto corrected = static_cast<std::uint64_t>(std::max<std::int64_t>(from_planned, 0));
-  record_latency(corrected, done, Sample::kCompleted);
-  if (plan_.rate_rps > 0.0) {
-    stats_.latency_uncorrected.record(
-        static_cast<std::uint64_t>(std::max<std::int64_t>(from_sent, 0)));
-    const auto lag =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(request.sent - request.planned)
-            .count();
-    stats_.send_lag.record(static_cast<std::uint64_t>(std::max<std::int64_t>(lag, 0)));
-  }
-  ++stats_.completed;
-  stats_.last_completion = std::max(stats_.last_completion, done);
-  return corrected;
-}
-
-void Worker::record_latency(std::uint64_t ns, Clock::time_point at, Sample kind) {
-  stats_.latency.record(ns);
-  const auto since = std::chrono::duration_cast<std::chrono::seconds>(at - t0_).count();
-  const auto second = static_cast<std::uint32_t>(std::max<std::int64_t>(since, 0));
-  if (second != current_second_) {
-    flush_second();
-    current_second_ = second;
-  }
-  if (second < static_cast<std::uint32_t>(Config::kMaxSeriesSeconds.count())) {
-    second_hist_.record(ns);
-    ++second_counts_[static_cast<std::size_t>(kind)];
-  }
-}
-
-void Worker::flush_second() {
-  if (second_hist_.count() == 0) return;
-  stats_.series.push_back(SecondSample{current_second_, second_hist_.nonzero_buckets(),
-                                       second_counts_[0], second_counts_[1], second_counts_[2]});
-  second_hist_.reset();
-  second_counts_ = {};
 }
 
 }  // namespace bench

@@ -11,6 +11,8 @@
 // soon as they are read).
 // With --targets (a Routing), the worker opens its connections to every node and sends each
 // operation to the node the consistent-hash ring gives it (placement.hh); see Worker::routed_phase.
+// This file is the connection loop; the open loop's planned send times are in
+// open_loop_schedule.hh, and what is recorded, and where, in recorder.hh.
 #pragma once
 
 #include <poll.h>
@@ -30,11 +32,10 @@
 #include "histogram.hh"
 #include "http.hh"
 #include "placement.hh"
+#include "recorder.hh"
 #include "workload.hh"
 
 namespace bench {
-
-using Clock = std::chrono::steady_clock;
 
 // Where all workers of one point meet after warm-up; the completion step stamps the common start
 // of the measured window and takes the starting CPU samples.
@@ -84,27 +85,6 @@ struct WorkerPlan {
   int pin_cpu = -1;
 };
 
-// Latencies of one second of the measured window, as sparse histogram buckets: the completed
-// requests, and, exactly as in the headline histogram, the timed-out requests (at the time they
-// waited, in the second they were given up) and the open loop's unsent planned sends (at their
-// lower bound, in the window's last second).
-struct SecondSample {
-  std::uint32_t second = 0;
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> buckets;
-  std::uint64_t completed = 0, timed_out = 0, unsent = 0;
-};
-
-// --targets: what one worker saw of one node (the requests placed on it).
-struct NodeStats {
-  static constexpr std::size_t kStatusSlots = 1000;
-  Histogram latency;  // the same samples as WorkerStats::latency, of this node's requests
-  std::uint64_t completed = 0;
-  std::uint64_t mismatches = 0;
-  std::array<std::uint64_t, kStatusSlots> unexpected_status{};
-  std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
-  std::uint64_t errors() const;
-};
-
 // --targets: the nodes (in --targets order) and the ring that places every operation.
 struct Routing {
   Routing(std::vector<Endpoint> endpoints, const std::vector<std::string>& names, unsigned weight)
@@ -114,33 +94,6 @@ struct Routing {
   // The node of an operation: its key's (key ops, the key's bytes, which need no
   // percent-encoding) or its board's (board ops, the name b<i>).
   std::size_t node_of(const Op& op, const KeySpace& keys) const;
-};
-
-struct WorkerStats {
-  static constexpr std::size_t kStatusSlots = NodeStats::kStatusSlots;
-  Histogram latency;              // closed loop: from send; open loop: from planned send
-  Histogram latency_uncorrected;  // open loop only: from the actual send
-  Histogram send_lag;             // open loop only: actual send - planned send
-  std::uint64_t completed = 0;    // responses received in the measured window
-  // Open loop: planned sends the window ended before (every connection was busy). Each is in
-  // `latency` at its lower bound, window end - planned time, so an end-of-run stall is not hidden.
-  std::uint64_t unsent = 0;
-  std::uint64_t gets = 0, get_hits = 0, get_misses = 0, sets = 0, deletes = 0;
-  // GET hits whose bytes differ from the derived value; board reads whose answer fails its check
-  // (board_workload.hh), and, after the preload, board reads answered 404.
-  std::uint64_t mismatches = 0;
-  std::array<std::uint64_t, kStatusSlots> unexpected_status{};
-  std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
-  Clock::time_point last_completion{};
-  std::vector<SecondSample> series;  // in second order (sorted when the thread ends)
-  bool fatal = false;
-  std::string fatal_message;
-  bool interrupted = false;  // stopped by SIGINT/SIGTERM (interrupt.hh); the point is unfinished
-  // --targets: one per node (empty otherwise). Open-loop unsent planned sends have no node: they
-  // are in `latency` and `unsent` only.
-  std::vector<NodeStats> nodes;
-
-  std::uint64_t errors() const;
 };
 
 class Worker {
@@ -236,14 +189,6 @@ class Worker {
   // went out: a timeout does not record those in the histogram). Counts them, re-opens the
   // connection; false when the thread must stop.
   bool fail(Link& link, IoResult what, bool measured, std::size_t unsent = 0);
-  void record_unsent(Clock::time_point next, std::chrono::nanoseconds interval,
-                     Clock::time_point deadline, std::uint64_t limit, std::uint64_t issued);
-  // Records a completed request; returns the latency recorded in the headline histogram.
-  std::uint64_t record(const Pending& request, Clock::time_point done);
-  enum class Sample { kCompleted, kTimedOut, kUnsent };
-  // Records a measured latency in the headline histogram and in the series' second of `at`.
-  void record_latency(std::uint64_t ns, Clock::time_point at, Sample kind);
-  void flush_second();
   // A local failure (errno of the client itself, not of the server): the point cannot go on.
   bool local_failure(const char* what, int err);
   // Waits up to `wait` for the busy links' responses and handles them (phase, routed_phase).
@@ -262,10 +207,8 @@ class Worker {
   std::vector<Link> links_;
   std::vector<pollfd> poll_fds_;  // await_links()'s scratch, kept to avoid allocating per wait
   std::vector<Link*> polled_;
-  WorkerStats stats_;
-  Histogram second_hist_;
-  std::uint32_t current_second_ = 0;
-  std::array<std::uint64_t, 3> second_counts_{};  // by Sample, for current_second_
+  Recorder recorder_;
+  WorkerStats& stats_ = recorder_.stats();  // the recorder's: counts by operation and error
   bool verify_ = true;
   std::uint32_t version_counter_ = 0;
   unsigned consecutive_failures_ = 0;  // connection failures since the last response
@@ -281,7 +224,6 @@ class Worker {
   std::uint64_t board_min_members_ = 0;
   bool record_ = false;                  // --record-trace given
   std::vector<std::uint64_t> recorded_;  // grows amortised; merged by the caller after join
-  Clock::time_point t0_{};
 };
 
 }  // namespace bench

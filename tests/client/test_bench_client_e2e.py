@@ -107,7 +107,9 @@ def test_tiny_etc_sweep(server, tmp_path):
                   "--server-pid", server.pid, "--json", out_json, "--csv", out_csv)
     assert r.returncode == 0, r.stderr
     doc = json.loads(out_json.read_text())
-    assert set(doc) == {"meta", "points"}
+    assert set(doc) == {"meta", "points", "slo"}
+    assert doc["slo"] is None  # no --slo search
+    assert all(p["valid"] is True and p["invalid_reason"] is None for p in doc["points"])
     meta = doc["meta"]
     for key in ("workload", "server_stats", "client_host", "client_cpus", "pinning", "git_revision", "date_utc"):
         assert key in meta, key
