@@ -179,6 +179,23 @@ def run_bench(client: Path, args: list[str], json_path: Path, cpu: int | None = 
     return json.loads(json_path.read_text())
 
 
+def measure_point(client: Path, bench_args: list[str], json_path: Path, cpu: int | None,
+                  server_pids: list[int], db_postmaster_pid: int | None = None,
+                  disk_path: Path | None = None, cores: dict | None = None) -> dict:
+    """One load level: bench_client with `bench_args` (one point), the resources sampled around
+    it, and its verdict. The dict: throughput_rps, requests, errors, mean_us, p99_us,
+    client_cpu_pct, the Resources figures, verdict and verdict_why."""
+    with Resources(server_pids, db_postmaster_pid, disk_path) as res:
+        doc = run_bench(client, bench_args, json_path, cpu=cpu)
+    (pt,) = doc["points"]
+    fig = res.figures()
+    fig["client_cpu_pct"] = pt["client_cpu_pct"]
+    who, why = verdict(fig, cores or {"server": 1, "client": 1})
+    return {"throughput_rps": pt["throughput_rps"], "requests": pt["requests"],
+            "errors": pt["errors"], "mean_us": pt["mean_us"], "p99_us": pt["p99_us"], **fig,
+            "verdict": who, "verdict_why": why}
+
+
 # --- /proc arithmetic (pure, unit-tested) ----------------------------------------------------
 
 def diskstats_fields(line: str) -> list:

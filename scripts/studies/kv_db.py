@@ -76,21 +76,13 @@ def measure_store(store: str, args, server_bin: Path, client_bin: Path, levels: 
                 points = []
                 for conns in levels:
                     c.log(STUDY, f"{store} {wl} {conns} connections")
-                    with c.Resources([srv.pid], db_pid, disk_path) as res:
-                        doc = c.run_bench(client_bin, ["-p", str(srv.port), "--server-pid",
-                                                       str(srv.pid)] + wl_args +
-                                          point_args(conns, duration, warmup),
-                                          out / "raw" / f"{store}-{wl}-{conns}.json",
-                                          cpu=args.client_cpu)
+                    pt = c.measure_point(client_bin, ["-p", str(srv.port), "--server-pid",
+                                                      str(srv.pid)] + wl_args +
+                                         point_args(conns, duration, warmup),
+                                         out / "raw" / f"{store}-{wl}-{conns}.json",
+                                         args.client_cpu, [srv.pid], db_pid, disk_path)
                     srv.drain()
-                    (pt,) = doc["points"]
-                    fig = res.figures()
-                    fig["client_cpu_pct"] = pt["client_cpu_pct"]
-                    who, why = c.verdict(fig, {"server": 1, "client": 1})
-                    points.append({"connections": conns, "throughput_rps": pt["throughput_rps"],
-                                   "mean_ms": pt["mean_us"] / 1000, "p99_ms": pt["p99_us"] / 1000,
-                                   "errors": pt["errors"], **fig, "verdict": who,
-                                   "verdict_why": why})
+                    points.append({"connections": conns, **pt})
                 sat = c.saturation(points)
                 slo_spec = args.slo or SLO[wl]
                 c.log(STUDY, f"{store} {wl}: capacity at {slo_spec}, {sat['connections']} connections")
@@ -172,8 +164,8 @@ def render(results: dict, levels: list[int], args, duration: str, figures: dict)
                     row += ["–"] * 4
                     continue
                 res = pt["server_cpu_pct"] if wl == "GET-POPULAR" else pt["disk_util_pct"]
-                row += [c.fnum(pt["throughput_rps"], 0), c.fnum(pt["mean_ms"], 3),
-                        c.fnum(pt["p99_ms"], 3), c.fnum(res, 1)]
+                row += [c.fnum(pt["throughput_rps"], 0), c.fnum(pt["mean_us"] / 1000, 3),
+                        c.fnum(pt["p99_us"] / 1000, 3), c.fnum(res, 1)]
             rows.append(row)
         L.append(c.md_table(headers, rows))
         L.append(f"![kv-db {wl}](kv-db/{figures[wl]})")

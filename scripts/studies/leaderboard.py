@@ -98,22 +98,14 @@ def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration,
                 points = []
                 for conns in levels:
                     c.log(STUDY, f"mode {mode} {wl} {conns} connections")
-                    with c.Resources([srv.pid], db_pid, disk) as res:
-                        doc = c.run_bench(client_bin, ["-p", str(srv.port), "--no-preload",
-                                                       "--threads", "1", "--connections-per-thread",
-                                                       str(conns), "-d", duration, "--warmup",
-                                                       warmup] + wl_args + board,
-                                          out / "raw" / f"mode{mode}-{wl}-{conns}.json",
-                                          cpu=args.client_cpu)
+                    pt = c.measure_point(client_bin, ["-p", str(srv.port), "--no-preload",
+                                                      "--threads", "1", "--connections-per-thread",
+                                                      str(conns), "-d", duration, "--warmup",
+                                                      warmup] + wl_args + board,
+                                         out / "raw" / f"mode{mode}-{wl}-{conns}.json",
+                                         args.client_cpu, [srv.pid], db_pid, disk)
                     srv.drain()
-                    (pt,) = doc["points"]
-                    fig = res.figures()
-                    fig["client_cpu_pct"] = pt["client_cpu_pct"]
-                    who, why = c.verdict(fig, {"server": 1, "client": 1})
-                    points.append({"connections": conns, "throughput_rps": pt["throughput_rps"],
-                                   "mean_us": pt["mean_us"], "p99_us": pt["p99_us"],
-                                   "errors": pt["errors"], **fig, "verdict": who,
-                                   "verdict_why": why})
+                    points.append({"connections": conns, **pt})
                 sat = c.saturation(points)
                 spec = args.slo or DEFAULT_SLO
                 c.log(STUDY, f"mode {mode} {wl}: capacity at {spec}")

@@ -70,20 +70,12 @@ def sweep(name, client_bin, host, port, pids, wl_args, levels, total, args, prec
     points = []
     for conns in levels:
         c.log(STUDY, f"{name}: {conns} connections")
-        with c.Resources(pids) as res:
-            doc = c.run_bench(client_bin, ["-s", host, "-p", str(port), "--threads", "1",
-                                           "--connections-per-thread", str(conns),
-                                           "--requests-total", str(total), "--warmup", "0",
-                                           "--timeout", "30s"] + wl_args,
-                              args.out / "raw" / f"{slug(name)}-{conns}.json", cpu=args.client_cpu)
-        (pt,) = doc["points"]
-        fig = res.figures()
-        fig["client_cpu_pct"] = pt["client_cpu_pct"]
-        who, why = c.verdict(fig, {"server": 1, "client": 1})
-        points.append({"connections": conns, "throughput_rps": pt["throughput_rps"],
-                       "requests": pt["requests"], "errors": pt["errors"],
-                       "mean_us": pt["mean_us"], "p99_us": pt["p99_us"], **fig,
-                       "verdict": who, "verdict_why": why})
+        pt = c.measure_point(client_bin, ["-s", host, "-p", str(port), "--threads", "1",
+                                          "--connections-per-thread", str(conns),
+                                          "--requests-total", str(total), "--warmup", "0",
+                                          "--timeout", "30s"] + wl_args,
+                             args.out / "raw" / f"{slug(name)}-{conns}.json", args.client_cpu, pids)
+        points.append({"connections": conns, **pt})
     sat = c.saturation(points)
     spec = args.slo or DEFAULT_SLO
     c.log(STUDY, f"{name}: capacity at {spec}, {sat['connections']} connections")

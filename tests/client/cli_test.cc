@@ -13,6 +13,18 @@ CliOutcome parse(std::vector<std::string> args, Config& cfg, std::string& err) {
   return parse_args(args, cfg, err);
 }
 
+// Each case's flags are refused with a one-line error containing its message.
+using ErrorCases = std::vector<std::pair<std::vector<std::string>, std::string>>;
+void expect_one_line_errors(const ErrorCases& cases) {
+  for (const auto& [args, message] : cases) {
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args[0] << " " << args.back();
+    EXPECT_NE(err.find(message), std::string::npos) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
 TEST(Cli, DefaultsMatchTheServerAndTheIssue) {
   Config cfg;
   std::string err;
@@ -398,7 +410,7 @@ TEST(Cli, ServerPidTakesAListSummedWithoutTargets) {
 TEST(Cli, TargetsErrorsAreOneLineAndSayWhy) {
   std::string list65;
   for (int i = 0; i < 65; ++i) append_target(list65, i + 1);
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  const ErrorCases cases = {
       {{"--targets", "a:1,b:2", "--host", "x"}, "cannot be combined with --host"},
       {{"-p", "9000", "--targets", "a:1"}, "cannot be combined with --port"},
       {{"--targets", "a:1,a:1"}, "'a:1' is given twice"},
@@ -420,13 +432,7 @@ TEST(Cli, TargetsErrorsAreOneLineAndSayWhy) {
       {{"--target-weight", "10"}, "--target-weight applies to --targets only"},
       {{"--targets"}, "--targets needs"},
   };
-  for (const auto& [args, message] : cases) {
-    Config cfg;
-    std::string err;
-    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args[0] << " " << args.back();
-    EXPECT_NE(err.find(message), std::string::npos) << err;
-    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
-  }
+  expect_one_line_errors(cases);
 }
 
 TEST(Cli, HelpDocumentsTargets) {
@@ -495,7 +501,7 @@ TEST(Cli, ScoreMaxAndManyConnections) {
 }
 
 TEST(Cli, NewFlagsGiveOneLineErrors) {
-  const std::vector<std::pair<std::vector<std::string>, const char*>> cases = {
+  const ErrorCases cases = {
       {{"--requests-total", "0"}, "--requests-total"},
       {{"--requests-total", "x"}, "--requests-total"},
       {{"--requests-total", "1000000000001"}, "--requests-total"},
@@ -527,13 +533,7 @@ TEST(Cli, NewFlagsGiveOneLineErrors) {
       {{"--bogus"}, "unknown option '--bogus'"},
       {{"stray"}, "unknown option 'stray'"},
   };
-  for (const auto& [args, message] : cases) {
-    Config cfg;
-    std::string err;
-    EXPECT_EQ(parse(args, cfg, err), CliOutcome::kError) << args[0] << " " << args.back();
-    EXPECT_NE(err.find(message), std::string::npos) << err;
-    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
-  }
+  expect_one_line_errors(cases);
 }
 
 TEST(Cli, ValuesMayFollowAnEqualsSignAndTheLastRepeatWins) {

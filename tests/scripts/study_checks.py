@@ -3,12 +3,10 @@ every number its section prints against its summary.json, and summary.json again
 bench_client JSON it came from; check each verdict follows from its figures and that no server
 or database is left running."""
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import md_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "studies"))

@@ -41,7 +41,7 @@ def test_kv_db_quick_form_reduced(tmp_path):
         for pt in r["points"]:
             row = next(t for t in trows if t[0] == str(pt["connections"]))
             assert row[i] == sc.cell(pt["throughput_rps"])
-            assert row[i + 1] == sc.cell(pt["mean_ms"], 3)
+            assert row[i + 1] == sc.cell(pt["mean_us"] / 1000, 3)
     # The configuration table: every cell from the summary.
     header, rows = md_tables.table(md, "| configuration | saturation (clients)")
     assert len(rows) == 4
