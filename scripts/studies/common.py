@@ -68,6 +68,11 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
                    help="bench_client --slo-precision of the capacity searches (default: the form's)")
 
 
+def int_list(text: str | None, quick: list[int], full: list[int], full_form: bool) -> list[int]:
+    """A comma list of counts from the command line, else the form's default."""
+    return [int(x) for x in text.split(",")] if text else (full if full_form else quick)
+
+
 def binaries(build: Path) -> tuple[Path, Path]:
     server, client = build / "server" / "cache_server", build / "client" / "bench_client"
     for b in (server, client):

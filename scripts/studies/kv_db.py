@@ -201,8 +201,7 @@ def render(results: dict, levels: list[int], args, duration: str, figures: dict)
 def main(argv=None) -> int:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
-    levels = [int(x) for x in args.levels.split(",")] if args.levels else (
-        FULL_LEVELS if args.full else QUICK_LEVELS)
+    levels = c.int_list(args.levels, QUICK_LEVELS, FULL_LEVELS, args.full)
     duration = args.duration or ("5" if args.full else "2")
     warmup = "1s" if args.full else "0.5s"
     slo_duration = args.duration or ("3" if args.full else "1")

@@ -221,8 +221,7 @@ def render(results, levels, members, duration, args, fig_name):
 def main(argv=None) -> int:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
-    levels = [int(x) for x in args.levels.split(",")] if args.levels else (
-        FULL_LEVELS if args.full else QUICK_LEVELS)
+    levels = c.int_list(args.levels, QUICK_LEVELS, FULL_LEVELS, args.full)
     members = args.members or (FULL_MEMBERS if args.full else QUICK_MEMBERS)
     duration = args.duration or ("5" if args.full else "1")
     warmup = "1s" if args.full else "0.3s"

@@ -188,10 +188,8 @@ def results_threads(results):
 def main(argv=None) -> int:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
-    levels = [int(x) for x in args.levels.split(",")] if args.levels else (
-        FULL_LEVELS if args.full else QUICK_LEVELS)
-    threads = [int(x) for x in args.server_threads.split(",")] if args.server_threads else (
-        FULL_THREADS if args.full else QUICK_THREADS)
+    levels = c.int_list(args.levels, QUICK_LEVELS, FULL_LEVELS, args.full)
+    threads = c.int_list(args.server_threads, QUICK_THREADS, FULL_THREADS, args.full)
     precision = args.slo_precision or (0.02 if args.full else 0.1)
     slo_duration = args.duration or ("3" if args.full else "0.5")
     results: dict = {}
