@@ -97,6 +97,61 @@ bool bool_at(const PGresult* r, int row, int col) {
          PQgetvalue(r, row, col)[0] != 0;
 }
 
+// The board reads' results (one row at least), into a page: its status.
+const Status kBoardAbsent{Code::not_found, "board not found"};
+const Status kMemberAbsent{Code::not_found, "member not found"};
+
+// (members, member, score), NULLs past the end.
+Status read_top(const PGresult* r, std::uint64_t offset, BoardPage& page) {
+  page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
+  if (page.members == 0) return kBoardAbsent;
+  for (int i = 0, rows = PQntuples(r); i < rows; ++i) {
+    if (PQgetisnull(r, i, 1)) continue;
+    page.entries.push_back({.rank = offset + page.entries.size() + 1,
+                            .member = std::string(value_at(r, i, 1)),
+                            .score = float8_at(r, i, 2)});
+  }
+  return {};
+}
+
+// (board exists, score, rank), score NULL if the member is absent.
+Status read_member(const PGresult* r, std::string member, BoardPage& page) {
+  if (!bool_at(r, 0, 0)) return kBoardAbsent;
+  if (PQgetisnull(r, 0, 1)) return kMemberAbsent;
+  page.entries.push_back({.rank = static_cast<std::uint64_t>(int8_at(r, 0, 2)),
+                          .member = std::move(member),
+                          .score = float8_at(r, 0, 1)});
+  return {};
+}
+
+// (members, rank, member, score), rank NULL if the member is absent.
+Status read_around(const PGresult* r, const std::string& member, BoardPage& page) {
+  page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
+  if (page.members == 0) return kBoardAbsent;
+  if (PQgetisnull(r, 0, 1)) return kMemberAbsent;
+  // The window's first rank: the member's, less the rows listed above it.
+  const auto rank = static_cast<std::uint64_t>(int8_at(r, 0, 1));
+  const int rows = PQntuples(r);
+  int at = 0;
+  while (at < rows && value_at(r, at, 2) != member) ++at;
+  if (at == rows) return {Code::io_error, "postgres: read failed: the member is not in its window"};
+  auto next = rank - static_cast<std::uint64_t>(at);
+  for (int i = 0; i < rows; ++i) {
+    page.entries.push_back(
+        {.rank = next++, .member = std::string(value_at(r, i, 2)), .score = float8_at(r, i, 3)});
+  }
+  return {};
+}
+
+// (members, max, min).
+Status read_info(const PGresult* r, BoardPage& page) {
+  page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
+  if (page.members == 0) return kBoardAbsent;
+  page.top_score = float8_at(r, 0, 1);
+  page.bottom_score = float8_at(r, 0, 2);
+  return {};
+}
+
 // load_boards(): PostgreSQL's binary COPY stream (a 19-byte header, then per tuple an int16
 // field count and per field an int32 length and the bytes; a field count of -1 ends it) into
 // board rows. libpq hands it out one CopyData message at a time, in practice a tuple each (the
@@ -248,41 +303,53 @@ void PostgresStore::enqueue_board(BoardOp op) {
   });
 }
 
+// A board read's statement: its prepared name, its SQL and its binary parameters.
+struct PostgresStore::BoardQuery {
+  const char* name = nullptr;
+  std::string sql;
+  std::vector<Param> params;
+};
+
+PostgresStore::BoardQuery PostgresStore::board_query(const BoardOp& op) const {
+  using Kind = BoardOp::Kind;
+  const auto n = static_cast<std::uint64_t>(std::min(op.n, kMaxCount));
+  const auto offset = static_cast<std::uint64_t>(std::min(op.offset, kMaxCount));
+  BoardQuery q;
+  q.params.emplace_back(op.board, kByteaOid);
+  switch (op.kind) {
+    case Kind::top:
+      q.name = kBoardTop;
+      q.sql = board_top_sql(board_table_);
+      q.params.emplace_back(be64(offset), kInt8Oid);
+      q.params.emplace_back(be64(n), kInt8Oid);
+      break;
+    case Kind::member:
+      q.name = kBoardMember;
+      q.sql = board_member_sql(board_table_);
+      q.params.emplace_back(op.member, kByteaOid);
+      break;
+    case Kind::around:
+      q.name = kBoardAround;
+      q.sql = board_around_sql(board_table_);
+      q.params.emplace_back(op.member, kByteaOid);
+      q.params.emplace_back(be64(n), kInt8Oid);
+      break;
+    case Kind::info:
+      q.name = kBoardInfo;
+      q.sql = board_info_sql(board_table_);
+      break;
+  }
+  return q;
+}
+
 // One statement (one round trip) per call; its result in binary.
 void PostgresStore::serve_board(PgConnection& conn, BoardOp& op) {
   using Kind = BoardOp::Kind;
-  const std::int64_t n = static_cast<std::int64_t>(std::min(op.n, kMaxCount));
-  const std::int64_t offset = static_cast<std::int64_t>(std::min(op.offset, kMaxCount));
-  std::vector<Param> params{Param(op.board, kByteaOid)};
-  const char* name = nullptr;
-  std::string sql;
-  switch (op.kind) {
-    case Kind::top:
-      name = kBoardTop;
-      sql = board_top_sql(board_table_);
-      params.emplace_back(be64(static_cast<std::uint64_t>(offset)), kInt8Oid);
-      params.emplace_back(be64(static_cast<std::uint64_t>(n)), kInt8Oid);
-      break;
-    case Kind::member:
-      name = kBoardMember;
-      sql = board_member_sql(board_table_);
-      params.emplace_back(op.member, kByteaOid);
-      break;
-    case Kind::around:
-      name = kBoardAround;
-      sql = board_around_sql(board_table_);
-      params.emplace_back(op.member, kByteaOid);
-      params.emplace_back(be64(static_cast<std::uint64_t>(n)), kInt8Oid);
-      break;
-    case Kind::info:
-      name = kBoardInfo;
-      sql = board_info_sql(board_table_);
-      break;
-  }
+  const BoardQuery q = board_query(op);
   PgResult res;
   BoardPage page;
   page.status = run_read(conn, [&](PGconn* c) {
-    res.reset(exec_params(c, conn.prepared() ? name : nullptr, sql, params));
+    res.reset(exec_params(c, conn.prepared() ? q.name : nullptr, q.sql, q.params));
     return res.get();
   });
   const PGresult* r = res.get();
@@ -290,69 +357,18 @@ void PostgresStore::serve_board(PgConnection& conn, BoardOp& op) {
     page.status = {Code::io_error, "postgres: read failed: no row"};
   }
   if (page.status.ok()) {
-    const Status board_absent{Code::not_found, "board not found"};
-    const Status member_absent{Code::not_found, "member not found"};
-    const int rows = PQntuples(r);
     switch (op.kind) {
-      case Kind::top:  // (members, member, score), NULLs past the end
-        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-        if (page.members == 0) {
-          page.status = board_absent;
-          break;
-        }
-        for (int i = 0; i < rows; ++i) {
-          if (PQgetisnull(r, i, 1)) continue;
-          page.entries.push_back(
-              {.rank = static_cast<std::uint64_t>(offset) + page.entries.size() + 1,
-               .member = std::string(value_at(r, i, 1)),
-               .score = float8_at(r, i, 2)});
-        }
+      case Kind::top:
+        page.status = read_top(r, std::min(op.offset, kMaxCount), page);
         break;
-      case Kind::member:  // (board exists, score, rank), score NULL if the member is absent
-        if (!bool_at(r, 0, 0)) {
-          page.status = board_absent;
-        } else if (PQgetisnull(r, 0, 1)) {
-          page.status = member_absent;
-        } else {
-          page.entries.push_back({.rank = static_cast<std::uint64_t>(int8_at(r, 0, 2)),
-                                  .member = std::move(op.member),
-                                  .score = float8_at(r, 0, 1)});
-        }
+      case Kind::member:
+        page.status = read_member(r, std::move(op.member), page);
         break;
-      case Kind::around: {  // (members, rank, member, score), rank NULL if the member is absent
-        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-        if (page.members == 0) {
-          page.status = board_absent;
-          break;
-        }
-        if (PQgetisnull(r, 0, 1)) {
-          page.status = member_absent;
-          break;
-        }
-        // The window's first rank: the member's, less the rows listed above it.
-        const auto rank = static_cast<std::uint64_t>(int8_at(r, 0, 1));
-        int at = 0;
-        while (at < rows && value_at(r, at, 2) != op.member) ++at;
-        if (at == rows) {
-          page.status = {Code::io_error, "postgres: read failed: the member is not in its window"};
-          break;
-        }
-        auto next = rank - static_cast<std::uint64_t>(at);
-        for (int i = 0; i < rows; ++i) {
-          page.entries.push_back({.rank = next++,
-                                  .member = std::string(value_at(r, i, 2)),
-                                  .score = float8_at(r, i, 3)});
-        }
+      case Kind::around:
+        page.status = read_around(r, op.member, page);
         break;
-      }
-      case Kind::info:  // (members, max, min)
-        page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-        if (page.members == 0) {
-          page.status = board_absent;
-          break;
-        }
-        page.top_score = float8_at(r, 0, 1);
-        page.bottom_score = float8_at(r, 0, 2);
+      case Kind::info:
+        page.status = read_info(r, page);
         break;
     }
   }
@@ -366,14 +382,7 @@ void PostgresStore::serve_board(PgConnection& conn, BoardOp& op) {
   }
   res.reset();
   reads_.fetch_add(1);
-  const auto due = op.issued + read_delay_;
-  if (read_delay_.count() > 0 && Clock::now() < due) {
-    timer_->post(due, [done = std::move(op.done), page = std::move(page)]() mutable {
-      done(std::move(page));
-    });
-  } else {
-    op.done(std::move(page));
-  }
+  deliver(op.issued, op.done, std::move(page), Clock::now());
 }
 
 // A connection of its own (the readers keep serving), one binary COPY of the whole table: no

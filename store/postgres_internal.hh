@@ -227,24 +227,40 @@ struct Param {
   Oid type;
 };
 
-// One statement on a connection in blocking mode, binary parameters and results: the prepared
-// statement `prepared`, or (null: the connection could not prepare it) the SQL itself.
-inline PGresult* exec_params(PGconn* c, const char* prepared, const std::string& sql,
-                             const std::vector<Param>& params) {
+// PostgreSQL takes no message (a Bind with its parameters included) of 1 GB or more
+// (MaxAllocSize): no parameter can be larger. Checked before a length is cast to libpq's int.
+inline constexpr std::size_t kMaxParamBytes = 0x3fffffff;
+
+// Parameters as libpq takes them: pointers, int lengths, binary formats, types. too_long: a
+// parameter is over kMaxParamBytes (its length is not cast; the statement must not be sent).
+struct ParamArrays {
+  explicit ParamArrays(const std::vector<Param>& params) {
+    for (const Param& p : params) {
+      too_long = too_long || p.bytes.size() > kMaxParamBytes;
+      values.push_back(p.bytes.data());
+      lengths.push_back(too_long ? 0 : static_cast<int>(p.bytes.size()));
+      formats.push_back(1);
+      types.push_back(p.type);
+    }
+  }
+  int count() const { return static_cast<int>(values.size()); }
   std::vector<const char*> values;
   std::vector<int> lengths, formats;
   std::vector<Oid> types;
-  for (const Param& p : params) {
-    values.push_back(p.bytes.data());
-    lengths.push_back(static_cast<int>(p.bytes.size()));
-    formats.push_back(1);
-    types.push_back(p.type);
-  }
-  const int n = static_cast<int>(params.size());
-  return prepared != nullptr
-             ? PQexecPrepared(c, prepared, n, values.data(), lengths.data(), formats.data(), 1)
-             : PQexecParams(c, sql.c_str(), n, types.data(), values.data(), lengths.data(),
-                            formats.data(), 1);
+  bool too_long = false;
+};
+
+// One statement on a connection in blocking mode, binary parameters and results: the prepared
+// statement `prepared`, or (null: the connection could not prepare it) the SQL itself. Null if
+// a parameter is too long to send.
+inline PGresult* exec_params(PGconn* c, const char* prepared, const std::string& sql,
+                             const std::vector<Param>& params) {
+  const ParamArrays p(params);
+  if (p.too_long) return nullptr;
+  return prepared != nullptr ? PQexecPrepared(c, prepared, p.count(), p.values.data(),
+                                              p.lengths.data(), p.formats.data(), 1)
+                             : PQexecParams(c, sql.c_str(), p.count(), p.types.data(),
+                                            p.values.data(), p.lengths.data(), p.formats.data(), 1);
 }
 
 // The statements a reader connection prepares for the board reads (postgres_boards.cc, beside
@@ -267,7 +283,7 @@ Status PostgresStore::run_read(detail::PgConnection& conn, Exec exec) {
   Status error;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!ensure_connected(conn)) {
-      return {Code::io_error, "postgres: not connected: " + conn.last_error};
+      return {Code::unavailable, "postgres: not connected: " + conn.last_error};
     }
     const PGresult* res = exec(conn.get());
     if (PQresultStatus(res) == PGRES_TUPLES_OK) return {};

@@ -1,5 +1,6 @@
-// rocksdb_store.cc — RocksStore: the group committer, the batched readers, the sticky failure
-// rule and the RocksDB options (each one's reason is in store/README.md, "RocksDB options").
+// rocksdb_store.cc — RocksStore: how a group commits (GroupCommitter does the rest), the batched
+// readers, the sticky failure rule and the RocksDB options (each one's reason is in
+// store/README.md, "RocksDB options").
 #include "store/rocksdb_store.hh"
 
 #include <rocksdb/cache.h>
@@ -16,14 +17,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
-
-#include "store/timer_thread.hh"
 
 namespace store {
 
@@ -122,10 +119,6 @@ std::string open_error(const std::string& path, const rocksdb::Status& s) {
   return prefix + "cannot open the database: " + msg;
 }
 
-bool key_ok(std::string_view key) {
-  return !key.empty() && key.size() <= kMaxKey;
-}
-
 bool is_board_op(const Write& w) {
   return w.kind != Write::Kind::put && w.kind != Write::Kind::del;
 }
@@ -213,70 +206,42 @@ std::unique_ptr<RocksStore> RocksStore::open(const RocksOptions& options, std::s
 
 RocksStore::RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<rocksdb::Env> env,
                        std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* boards)
-    : read_delay_(options.read_delay),
+    : EngineStore(options.read_delay, SIZE_MAX, "rocksdb"),
       env_(std::move(env)),
       db_(std::move(db)),
-      boards_(boards),
-      timer_(std::make_unique<detail::TimerThread>()) {
-  completer_ = std::thread([this] { completer_main(); });
-  committer_ = std::thread([this] { committer_main(); });
+      boards_(boards) {
+  start_committer();
   for (int i = 0; i < kReaders; ++i) readers_.emplace_back([this] { reader_main(); });
 }
 
 RocksStore::~RocksStore() {
   close();
-  timer_.reset();  // runs the completions of operations started after close(), joins
 }
 
-void RocksStore::close() {
-  std::lock_guard close_lock(close_mu_);
-  if (closed_) return;
-  {
-    std::lock_guard lock(write_mu_);
-    write_stopping_ = true;
-  }
-  write_cv_.notify_all();
-  {
-    std::lock_guard lock(read_mu_);
-    read_stopping_ = true;
-  }
-  read_cv_.notify_all();
-  // Each thread drains its queue before it exits (operations queued before close() complete).
+// close(), once every queue is told to stop: each thread drains its queue before it exits
+// (operations queued before close() complete), then the database closes.
+void RocksStore::shut_down() {
   committer_.join();
-  {
-    std::lock_guard lock(complete_mu_);
-    complete_stopping_ = true;
-  }
-  complete_cv_.notify_all();
-  completer_.join();  // after the committer: every group it committed is answered first
   for (auto& r : readers_) r.join();
-  timer_->drain();  // delayed reads issued before close()
   (void)db_->DestroyColumnFamilyHandle(boards_);
   boards_ = nullptr;
   (void)db_->Close();  // WAL already synced by every commit; a failed store may report its error
   db_.reset();
   env_.reset();
-  closed_ = true;
 }
 
-// --- stats -----------------------------------------------------------------------------------
+// --- stats, errors ---------------------------------------------------------------------------
 
-StoreStats RocksStore::stats() const {
-  StoreStats s;
-  s.reads = reads_.load();
-  s.writes = writes_.load();
-  s.commits = commits_.load();
-  s.errors = errors_.load();
+void RocksStore::add_stats(StoreStats& s) const {
   s.failed = failed_.load();
   s.connected = true;  // embedded: nothing to lose
   s.reconnects = 0;
-  std::lock_guard lock(error_mu_);
-  s.last_error = last_error_;
-  return s;
 }
 
-void RocksStore::count_error() {
-  errors_.fetch_add(1);
+// last_error, unless the store failed: then it keeps saying why.
+void RocksStore::note_unless_failed(const std::string& why) {
+  std::lock_guard lock(error_mu_);
+  if (!failed_.load()) last_error_ = why;
 }
 
 void RocksStore::set_failed(const std::string& why) {
@@ -289,303 +254,136 @@ void RocksStore::set_failed(const std::string& why) {
 
 // --- writes ----------------------------------------------------------------------------------
 
-void RocksStore::write(std::vector<Write> batch, WriteDone done) {
-  WriteOp op;
-  op.batch = std::move(batch);
-  op.on_write = std::move(done);
-  for (const Write& w : op.batch) {
-    if (!key_ok(w.key)) {
-      op.refused = std::string("store write refused: a ") + (is_board_op(w) ? "board" : "key") +
-                   " must be 1.." + std::to_string(kMaxKey) + " bytes (got " +
-                   std::to_string(w.key.size()) + ")";
-      break;
-    }
-    if ((w.kind == Write::Kind::board_set || w.kind == Write::Kind::board_remove) &&
-        !key_ok(w.member)) {
-      op.refused = "store write refused: a member must be 1.." + std::to_string(kMaxKey) +
-                   " bytes (got " + std::to_string(w.member.size()) + ")";
-      break;
-    }
-    if (w.kind == Write::Kind::board_set && !std::isfinite(w.score)) {
-      op.refused = "store write refused: a board score must be finite";
-      break;
-    }
-    if (w.kind == Write::Kind::board_set && w.seq > static_cast<std::uint64_t>(INT64_MAX)) {
-      op.refused = "store write refused: a board seq must be below 2^63";
-      break;
-    }
-  }
-  enqueue_write(std::move(op));
-}
-
-void RocksStore::clear(ClearDone done) {
-  WriteOp op;
-  op.on_clear = std::move(done);
-  op.is_clear = true;
-  enqueue_write(std::move(op));
-}
-
-// Hands a write or clear to the committer, or completes it as closed after close().
-void RocksStore::enqueue_write(WriteOp op) {
-  {
-    std::lock_guard lock(write_mu_);
-    if (!write_stopping_) {
-      write_queue_.push_back(std::move(op));
-      write_cv_.notify_one();
-      return;
-    }
-  }
-  complete_closed(std::move(op));
-}
-
-void RocksStore::complete_closed(WriteOp op) {
-  count_error();
-  timer_->post([op = std::make_shared<WriteOp>(std::move(op))] {
-    Status closed{Code::closed, "store closed"};
-    if (op->is_clear) {
-      op->on_clear(std::move(closed));
-    } else {
-      op->on_write(WriteResult{std::move(closed), {}});
-    }
-  });
-}
-
-// Records an op's outcome; the completer runs its callback (completer_main).
-void RocksStore::complete_write(WriteOp& op, Status status, std::vector<bool> existed) {
-  if (!status.ok()) {
-    count_error();
-    existed.clear();
-  }
-  op.result = std::move(status);
-  op.existed = std::move(existed);
-}
-
-void RocksStore::committer_main() {
+void RocksStore::committer_started() {
   disable_perf_counters();
-  std::vector<WriteOp> group;
-  for (;;) {
-    std::uint64_t taken = 0;
-    {
-      std::unique_lock lock(write_mu_);
-      write_cv_.wait(lock, [this] { return write_stopping_ || !write_queue_.empty(); });
-      if (write_queue_.empty()) return;  // stopping, and everything queued is done
-      group.swap(write_queue_);
-      taken = ++groups_taken_;
-    }
-    commit_group(group);
-    // The callbacks go to the completer, so the next group's commit (its fdatasync, mostly
-    // waiting on the disk) overlaps them instead of following them.
-    {
-      std::lock_guard lock(complete_mu_);
-      completed_.push_back(std::move(group));
-    }
-    complete_cv_.notify_one();
-    group = {};
-    std::unique_lock lock(write_mu_);
-    write_cv_.wait(lock, [&] { return hold_after_group_ != taken || write_stopping_; });
-  }
 }
 
-void RocksStore::hold_committer_after_next_commit() {
-  std::lock_guard lock(write_mu_);
-  hold_after_group_ = groups_taken_ + 1;
+void RocksStore::note_refused(const std::string& why) {
+  note_unless_failed(why);
 }
 
-void RocksStore::release_committer() {
-  {
-    std::lock_guard lock(write_mu_);
-    hold_after_group_ = 0;
-  }
-  write_cv_.notify_all();
-}
-
-// Runs the callbacks of committed groups, group after group and op after op within a group:
-// commit order, on one thread.
-void RocksStore::completer_main() {
-  std::vector<std::vector<WriteOp>> groups;
-  for (;;) {
-    {
-      std::unique_lock lock(complete_mu_);
-      complete_cv_.wait(lock, [this] { return complete_stopping_ || !completed_.empty(); });
-      if (completed_.empty()) return;  // stopping, and every committed group is answered
-      groups.swap(completed_);
-    }
-    for (auto& group : groups) {
-      for (auto& op : group) {
-        if (op.is_clear) {
-          op.on_clear(std::move(op.result));
-        } else {
-          op.on_write(WriteResult{std::move(op.result), std::move(op.existed)});
-        }
-      }
-    }
-    groups.clear();
-  }
-}
-
-// One group: every batch queued since the last commit, in arrival order. A refused batch (bad
-// key) is answered alone; everything else goes into one WriteBatch and one synced Write.
-void RocksStore::commit_group(std::vector<WriteOp>& group) {
+// One group (GroupCommitter::Engine): every batch and clear queued since the last commit, in
+// arrival order (refused batches left out), as one WriteBatch and one synced Write.
+Status RocksStore::commit(std::vector<Op>& group) {
   if (failed_.load()) {
-    std::string why;
-    {
-      std::lock_guard lock(error_mu_);
-      why = "store failed earlier, writes refused: " + last_error_;
-    }
-    for (auto& op : group) complete_write(op, {Code::failed, why}, {});
-    return;
+    std::lock_guard lock(error_mu_);
+    return {Code::failed, "store failed earlier, writes refused: " + last_error_};
   }
-
-  // Pass 1: which keys need the database's current state to answer want_existed? Those asked
-  // about before this group touched them (and before any clear in the group).
-  // (A group with no such question, e.g. a write-behind flush, skips both lookups.)
-  bool any_want_existed = false;
-  for (const auto& op : group) {
-    for (const Write& w : op.batch) any_want_existed = any_want_existed || w.want_existed;
-  }
-  std::vector<rocksdb::Slice> lookup;
-  if (any_want_existed) {
-    std::unordered_set<std::string_view> touched;
-    bool cleared = false;
-    for (const auto& op : group) {
-      if (!op.refused.empty()) continue;
-      if (op.is_clear) {
-        cleared = true;
-        continue;
-      }
-      for (const Write& w : op.batch) {
-        if (is_board_op(w)) continue;
-        if (!cleared && touched.insert(w.key).second && w.want_existed) lookup.emplace_back(w.key);
-      }
-    }
-  }
+  // The keys whose existed answer needs the database's current state (a group with no such
+  // question, e.g. a write-behind flush, skips both the lookup and the overlay). The committer
+  // is the only writer: nothing changes them between the lookup and the commit.
   std::unordered_map<std::string_view, bool> in_db;  // key -> has a value now
-  if (!lookup.empty()) {
-    std::vector<rocksdb::PinnableSlice> values(lookup.size());
-    std::vector<rocksdb::Status> statuses(lookup.size());
-    db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), lookup.size(), lookup.data(),
-                  values.data(), statuses.data());
-    for (std::size_t i = 0; i < lookup.size(); ++i) {
-      if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
-        // Nothing was written: the group is refused, the store is not failed.
-        const Status err{Code::io_error,
-                         "store lookup before write failed: " + statuses[i].ToString()};
-        {
-          std::lock_guard lock(error_mu_);
-          last_error_ = err.message;
-        }
-        for (auto& op : group) {
-          if (!op.refused.empty()) {
-            complete_write(op, {Code::io_error, op.refused}, {});
-          } else {
-            complete_write(op, err, {});
-          }
-        }
-        return;
-      }
-      in_db.emplace(std::string_view(lookup[i].data(), lookup[i].size()), statuses[i].ok());
+  const Status looked = look_up_existed(GroupCommitter::keys_to_look_up(group), in_db);
+  if (!looked.ok()) return looked;
+  GroupCommitter::answer_existed(group, [&](std::string_view key) { return in_db.at(key); });
+  rocksdb::WriteBatch wb;
+  const std::uint64_t ops = build_batch(group, wb);
+  return write_batch(wb, ops);
+}
+
+// One MultiGet for the keys. An error refuses the group (nothing was written); the store is not
+// failed.
+Status RocksStore::look_up_existed(const std::vector<std::string_view>& keys,
+                                   std::unordered_map<std::string_view, bool>& in_db) {
+  if (keys.empty()) return {};
+  std::vector<rocksdb::Slice> lookup;
+  lookup.reserve(keys.size());
+  for (std::string_view k : keys) lookup.emplace_back(k.data(), k.size());
+  std::vector<rocksdb::PinnableSlice> values(lookup.size());
+  std::vector<rocksdb::Status> statuses(lookup.size());
+  db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), lookup.size(), lookup.data(),
+                values.data(), statuses.data());
+  for (std::size_t i = 0; i < lookup.size(); ++i) {
+    if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
+      Status err{Code::io_error, "store lookup before write failed: " + statuses[i].ToString()};
+      std::lock_guard lock(error_mu_);
+      last_error_ = err.message;
+      return err;
+    }
+    in_db.emplace(keys[i], statuses[i].ok());
+  }
+  return {};
+}
+
+namespace {
+
+void add_op(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards, const Write& w) {
+  switch (w.kind) {
+    case Write::Kind::put:
+      wb.Put(w.key, w.value);
+      break;
+    case Write::Kind::del:
+      wb.Delete(w.key);
+      break;
+    case Write::Kind::board_set:
+      wb.Put(boards, board_row_key(w.key, w.member), board_row_value(w.score, w.seq));
+      break;
+    case Write::Kind::board_remove:
+      wb.Delete(boards, board_row_key(w.key, w.member));
+      break;
+    case Write::Kind::board_drop: {
+      const std::string begin = board_prefix(w.key);
+      wb.DeleteRange(boards, begin, prefix_end(begin));
+      break;
     }
   }
+}
 
-  // Pass 2: existed[] from an overlay of the group's own ops, in order; and the WriteBatch.
-  // Keys go into the batch sorted, segment by segment between clears: a stable sort keeps each
-  // key's ops in their order, and ops on different keys commute inside one atomic batch. The
-  // memtable's skiplist inserts a run of sorted keys by resuming from the previous insert's
-  // position instead of searching from the top for each (the profile of write-behind flushes put
-  // that search at ~15% of the server's CPU).
-  rocksdb::WriteBatch wb;
-  std::vector<std::vector<bool>> existed(group.size());
-  std::unordered_map<std::string_view, bool> now;  // keys the group has set, since any clear
-  bool cleared = false;
+// Adds the ops between two clears, sorted: a stable sort keeps each key's ops in their order,
+// and ops on different keys commute inside one atomic batch. The memtable's skiplist inserts a
+// run of sorted keys by resuming from the previous insert's position instead of searching from
+// the top for each. Board ops sort after key ops, by board: the stable sort keeps every board's
+// ops (a drop and the sets after it included) in their order.
+void add_segment(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards,
+                 std::vector<const Write*>& segment) {
+  std::stable_sort(segment.begin(), segment.end(), [](const Write* a, const Write* b) {
+    const bool a_board = is_board_op(*a);
+    const bool b_board = is_board_op(*b);
+    if (a_board != b_board) return b_board;
+    return a->key < b->key;
+  });
+  for (const Write* w : segment) add_op(wb, boards, *w);
+  segment.clear();
+}
+
+}  // namespace
+
+// The group's WriteBatch, segment by segment between clears (a clear: one DeleteRange over
+// every key and one over every board row). Returns how many ops went in.
+std::uint64_t RocksStore::build_batch(const std::vector<Op>& group, rocksdb::WriteBatch& wb) {
   std::uint64_t ops = 0;
   std::vector<const Write*> segment;
-  // Board ops sort after key ops, by board: the stable sort keeps every board's ops (a drop and
-  // the sets after it included) in their order.
-  auto emit_segment = [&] {
-    std::stable_sort(segment.begin(), segment.end(), [](const Write* a, const Write* b) {
-      const bool a_board = is_board_op(*a);
-      const bool b_board = is_board_op(*b);
-      if (a_board != b_board) return b_board;
-      return a->key < b->key;
-    });
-    for (const Write* w : segment) {
-      switch (w->kind) {
-        case Write::Kind::put:
-          wb.Put(w->key, w->value);
-          break;
-        case Write::Kind::del:
-          wb.Delete(w->key);
-          break;
-        case Write::Kind::board_set:
-          wb.Put(boards_, board_row_key(w->key, w->member), board_row_value(w->score, w->seq));
-          break;
-        case Write::Kind::board_remove:
-          wb.Delete(boards_, board_row_key(w->key, w->member));
-          break;
-        case Write::Kind::board_drop: {
-          std::string begin = board_prefix(w->key);
-          std::string end = prefix_end(begin);
-          wb.DeleteRange(boards_, begin, end);
-          break;
-        }
-      }
-    }
-    segment.clear();
-  };
-  for (std::size_t g = 0; g < group.size(); ++g) {
-    auto& op = group[g];
+  for (const Op& op : group) {
     if (!op.refused.empty()) continue;
     if (op.is_clear) {
-      emit_segment();
+      add_segment(wb, boards_, segment);
       wb.DeleteRange(rocksdb::Slice(), kEndOfKeys);
       wb.DeleteRange(boards_, rocksdb::Slice(), kEndOfBoardRows);
-      now.clear();
-      cleared = true;
       continue;
     }
-    existed[g].assign(op.batch.size(), false);
-    for (std::size_t i = 0; i < op.batch.size(); ++i) {
-      const Write& w = op.batch[i];
-      if (w.want_existed && !is_board_op(w)) {  // (board ops have no "existed")
-        if (auto it = now.find(w.key); it != now.end()) {
-          existed[g][i] = it->second;
-        } else if (!cleared) {
-          existed[g][i] = in_db.at(w.key);
-        }
-      }
-      if (any_want_existed && !is_board_op(w)) now[w.key] = w.kind == Write::Kind::put;
-      segment.push_back(&w);
-      ++ops;
-    }
+    for (const Write& w : op.batch) segment.push_back(&w);
+    ops += op.batch.size();
   }
-  emit_segment();
+  add_segment(wb, boards_, segment);
+  return ops;
+}
 
-  Status result;
-  if (wb.Count() > 0) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    const rocksdb::Status s = db_->Write(wo, &wb);
-    if (s.ok()) {
-      commits_.fetch_add(1);
-      writes_.fetch_add(ops);
-    } else {
-      result = to_status(s);
-      result.message = "store commit failed: " + result.message;
-      set_failed(result.message);  // sticky: never acknowledged, never retried
-    }
+// The commit: one Write(sync = true). A failure fails the store (sticky: never acknowledged,
+// never retried).
+Status RocksStore::write_batch(rocksdb::WriteBatch& wb, std::uint64_t ops) {
+  if (wb.Count() == 0) return {};
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  const rocksdb::Status s = db_->Write(wo, &wb);
+  if (s.ok()) {
+    commits_.fetch_add(1);
+    writes_.fetch_add(ops);
+    return {};
   }
-  for (std::size_t g = 0; g < group.size(); ++g) {
-    auto& op = group[g];
-    if (!op.refused.empty()) {
-      {
-        std::lock_guard lock(error_mu_);
-        if (!failed_.load()) last_error_ = op.refused;
-      }
-      complete_write(op, {Code::io_error, op.refused}, {});
-    } else {
-      complete_write(op, result, std::move(existed[g]));
-    }
-  }
+  Status result = to_status(s);
+  result.message = "store commit failed: " + result.message;
+  set_failed(result.message);
+  return result;
 }
 
 // --- boards at startup ------------------------------------------------------------------------
@@ -619,22 +417,6 @@ Status RocksStore::load_boards(const BoardVisitor& visit) {
 }
 
 // --- reads -----------------------------------------------------------------------------------
-
-void RocksStore::read(std::string key, ReadDone done) {
-  ReadOp op{std::move(key), std::move(done), Clock::now()};
-  {
-    std::lock_guard lock(read_mu_);
-    if (!read_stopping_) {
-      read_queue_.push_back(std::move(op));
-      read_cv_.notify_one();
-      return;
-    }
-  }
-  count_error();
-  timer_->post([done = std::move(op.done)] {
-    done(ReadResult{{Code::closed, "store closed"}, {}});
-  });
-}
 
 void RocksStore::reader_main() {
   disable_perf_counters();
@@ -680,17 +462,9 @@ void RocksStore::serve_reads(std::vector<ReadOp>& reads) {
     if (!r.status.ok() && r.status.code != Code::not_found) {
       count_error();
       r.status.message = "store read failed: " + r.status.message;
-      std::lock_guard lock(error_mu_);
-      if (!failed_.load()) last_error_ = r.status.message;
+      note_unless_failed(r.status.message);
     }
-    const auto due = reads[i].issued + read_delay_;
-    if (read_delay_.count() > 0 && now < due) {
-      timer_->post(due, [done = std::move(reads[i].done), r = std::move(r)]() mutable {
-        done(std::move(r));
-      });
-    } else {
-      reads[i].done(std::move(r));
-    }
+    deliver(reads[i], std::move(r), now);
   }
 }
 

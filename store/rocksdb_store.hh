@@ -1,15 +1,17 @@
 // rocksdb_store.hh — RocksStore, the Store over an embedded RocksDB (store.hh is the contract;
 // store/README.md explains the design and the options).
 //
-// Threads (all owned, all joined by close()):
-// - one committer: takes every write()/clear() queued since its last commit, checks them, turns
+// Threads (all owned, all joined by close()); what is not RocksDB's is EngineStore's
+// (engine_store.hh):
+// - the GroupCommitter's two (group_committer.hh), this store supplying commit():
+//   one committer: takes every write()/clear() queued since its last commit, checks them, turns
 //   them into ONE rocksdb::WriteBatch in arrival order and commits it with one synced Write
 //   (WAL append + fdatasync), then hands the group to the completer and takes the next one.
 //   Idle, a lone write is committed at once; under load the group grows by itself while the
 //   previous sync runs.
 //   It is the only thread that writes the database, so the pre-write lookups that answer
 //   `want_existed` see exactly the state the batch applies to.
-// - one completer: runs the callbacks of committed groups in commit order (group after group,
+//   one completer: runs the callbacks of committed groups in commit order (group after group,
 //   op after op), so the next commit's sync overlaps them rather than waiting for them.
 // - kReaders readers: each takes every read queued so far and serves them with one MultiGet.
 // - a timer thread: delayed reads (fault injection) and operations started after close().
@@ -24,17 +26,19 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "store/engine_store.hh"
 #include "store/store.hh"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
+class WriteBatch;
 class DB;
 class Env;
 class FileSystem;
@@ -42,17 +46,13 @@ class FileSystem;
 
 namespace store {
 
-namespace detail {
-class TimerThread;
-}
-
 struct RocksOptions {
   std::string path;                                  // the database directory (created)
   std::chrono::milliseconds read_delay{0};           // fault injection: see Faults
   std::shared_ptr<rocksdb::FileSystem> file_system;  // null: RocksDB's default (POSIX)
 };
 
-class RocksStore final : public Store {
+class RocksStore final : public detail::EngineStore {
  public:
   static constexpr int kReaders = 2;
 
@@ -71,82 +71,32 @@ class RocksStore final : public Store {
   ~RocksStore() override;
 
   const char* scheme() const override { return "rocksdb"; }
-  void read(std::string key, ReadDone done) override;
-  void write(std::vector<Write> batch, WriteDone done) override;
-  void clear(ClearDone done) override;
   [[nodiscard]] Status load_boards(const BoardVisitor& visit) override;
-  void close() override;
-  StoreStats stats() const override;
-
-  // Tests only (a seam, like the fault injection): after committing the next group it takes (the
-  // one holding the next write submitted) the committer waits until release_committer() (or
-  // close()), so everything submitted meanwhile forms one group.
-  void hold_committer_after_next_commit();
-  void release_committer();
 
  private:
-  struct ReadOp {
-    std::string key;
-    ReadDone done;
-    std::chrono::steady_clock::time_point issued;
-  };
-  struct WriteOp {  // a write() batch, or a clear() when is_clear
-    std::vector<Write> batch;
-    WriteDone on_write;
-    ClearDone on_clear;
-    bool is_clear = false;
-    std::string refused;        // non-empty: refused before the engine (bad key), with this message
-    Status result;              // set by the committer (complete_write) ...
-    std::vector<bool> existed;  // ... for the completer to hand to the callback
-  };
+  using Op = GroupCommitter::Op;
 
-  void committer_main();
-  void completer_main();
-  void commit_group(std::vector<WriteOp>& group);
+  // GroupCommitter::Engine: one group as one WriteBatch and one synced Write.
+  Status commit(std::vector<Op>& group) override;
+  void note_refused(const std::string& why) override;
+  void committer_started() override;
+  Status look_up_existed(const std::vector<std::string_view>& keys,
+                         std::unordered_map<std::string_view, bool>& in_db);
+  std::uint64_t build_batch(const std::vector<Op>& group, rocksdb::WriteBatch& wb);
+  Status write_batch(rocksdb::WriteBatch& wb, std::uint64_t ops);
+  // EngineStore.
+  void shut_down() override;
+  void add_stats(StoreStats& s) const override;
+
   void reader_main();
   void serve_reads(std::vector<ReadOp>& reads);
-  void complete_write(WriteOp& op, Status status, std::vector<bool> existed);
-  void enqueue_write(WriteOp op);
-  void complete_closed(WriteOp op);
-  void count_error();
+  void note_unless_failed(const std::string& why);
   void set_failed(const std::string& why);
 
-  const std::chrono::milliseconds read_delay_;
   std::unique_ptr<rocksdb::Env> env_;  // outlives db_ (declared before it)
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* boards_;  // the "boards" column family; owned, destroyed by close()
-  std::unique_ptr<detail::TimerThread> timer_;
-
-  std::mutex write_mu_;
-  std::condition_variable write_cv_;
-  std::vector<WriteOp> write_queue_;
-  bool write_stopping_ = false;
-  std::uint64_t groups_taken_ = 0;      // by the committer, under write_mu_
-  std::uint64_t hold_after_group_ = 0;  // hold_committer_after_next_commit(); 0: none
-
-  std::mutex complete_mu_;
-  std::condition_variable complete_cv_;
-  std::vector<std::vector<WriteOp>> completed_;  // committed groups, callbacks not yet run
-  bool complete_stopping_ = false;
-
-  std::mutex read_mu_;
-  std::condition_variable read_cv_;
-  std::vector<ReadOp> read_queue_;
-  bool read_stopping_ = false;
-
-  std::mutex close_mu_;  // serializes close(); held for its whole duration
-  bool closed_ = false;
-
-  std::atomic<std::uint64_t> reads_{0};
-  std::atomic<std::uint64_t> writes_{0};
-  std::atomic<std::uint64_t> commits_{0};
-  std::atomic<std::uint64_t> errors_{0};
-  std::atomic<bool> failed_{false};  // written only by the committer
-  mutable std::mutex error_mu_;
-  std::string last_error_;
-
-  std::thread completer_;  // last: threads start once every member above exists
-  std::thread committer_;
+  std::atomic<bool> failed_{false};      // written only by the committer
   std::vector<std::thread> readers_;
 };
 

@@ -25,6 +25,8 @@ const char* to_string(Code c) {
       return "failed";
     case Code::closed:
       return "closed";
+    case Code::unavailable:
+      return "unavailable";
   }
   return "unknown";
 }

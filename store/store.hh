@@ -29,6 +29,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,6 +47,9 @@ enum class Code : std::uint8_t {
   no_space,   // the disk is full
   failed,     // the store refuses writes after an earlier write/sync error (sticky)
   closed,     // the store was closed before the operation could run
+  // The store could not take the operation now (PostgreSQL not connected): nothing of it was
+  // applied, and nothing is sticky (a later operation may succeed).
+  unavailable,
 };
 const char* to_string(Code c);
 
@@ -185,8 +189,9 @@ class Store {
   // Completes with ok and the value, not_found, io_error, or closed.
   virtual void read(std::string key, ReadDone done) = 0;
   // Completes with ok (every op durable), io_error (an engine error, or a key, board or member
-  // not 1..250 bytes, a board score not finite, a seq of 2^63 or more: then only this batch is
-  // refused and the store is not failed), no_space, failed (sticky, see above), or closed. An
+  // not 1..250 bytes, a board score not finite, a seq of 2^63 or more, a value over the engine's
+  // limit (PostgreSQL: kPostgresMaxValue): then only this batch is refused and the store is not
+  // failed), no_space, failed (sticky, see above), or closed. An
   // empty batch completes ok without a commit.
   virtual void write(std::vector<Write> batch, WriteDone done) = 0;
   // Removes every key and every board row, durably, then calls done. Ordered with write():
@@ -233,6 +238,13 @@ struct Faults {
 };
 // Empty string: no faults. Returns false and sets error on a bad spec.
 [[nodiscard]] bool parse_faults(std::string_view spec, Faults& out, std::string& error);
+
+// The largest value one PostgreSQL row holds here: 512 MiB. A bytea holds at most 1 GB minus
+// its 4-byte header, but its text form (hex, 2 characters a byte: psql, pg_dump, COPY) must fit
+// the same 1 GB, so 512 MiB is the most a row can hold and still be dumped and restored.
+// PostgresStore::write() refuses a put with a longer value (io_error, that batch only); a
+// server in front of it should cap its values (--max-value) at this.
+inline constexpr std::size_t kPostgresMaxValue = std::size_t{512} << 20;
 
 // What open_store needs beyond the URI. Fields a scheme does not use are ignored.
 struct OpenOptions {

@@ -298,12 +298,14 @@ Result run_rocks_store(const fs::path& dir, int threads, double seconds, std::si
   const auto b0 = disk_write_bytes();
   const auto n = drive(threads, seconds, value_bytes, [&](const Kv& kv) {
     auto done = std::make_shared<std::atomic<bool>>(false);
-    st->write({store::Write{store::Write::Kind::put, kv.key, kv.value, false}},
-              [done](store::WriteResult r) {
-                if (!r.status.ok()) std::abort();
-                done->store(true);
-                done->notify_one();
-              });
+    store::Write w;  // a put, no existed asked
+    w.key = kv.key;
+    w.value = kv.value;
+    st->write({std::move(w)}, [done](store::WriteResult r) {
+      if (!r.status.ok()) std::abort();
+      done->store(true);
+      done->notify_one();
+    });
     done->wait(false);
   });
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -339,15 +341,18 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line.
+struct Args {
   double seconds = 3;
   int rounds = 3;
   int threads = 8;
   std::size_t value_bytes = 100;
   fs::path base = fs::temp_directory_path();
   std::string only;  // "a,b": run only these engines
+};
+
+// False (after saying why) on a bad command line.
+bool parse_args(int argc, char** argv, Args& args) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -358,46 +363,100 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--seconds") {
-      seconds = std::stod(next());
+      args.seconds = std::stod(next());
     } else if (a == "--rounds") {
-      rounds = std::stoi(next());
+      args.rounds = std::stoi(next());
     } else if (a == "--threads") {
-      threads = std::stoi(next());
+      args.threads = std::stoi(next());
     } else if (a == "--value-bytes") {
-      value_bytes = std::stoul(next());
+      args.value_bytes = std::stoul(next());
     } else if (a == "--dir") {
-      base = next();
+      args.base = next();
     } else if (a == "--engines") {
-      only = next();
+      args.only = next();
     } else {
       std::cerr << "usage: store_engines_bench [--seconds S] [--rounds N] [--threads T] "
                    "[--value-bytes B] [--dir PATH] [--engines rocksdb,sqlite,lmdb,RocksStore]\n";
-      return 2;
+      return false;
     }
   }
-  using Runner = Result (*)(const fs::path&, int, double, std::size_t);
-  std::vector<std::pair<std::string, Runner>> engines = {
+  return true;
+}
+
+using Runner = Result (*)(const fs::path&, int, double, std::size_t);
+using Engines = std::vector<std::pair<std::string, Runner>>;
+
+// Every engine, or those `only` names (a comma-separated list).
+Engines select_engines(const std::string& only) {
+  Engines engines = {
       {"rocksdb", &run_engine<RocksEngine>},
       {"sqlite", &run_engine<SqliteEngine>},
       {"lmdb", &run_engine<LmdbEngine>},
       {"RocksStore", &run_rocks_store},
   };
-  if (!only.empty()) {
-    std::erase_if(engines, [&](const auto& e) {
-      std::string_view rest = only;  // a comma-separated list of names
-      while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        if (rest.substr(0, comma) == e.first) return false;
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-      }
-      return true;
-    });
+  if (only.empty()) return engines;
+  std::erase_if(engines, [&](const auto& e) {
+    std::string_view rest = only;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      if (rest.substr(0, comma) == e.first) return false;
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    return true;
+  });
+  return engines;
+}
+
+// Each engine's results over the rounds, by name.
+struct Measured {
+  std::map<std::string, std::vector<double>> rate, batch, disk;
+};
+
+// The rounds, engines interleaved within each; a line per run.
+Measured run_rounds(const Engines& engines, const fs::path& root, const Args& args) {
+  Measured m;
+  for (int r = 0; r < args.rounds; ++r) {
+    for (const auto& [name, run] : engines) {
+      const auto dir = root / (name + '-' + std::to_string(r));
+      const Result res = run(dir, args.threads, args.seconds, args.value_bytes);
+      m.rate[name].push_back(res.writes_per_s);
+      m.batch[name].push_back(res.writes_per_commit);
+      m.disk[name].push_back(res.disk_bytes_per_write);
+      std::printf("round %d  %-10s %10.0f writes/s  %6.2f writes/commit  %7.0f disk B/write\n",
+                  r + 1, name.c_str(), res.writes_per_s, res.writes_per_commit,
+                  res.disk_bytes_per_write);
+      std::fflush(stdout);
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
   }
+  return m;
+}
+
+// The medians, each engine's rate against the first's.
+void print_summary(const Engines& engines, Measured& m) {
+  const std::string& first = engines.front().first;
+  const double base_rate = median(m.rate[first]);
+  std::printf("\n%-10s %12s %14s %14s %12s\n", "engine", "median w/s", "writes/commit",
+              "disk B/write", std::string("vs ").append(first).c_str());
+  for (const auto& [name, run] : engines) {
+    const double rate = median(m.rate[name]);
+    std::printf("%-10s %12.0f %14.2f %14.0f %11.2fx\n", name.c_str(), rate, median(m.batch[name]),
+                median(m.disk[name]), rate / base_rate);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!parse_args(argc, argv, args)) return 2;
+  const Engines engines = select_engines(args.only);
   if (engines.empty()) {
     std::cerr << "--engines: name some of rocksdb, sqlite, lmdb, RocksStore\n";
     return 2;
   }
-  std::string tmpl = (base / "store_engines_bench_XXXXXX").string();
+  std::string tmpl = (args.base / "store_engines_bench_XXXXXX").string();
   if (!mkdtemp(tmpl.data())) {
     std::perror("mkdtemp");
     return 1;
@@ -414,32 +473,9 @@ int main(int argc, char** argv) {
   std::printf(
       "# store_engines_bench: %d writer threads, %zu-byte values, 18-byte keys, %.1f s per "
       "run, %d rounds; dir %s\n",
-      threads, value_bytes, seconds, rounds, root.c_str());
+      args.threads, args.value_bytes, args.seconds, args.rounds, root.c_str());
   std::printf("# fdatasync of a 4 KiB append here: median %.0f us\n", fdatasync_us(root));
-  std::map<std::string, std::vector<double>> rate, batch, disk;
-  for (int r = 0; r < rounds; ++r) {
-    for (const auto& [name, run] : engines) {
-      const auto dir = root / (name + '-' + std::to_string(r));
-      const Result res = run(dir, threads, seconds, value_bytes);
-      rate[name].push_back(res.writes_per_s);
-      batch[name].push_back(res.writes_per_commit);
-      disk[name].push_back(res.disk_bytes_per_write);
-      std::printf("round %d  %-10s %10.0f writes/s  %6.2f writes/commit  %7.0f disk B/write\n",
-                  r + 1, name.c_str(), res.writes_per_s, res.writes_per_commit,
-                  res.disk_bytes_per_write);
-      std::fflush(stdout);
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  }
-  const std::string& first = engines.front().first;
-  const double base_rate = median(rate[first]);
-  std::printf("\n%-10s %12s %14s %14s %12s\n", "engine", "median w/s", "writes/commit",
-              "disk B/write", std::string("vs ").append(first).c_str());
-  for (const auto& [name, run] : engines) {
-    const double m = median(rate[name]);
-    std::printf("%-10s %12.0f %14.2f %14.0f %11.2fx\n", name.c_str(), m, median(batch[name]),
-                median(disk[name]), m / base_rate);
-  }
+  Measured m = run_rounds(engines, root, args);
+  print_summary(engines, m);
   return 0;
 }
