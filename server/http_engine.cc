@@ -176,22 +176,12 @@ bool BasicHttpEngine<V>::header_done() {
   return true;
 }
 
-namespace {
-
-// Writes are PUT, DELETE and POST /reset: they change what later requests see.
-bool is_write(Endpoint e) {
-  return e == Endpoint::key_put_body || e == Endpoint::key_put_path || e == Endpoint::key_delete ||
-         e == Endpoint::reset || e == Endpoint::board_member_put ||
-         e == Endpoint::board_member_delete || e == Endpoint::board_delete;
-}
-
-}  // namespace
-
 template <class V>
 bool BasicHttpEngine<V>::held_back() const {
   if (queue_.empty()) return false;
   const auto& req = parser_->get();
-  return queue_.blocks(is_write(V::Dispatch::route(req.method(), req.target()).endpoint));
+  // Whether the request writes is a column of kRouteTable (route_writes, router.hh).
+  return queue_.blocks(route_writes(V::Dispatch::route(req.method(), req.target()).endpoint));
 }
 
 template <class V>
@@ -229,7 +219,7 @@ void BasicHttpEngine<V>::answer() {
   } else {
     const Route route = V::Dispatch::route(method, req.target());
     timing = route_class(route.endpoint);
-    changes_state = is_write(route.endpoint);
+    changes_state = route_writes(route.endpoint);
     RequestView view;
     if (route.endpoint == Endpoint::key_get) view.accept = req[http::field::accept];
     view.body = body_;

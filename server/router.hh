@@ -12,7 +12,9 @@
 // - the 405 Allow lists (kAllow<pattern>): the table's methods for that path, in table order;
 // - docs/api.md's route list (route_table_markdown(); router_test.cc checks the docs match);
 // - the request-duration histogram a request is timed in (route_class(), /metrics): the row's
-//   RouteClass, or `other` for the error endpoints.
+//   RouteClass, or `other` for the error endpoints;
+// - whether a request is a write (route_writes(), the engine's request ordering): the row's
+//   Access, or `read` for the error endpoints.
 // Path errors are values: unknown path → 404, known path with the wrong method → 405 plus the
 // Allow list, a method HTTP does not define → 501. The key and value segments (for the board
 // routes: the board and member names) come back still percent-encoded; the handlers decode them
@@ -97,11 +99,17 @@ constexpr std::string_view pattern_text(PathPattern p) {
   return "?";
 }
 
+// Whether a route changes what later requests see. A connection's requests take effect in the
+// order it sent them: a write does not overtake, nor is it overtaken by, a pending read
+// (ResponseQueue::blocks, response_queue.hh); the engine asks route_writes() below.
+enum class Access : std::uint8_t { read, write };
+
 struct RouteRow {
   boost::beast::http::verb method;
   PathPattern path;
   Endpoint endpoint;
   RouteClass timing;     // the request-duration histogram its requests are timed in (/metrics)
+  Access access;         // write: it changes state (request ordering, the held body of a write)
   std::string_view doc;  // the "result" cell of docs/api.md's route list (Markdown, one line)
 };
 
@@ -109,25 +117,30 @@ struct RouteRow {
 // dispatch's test order (most frequent first).
 inline constexpr RouteRow kRouteTable[] = {
     {boost::beast::http::verb::get, PathPattern::key, Endpoint::key_get, RouteClass::get,
+     Access::read,
      "hit: `200`, body = the raw value, `Content-Type: application/octet-stream`. If the `Accept` "
      "header contains `application/json` (case-insensitive, anywhere in the header; q-values are "
      "not interpreted): `200`, `Content-Type: application/json`, body "
      "`{\"key\": \"<k>\", \"value\": \"<v>\"}`. Miss: `404`."},
     {boost::beast::http::verb::put, PathPattern::key, Endpoint::key_put_body, RouteClass::put,
+     Access::write,
      "stores the request body (`Content-Length` or `Transfer-Encoding: chunked`; no body means the "
      "empty value). `201 Created` if the key was new, `204 No Content` if it replaced a value."},
     {boost::beast::http::verb::put, PathPattern::key_value, Endpoint::key_put_path, RouteClass::put,
+     Access::write,
      "the course form: stores the percent-decoded `{v}` (may be empty: `PUT /key/k/`). "
      "`201`/`204` as above. A request body is read and ignored (like any request's, it may not "
      "exceed `--max-value`: over it, `413` and close)."},
     {boost::beast::http::verb::delete_, PathPattern::key, Endpoint::key_delete, RouteClass::delete_,
-     "`204` when deleted, `404` when absent."},
+     Access::write, "`204` when deleted, `404` when absent."},
     {boost::beast::http::verb::head, PathPattern::key, Endpoint::key_head, RouteClass::head,
+     Access::read,
      "`200` with `Content-Type: application/octet-stream` and `Content-Length` = the value's "
      "size, no body; or `404`."},
     {boost::beast::http::verb::head, PathPattern::root, Endpoint::root_head, RouteClass::head,
-     "`200`, `Content-Length: 0`."},
+     Access::read, "`200`, `Content-Length: 0`."},
     {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset, RouteClass::reset,
+     Access::write,
      "empties the cache, every board and, with `--store`, the store (durably, before the "
      "answer): `204`. `POST /reset?scope=cache` empties only the cache: the boards are kept "
      "(they are not cache), the store keeps every key (write-behind "
@@ -135,39 +148,42 @@ inline constexpr RouteRow kRouteTable[] = {
      "cold-cache measurements. `scope=all` is the default; any other `scope` is a `400`. "
      "Eviction counters are kept."},
     {boost::beast::http::verb::get, PathPattern::stats, Endpoint::stats, RouteClass::stats,
-     "`200`, `application/json`, see below."},
+     Access::read, "`200`, `application/json`, see below."},
     {boost::beast::http::verb::get, PathPattern::metrics, Endpoint::metrics, RouteClass::metrics,
+     Access::read,
      "`200`, `text/plain; version=0.0.4; charset=utf-8`: the `/stats` counters and the "
      "request-duration histograms in the Prometheus text format, see below."},
     // The boards (docs/api.md, "Boards"): names are percent-decoded like keys.
     {boost::beast::http::verb::get, PathPattern::board_member, Endpoint::board_member_get,
-     RouteClass::board_read,
+     RouteClass::board_read, Access::read,
      "`200` `{\"member\": m, \"score\": s, \"rank\": r}`; `404` when the board or the member "
      "is absent."},
     {boost::beast::http::verb::put, PathPattern::board_member, Endpoint::board_member_put,
-     RouteClass::board_update,
+     RouteClass::board_update, Access::write,
      "the body is a score. `?op=set` (the default), `best` (keeps the higher) or `incr` (adds; "
      "an absent member counts as 0). `201` when the member is new, `200` otherwise, with "
      "`{\"member\": m, \"score\": s, \"rank\": r}` after the update; the board is created by "
      "its first member. A bad score or `op`, or a result that is not finite: `400`. A new member "
      "beyond `--board-maxmem`: `507`."},
     {boost::beast::http::verb::delete_, PathPattern::board_member, Endpoint::board_member_delete,
-     RouteClass::board_update, "`204`, or `404`. A board's last member takes the board with it."},
+     RouteClass::board_update, Access::write,
+     "`204`, or `404`. A board's last member takes the board with it."},
     {boost::beast::http::verb::get, PathPattern::board_top, Endpoint::board_top,
-     RouteClass::board_read,
+     RouteClass::board_read, Access::read,
      "`?n=N&offset=K`: `n` 1..1000 (default 10), `offset` ≥ 0 (default 0). `200` "
      "`{\"board\": b, \"members\": TOTAL, \"entries\": [{\"rank\": r, \"member\": m, "
      "\"score\": s}, ...]}` from rank K+1 on (empty past the end); `404` when the board is "
      "absent."},
     {boost::beast::http::verb::get, PathPattern::board_around, Endpoint::board_around,
-     RouteClass::board_read,
+     RouteClass::board_read, Access::read,
      "`?n=N`, 0..500 (default 5): `200`, shaped as `top`, with the members ranked rank(m)−N to "
      "rank(m)+N, clipped at the board's ends; `404` when the board or the member is absent."},
     {boost::beast::http::verb::get, PathPattern::board, Endpoint::board_get, RouteClass::board_read,
+     Access::read,
      "`200` `{\"board\": b, \"members\": N, \"top_score\": s, \"bottom_score\": s}`; "
      "`404`."},
     {boost::beast::http::verb::delete_, PathPattern::board, Endpoint::board_delete,
-     RouteClass::board_update, "`204`, or `404`."},
+     RouteClass::board_update, Access::write, "`204`, or `404`."},
 };
 
 // The order route() tests methods in, most frequent first; route_naive() uses the reverse.
@@ -276,13 +292,17 @@ inline constexpr std::string_view kAllowBoardAround = kAllow<PathPattern::board_
 namespace detail {
 constexpr std::size_t kEndpointCount = static_cast<std::size_t>(Endpoint::not_implemented) + 1;
 
-constexpr std::array<RouteClass, kEndpointCount> make_route_classes() {
-  std::array<RouteClass, kEndpointCount> out{};
-  out.fill(RouteClass::other);
-  for (const RouteRow& row : kRouteTable) out[static_cast<std::size_t>(row.endpoint)] = row.timing;
+// One column of kRouteTable, per endpoint; `fallback` for the endpoints no row names (404, 405,
+// 501).
+template <class T>
+constexpr std::array<T, kEndpointCount> per_endpoint(T RouteRow::*column, T fallback) {
+  std::array<T, kEndpointCount> out{};
+  out.fill(fallback);
+  for (const RouteRow& row : kRouteTable) out[static_cast<std::size_t>(row.endpoint)] = row.*column;
   return out;
 }
-inline constexpr std::array<RouteClass, kEndpointCount> kRouteClasses = make_route_classes();
+inline constexpr auto kRouteClasses = per_endpoint(&RouteRow::timing, RouteClass::other);
+inline constexpr auto kRouteAccess = per_endpoint(&RouteRow::access, Access::read);
 }  // namespace detail
 
 // The histogram an endpoint's requests are timed in: its row's class; `other` for the errors.
@@ -292,6 +312,18 @@ constexpr RouteClass route_class(Endpoint e) {
 static_assert(route_class(Endpoint::key_get) == RouteClass::get &&
                   route_class(Endpoint::not_found) == RouteClass::other,
               "route classes come from kRouteTable");
+
+// Whether an endpoint's requests change state: its row's Access; the errors (404, 405, 501)
+// change nothing, so they are reads.
+constexpr Access route_access(Endpoint e) {
+  return detail::kRouteAccess[static_cast<std::size_t>(e)];
+}
+constexpr bool route_writes(Endpoint e) {
+  return route_access(e) == Access::write;
+}
+static_assert(route_writes(Endpoint::key_put_body) && !route_writes(Endpoint::key_get) &&
+                  !route_writes(Endpoint::method_not_allowed),
+              "route access comes from kRouteTable");
 
 // The same list for a pattern known only at run time.
 std::string_view allow_list(PathPattern p);

@@ -406,6 +406,85 @@ TEST(RouteTable, AllowListsAreTheTablesMethodsPerPath) {
   EXPECT_EQ(kAllowBoardAround, "GET");
 }
 
+// --- which routes write (RouteRow::access, route_access(), route_writes()) -------------------
+
+constexpr bool is_read_method(verb m) {
+  return m == verb::get || m == verb::head;
+}
+constexpr bool is_write_method(verb m) {
+  return m == verb::put || m == verb::delete_ || m == verb::post;
+}
+
+// Every row's access follows its method: PUT, DELETE and POST write; GET and HEAD do not.
+constexpr bool access_follows_method() {
+  for (const RouteRow& row : kRouteTable) {
+    if (is_write_method(row.method) && row.access != Access::write) return false;
+    if (is_read_method(row.method) && row.access != Access::read) return false;
+    if (!is_read_method(row.method) && !is_write_method(row.method)) return false;  // unclassified
+  }
+  return true;
+}
+static_assert(access_follows_method(),
+              "kRouteTable: a PUT/DELETE/POST row must be Access::write, a GET/HEAD row "
+              "Access::read (and a new method needs a rule here)");
+
+// The lookup is the table: for each endpoint, its row's access; an endpoint without a row (only
+// the errors) reads.
+constexpr bool lookup_agrees_with_table() {
+  for (std::size_t i = 0; i < detail::kEndpointCount; ++i) {
+    const auto e = static_cast<Endpoint>(i);
+    const RouteRow* row = nullptr;
+    for (const RouteRow& r : kRouteTable) {
+      if (r.endpoint == e) row = &r;
+    }
+    const bool error = e == Endpoint::not_found || e == Endpoint::method_not_allowed ||
+                       e == Endpoint::not_implemented;
+    if ((row == nullptr) != error) return false;  // a route endpoint with no row, or vice versa
+    const Access expected = row != nullptr ? row->access : Access::read;
+    if (route_access(e) != expected) return false;
+    if (route_writes(e) != (expected == Access::write)) return false;
+  }
+  return true;
+}
+static_assert(lookup_agrees_with_table(),
+              "route_access()/route_writes() must agree with kRouteTable for every endpoint");
+
+TEST(RouteTable, WritesAreThePutDeleteAndPostRows) {
+  std::size_t writes = 0;
+  std::size_t reads = 0;
+  for (const RouteRow& row : kRouteTable) {
+    const std::string name = std::string(boost::beast::http::to_string(row.method)) + " " +
+                             std::string(pattern_text(row.path));
+    EXPECT_EQ(route_access(row.endpoint), row.access) << name;
+    if (is_write_method(row.method)) {
+      EXPECT_TRUE(route_writes(row.endpoint)) << name;
+      ++writes;
+    } else {
+      EXPECT_TRUE(is_read_method(row.method)) << name;
+      EXPECT_FALSE(route_writes(row.endpoint)) << name;
+      ++reads;
+    }
+  }
+  EXPECT_EQ(writes, 7u);
+  EXPECT_EQ(reads, 9u);
+  // The writes by name (the list the engine kept by hand before the table had the column).
+  for (const Endpoint e :
+       {Endpoint::key_put_body, Endpoint::key_put_path, Endpoint::key_delete, Endpoint::reset,
+        Endpoint::board_member_put, Endpoint::board_member_delete, Endpoint::board_delete}) {
+    EXPECT_TRUE(route_writes(e)) << static_cast<int>(e);
+  }
+  // The errors change nothing: a PUT to an unknown path, or a DELETE on /stats, is no write.
+  for (const Endpoint e :
+       {Endpoint::not_found, Endpoint::method_not_allowed, Endpoint::not_implemented}) {
+    EXPECT_EQ(route_access(e), Access::read) << static_cast<int>(e);
+  }
+  EXPECT_FALSE(route_writes(route(verb::put, "/nope").endpoint));
+  EXPECT_FALSE(route_writes(route(verb::delete_, "/stats").endpoint));
+  EXPECT_TRUE(route_writes(route(verb::post, "/reset?scope=cache").endpoint));
+  EXPECT_TRUE(route_writes(route_naive(verb::put, "/board/b/member/m").endpoint));
+  EXPECT_FALSE(route_writes(route(verb::head, "/key/k").endpoint));
+}
+
 // docs/api.md's route list is route_table_markdown(), verbatim, between its markers.
 TEST(RouteTable, DocsRouteListMatchesTheTable) {
   const std::string path = std::string(CRANK_SOURCE_DIR) + "/docs/api.md";
