@@ -67,7 +67,9 @@ UpdateOutcome Registry::update(std::string_view board, std::string_view member, 
       if (slot->gone) continue;  // emptied and unlinked since the lookup: look again
       const bool is_new = !slot->board.stored(member);
       const std::size_t cost = Board::member_cost(member.size());
-      if (is_new && !reserve(cost)) {
+      if (frozen_.load(std::memory_order_acquire) > 0) {
+        out.status = UpdateOutcome::Status::frozen;
+      } else if (is_new && !reserve(cost)) {
         out.status = UpdateOutcome::Status::no_space;
       } else if (auto u = slot->board.update(member, op, value)) {
         out.updated = *u;
@@ -135,6 +137,10 @@ std::optional<std::size_t> Registry::remove_member(std::string_view board, std::
                                                    ChangeSink* sink) {
   // Exclusive on the registry: the board may go with this member.
   std::unique_lock registry(mu_);
+  if (frozen_.load(std::memory_order_acquire) > 0) {
+    if (sink != nullptr) sink->refused_frozen();
+    return std::nullopt;
+  }
   auto it = map_.find(board);
   if (it == map_.end()) return std::nullopt;
   std::shared_ptr<Slot> keep = it->second;  // outlives the lock if the board is unlinked
@@ -154,6 +160,10 @@ std::optional<std::size_t> Registry::remove_member(std::string_view board, std::
 
 bool Registry::remove_board(std::string_view board, ChangeSink* sink) {
   std::unique_lock registry(mu_);
+  if (frozen_.load(std::memory_order_acquire) > 0) {
+    if (sink != nullptr) sink->refused_frozen();
+    return false;
+  }
   auto it = map_.find(board);
   if (it == map_.end()) return false;
   std::shared_ptr<Slot> keep = it->second;  // outlives the lock: unlinking drops the map's
@@ -172,6 +182,20 @@ void Registry::clear(const std::function<void()>& then) {
     unlink_locked(it);
   }
   if (then) then();
+}
+
+void Registry::freeze(const std::function<void()>& then) {
+  std::unique_lock registry(mu_);
+  frozen_.fetch_add(1, std::memory_order_acq_rel);
+  // An update holds only its board's lock: taking each once waits for those under way (they
+  // checked frozen_ before it was raised); later ones see it.
+  for (auto& [name, slot] : map_) std::unique_lock wait_for_change(slot->mu);
+  then();
+}
+
+void Registry::thaw(bool clear_boards) {
+  if (clear_boards) clear();
+  frozen_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 RegistryStats Registry::stats() const {

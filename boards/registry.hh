@@ -42,6 +42,7 @@ struct UpdateOutcome {
     ok,
     no_space,    // a new member would take the boards beyond their budget; nothing changed
     not_finite,  // the result would not be a finite double (incr overflow); nothing changed
+    frozen,      // a reset is pending (freeze()); nothing changed
   };
   Status status = Status::ok;
   Updated updated;  // when ok
@@ -52,7 +53,7 @@ struct RegistryStats {
   std::size_t members = 0;
   std::size_t bytes = 0;               // Board::bytes() summed, plus each board's name
   std::uint64_t updates = 0;           // update() calls that changed or kept a score (status ok)
-  std::uint64_t refused = 0;           // update() calls refused (no_space, not_finite)
+  std::uint64_t refused = 0;           // update() calls refused (no_space, not_finite, frozen)
   std::uint64_t removals = 0;          // members removed, by remove_member or with their board
   std::uint64_t reads = 0;             // read() and read_top() calls that found their board
   std::uint64_t top_cache_hits = 0;    // read_top() calls answered from the cache
@@ -71,6 +72,8 @@ class ChangeSink {
   virtual void member_removed(std::string_view board, std::string_view member) = 0;
   // A whole board removed.
   virtual void board_removed(std::string_view board) = 0;
+  // A remove_member/remove_board refused because the registry is frozen (nothing changed).
+  virtual void refused_frozen() {}
 
  protected:
   ~ChangeSink() = default;
@@ -158,6 +161,14 @@ class Registry {
   // then() never loses a write that memory keeps.
   void clear(const std::function<void()>& then = {});
 
+  // A reset that must be all or nothing (POST /reset with a store): freeze() waits for every
+  // change in progress, calls then() (which submits the store's clear) and from then on refuses
+  // every change (update: Status::frozen; remove_member/remove_board: nullopt/false after
+  // sink->refused_frozen()) until thaw(). thaw(true) empties every board first (the clear
+  // committed); thaw(false) keeps them (it failed). Freezes nest.
+  void freeze(const std::function<void()>& then);
+  void thaw(bool clear_boards);
+
   RegistryStats stats() const;
   std::size_t max_bytes() const { return max_bytes_; }
   bool top_cache() const { return top_cache_; }
@@ -193,6 +204,10 @@ class Registry {
   std::atomic<std::size_t> used_bytes_{0};  // members' Board::bytes() plus board names
   std::atomic<std::size_t> members_{0};
   std::atomic<std::uint64_t> updates_{0}, refused_{0}, removals_{0};
+  // freeze() depth: read under a board's lock (update) or the registry's (removals), set under
+  // the registry's lock before every board's lock is taken once, so a change either finished
+  // before then() or sees it.
+  std::atomic<int> frozen_{0};
   mutable std::atomic<std::uint64_t> reads_{0}, top_hits_{0}, top_misses_{0};
   mutable std::atomic<std::size_t> top_bytes_{0};
 };

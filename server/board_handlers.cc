@@ -29,6 +29,8 @@ HandlerResult fail(status s, std::string_view reason) {
 }
 
 constexpr std::string_view kBoardNotFound = "board not found";
+constexpr std::string_view kResetPending =
+    "a reset is pending: board changes are refused until the store has answered it";
 constexpr std::string_view kMemberNotFound = "member not found";
 
 // --- the query --------------------------------------------------------------------------------
@@ -213,6 +215,8 @@ class RowWriter final : public boards::ChangeSink {
   void board_removed(std::string_view board) override {
     submit(store::Write::board_drop_rows(std::string(board)));
   }
+  void refused_frozen() override { frozen_ = true; }
+  bool frozen() const { return frozen_; }
 
   // The answer to a change the registry made: now (no store write was needed, or write-behind
   // took it), or once its row is committed.
@@ -255,6 +259,7 @@ class RowWriter final : public boards::ChangeSink {
   const ResponseWriter& out_;
   std::shared_ptr<PendingAnswer> pending_;  // write-through: the deferred answer
   std::string error_;                       // write-behind: why the row was refused
+  bool frozen_ = false;                     // refused: a reset is pending
 };
 
 // --- --board-source store: reads answered by the database ---------------------------------------
@@ -356,6 +361,8 @@ HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_
                   "--board-maxmem");
     case boards::UpdateOutcome::Status::not_finite:
       return fail(status::bad_request, "the new score would not be a finite number");
+    case boards::UpdateOutcome::Status::frozen:
+      return fail(status::service_unavailable, kResetPending);
   }
   std::string json;
   append_member(json, m, u.updated.score, u.updated.rank);
@@ -374,6 +381,7 @@ HandlerResult BoardHandlers::delete_member(std::string_view raw_board, std::stri
   std::optional<RowWriter> rows;
   if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
   if (!ctx.boards.remove_member(b, m, rows ? &*rows : nullptr)) {
+    if (rows && rows->frozen()) return fail(status::service_unavailable, kResetPending);
     return fail(status::not_found, "board or member not found");
   }
   if (rows) return rows->answer(status::no_content, {}, out);
@@ -503,6 +511,7 @@ HandlerResult BoardHandlers::delete_board(std::string_view raw_board, ResponseWr
   std::optional<RowWriter> rows;
   if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
   if (!ctx.boards.remove_board(b.name, rows ? &*rows : nullptr)) {
+    if (rows && rows->frozen()) return fail(status::service_unavailable, kResetPending);
     return fail(status::not_found, kBoardNotFound);
   }
   if (rows) return rows->answer(status::no_content, {}, out);

@@ -89,6 +89,8 @@ const char* variant_name(const Config& c) {
   return "custom";
 }
 
+std::string validate_store(const Config& c);
+
 std::string validate(const Config& c) {
   if (c.maxmem == 0) return "--maxmem must be at least 1 byte";
   if (c.max_value == 0) return "--max-value must be at least 1 byte";
@@ -115,9 +117,20 @@ std::string validate(const Config& c) {
     return "--max-inflight " + std::to_string(c.max_inflight) + " is smaller than --max-value " +
            std::to_string(c.max_value) + ": the largest value could never be received";
   }
+  return validate_store(c);
+}
+
+// The --store flags, and the limits that depend on the store.
+std::string validate_store(const Config& c) {
   const std::optional<StoreUri> store = parse_store_uri(c.store);
   if (!store) return bad_store_uri_error(c.store);
   const bool has_store = store->scheme != "none";
+  if (store->scheme == "postgres" && c.max_value > store::kPostgresMaxValue) {
+    return "--max-value " + std::to_string(c.max_value) +
+           " is too large for --store postgres: " + "at most " +
+           std::to_string(store::kPostgresMaxValue) +
+           " bytes (512 MiB, what one bytea row can hold and still be dumped)";
+  }
   if (c.flush_interval.count() <= 0) return "--flush-interval must be at least 1ms";
   // The dirty bound only matters with a store; without one it must not reject a large
   // --max-value that worked before the store existed.

@@ -375,18 +375,21 @@ HandlerResult Handlers::reset(std::string_view query, const RequestView& request
     ctx.tier->reset_cache();  // the boards stay, in memory and in the store
   } else {
     auto slot = defer(request, DeferKind::barrier, out);
-    // The store is cleared while the registry is still locked against updates: a board row
-    // written after the boards were emptied is committed after the clear, never erased by it.
-    ctx.boards.clear([&] {
-      ctx.tier->reset([slot](const store::Status& s) {
-        slot->finish([s](ResponseWriter& w) -> HandlerResult {
-          if (!s.ok()) {
-            return {status::service_unavailable, s.message, {}, false};
-          }
-          w.no_content(status::no_content);
-          return {};
-        });
-      });
+    // All or nothing: the boards refuse changes from the clear's submission until the store
+    // has answered, then are emptied only if it committed (a failed reset keeps them).
+    boards::Registry& boards = ctx.boards;
+    boards.freeze([&] {
+      ctx.tier->reset(
+          [slot](const store::Status& s) {
+            slot->finish([s](ResponseWriter& w) -> HandlerResult {
+              if (!s.ok()) {
+                return {status::service_unavailable, s.message, {}, false};
+              }
+              w.no_content(status::no_content);
+              return {};
+            });
+          },
+          [&boards](bool cleared) { boards.thaw(cleared); });
     });
     return kDeferred;
   }

@@ -256,6 +256,8 @@ std::string render_stats_json(const Snapshot& snap) {
   return json;
 }
 
+void append_duration_histograms(std::string& out, const TimingTotals& timings);
+
 std::string render_prometheus(const Snapshot& snap, const TimingTotals& timings) {
   std::string out;
   out.reserve(16384);
@@ -291,8 +293,12 @@ std::string render_prometheus(const Snapshot& snap, const TimingTotals& timings)
   out += "cache_server_info{";
   out += info_labels;
   out += "} 1\n";
+  append_duration_histograms(out, timings);
+  return out;
+}
 
-  // The request-duration histograms, one series set per route class.
+// The request-duration histograms, one series set per route class.
+void append_duration_histograms(std::string& out, const TimingTotals& timings) {
   constexpr std::string_view hist = "cache_server_request_duration_seconds";
   append_family_header(out, hist,
                        "Server-side request duration, from the read that completed the request "
@@ -326,7 +332,6 @@ std::string render_prometheus(const Snapshot& snap, const TimingTotals& timings)
     append_u64(out, cumulative);
     out += '\n';
   }
-  return out;
 }
 
 }  // namespace server

@@ -42,8 +42,9 @@ std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) 
   TierOptions options;
   options.store_timeout = config.store_timeout;
   options.mode = config.write_mode;
-  options.flush_interval = config.flush_interval;
+  options.flush_interval = config.flush_interval;  // validated >= 1ms (0: no flusher thread)
   options.max_dirty = config.max_dirty;
+  options.max_waiting = config.max_inflight;
   return std::make_unique<StoreTier>(cache, std::move(s), options);
 }
 

@@ -1,7 +1,6 @@
 // store_tier.cc — see store_tier.hh.
 #include "server/store_tier.hh"
 
-#include <future>
 #include <iostream>
 
 namespace server {
@@ -43,6 +42,12 @@ std::string timeout_text(std::chrono::milliseconds timeout) {
          std::to_string(timeout.count()) + "ms)";
 }
 
+// The store refused the op before applying any of it, so its outcome is known: not applied.
+// Any other error (a lost connection after COMMIT, a failed fsync) may have applied it.
+bool refused_unapplied(store::Code c) {
+  return c == store::Code::failed || c == store::Code::closed || c == store::Code::unavailable;
+}
+
 StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
   StoreTier::Lookup l;
   l.kind = StoreTier::Lookup::Kind::error;
@@ -54,7 +59,9 @@ StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
 
 StoreTier::StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, TierOptions options)
     : cache_(cache), store_(std::move(store)), options_(options), deadline_(options.store_timeout) {
-  if (options_.mode == WriteMode::behind) flusher_ = std::thread([this] { flusher_main(); });
+  if (options_.mode == WriteMode::behind && options_.flush_interval.count() > 0) {
+    flusher_ = std::thread([this] { flusher_main(); });
+  }
 }
 
 StoreTier::~StoreTier() {
@@ -65,23 +72,57 @@ StoreTier::~StoreTier() {
 
 std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupDone done) {
   std::lock_guard lock(mu_);
+  if (resets_pending_ == 0 && options_.mode == WriteMode::behind) {
+    if (auto it = dirty_.find(key); it != dirty_.end()) {
+      if (it->second.tombstone) return Lookup{};
+      return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
+    }
+  }
+  const std::size_t cost = key.size() + kOpOverhead;
+  if (read_bytes_.load() + cost > options_.max_waiting) {
+    return Lookup{Lookup::Kind::error,
+                  {},
+                  "store read backlog full: " + std::to_string(read_bytes_.load()) +
+                      " bytes of reads wait on the store (--max-inflight " +
+                      std::to_string(options_.max_waiting) + ")"};
+  }
+  read_bytes_ += cost;
+  // Each waiter has its own deadline; the read goes on for the others (and fills the cache).
+  LookupDone answer = deadline_.arm<Lookup>(
+      [this, cost, done = std::move(done)](const Lookup& l) {
+        read_bytes_ -= cost;
+        done(l);
+      },
+      timeout_lookup(options_.store_timeout));
+  if (resets_pending_ > 0) {  // the barrier: read once the clear has completed
+    parked_reads_.push_back(ParkedRead{std::string(key), std::move(answer)});
+    return std::nullopt;
+  }
+  start_read_locked(std::string(key), answer);
+  return std::nullopt;
+}
+
+// A parked miss once the reset it waited for is over: what lookup() would have done.
+std::optional<StoreTier::Lookup> StoreTier::read_locked(std::string_view key,
+                                                        const LookupDone& answer) {
   if (options_.mode == WriteMode::behind) {
     if (auto it = dirty_.find(key); it != dirty_.end()) {
       if (it->second.tombstone) return Lookup{};
       return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
     }
   }
-  // Each waiter has its own deadline; the read goes on for the others (and fills the cache).
-  LookupDone answer =
-      deadline_.arm<Lookup>(std::move(done), timeout_lookup(options_.store_timeout));
-  std::string k(key);
+  start_read_locked(std::string(key), answer);
+  return std::nullopt;
+}
+
+void StoreTier::start_read_locked(const std::string& k, const LookupDone& answer) {
   auto [it, inserted] = inflight_.try_emplace(k);
   if (!inserted) {
-    it->second->waiters.push_back(std::move(answer));
-    return std::nullopt;
+    it->second->waiters.push_back(answer);
+    return;
   }
   auto entry = std::make_shared<Inflight>();
-  entry->waiters.push_back(std::move(answer));
+  entry->waiters.push_back(answer);
   entry->void_fill = pending_writes_.contains(k);
   it->second = entry;
   store_->read(k, [this, k, entry](store::ReadResult r) {
@@ -97,7 +138,6 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
     }
     for (auto& w : waiters) w(result);
   });
-  return std::nullopt;
 }
 
 StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadResult& r,
@@ -111,16 +151,47 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
   }
   result.kind = Lookup::Kind::found;
   result.value = std::make_shared<const std::string>(std::move(r.value));
-  // A fill never overwrites a newer write: none was submitted since the read began, none is
-  // still uncommitted, and the dirty buffer (newer than the store) does not hold the key.
-  if (!entry.void_fill && !pending_writes_.contains(key) && !dirty_.contains(key)) {
+  if (!entry.void_fill && may_fill_locked(key)) {
     if (stored(cache_.set(key, *result.value))) ++fills_;
   }
   return result;
 }
 
+// A fill never overwrites a newer write: none is still uncommitted, the dirty buffer (newer
+// than the store) does not hold the key, and the store is not in doubt about it (a write of
+// unknown outcome may still appear there, e.g. after PostgreSQL restarts).
+bool StoreTier::may_fill_locked(const std::string& key) const {
+  return !pending_writes_.contains(key) && !dirty_.contains(key) && !all_unknown_ &&
+         !unknown_.contains(key);
+}
+
 void StoreTier::void_fills_locked(std::string_view key) {
   if (auto it = inflight_.find(key); it != inflight_.end()) it->second->void_fill = true;
+}
+
+// The key leaves the cache and is read through until a later write of it commits: the store
+// alone knows whether the write landed. Bounded by max_dirty bytes; past it, no key is filled
+// until a reset (every miss reads the store).
+void StoreTier::mark_unknown_locked(const std::string& key) {
+  cache_.del(key);
+  void_fills_locked(key);
+  if (all_unknown_ || unknown_.contains(key)) return;
+  if (unknown_bytes_ + key.size() + kOpOverhead > options_.max_dirty) {
+    all_unknown_ = true;
+    unknown_.clear();
+    unknown_bytes_ = 0;
+    return;
+  }
+  unknown_.emplace(key, true);
+  unknown_bytes_ += key.size() + kOpOverhead;
+}
+
+void StoreTier::clear_unknown_locked(const std::string& key) {
+  if (unknown_.empty()) return;
+  if (auto it = unknown_.find(key); it != unknown_.end()) {
+    unknown_bytes_ -= key.size() + kOpOverhead;
+    unknown_.erase(it);
+  }
 }
 
 // --- writes -------------------------------------------------------------------------------------
@@ -128,6 +199,7 @@ void StoreTier::void_fills_locked(std::string_view key) {
 std::optional<StoreTier::Outcome> StoreTier::try_put(std::string_view key, std::string_view value) {
   if (options_.mode != WriteMode::behind) return std::nullopt;
   std::lock_guard lock(mu_);
+  if (flush_failing_) return std::nullopt;
   if (!waiting_.empty() || !fits_locked(key, value)) return std::nullopt;
   return apply_dirty_locked(Kind::put, key, value);
 }
@@ -135,6 +207,7 @@ std::optional<StoreTier::Outcome> StoreTier::try_put(std::string_view key, std::
 std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
   if (options_.mode != WriteMode::behind) return std::nullopt;
   std::lock_guard lock(mu_);
+  if (flush_failing_) return std::nullopt;
   if (!waiting_.empty() || !fits_locked(key, {})) return std::nullopt;
   if (auto it = dirty_.find(key); it != dirty_.end()) {
     if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
@@ -155,17 +228,18 @@ std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone
   return write(Kind::del, key, {}, std::move(done));
 }
 
+// Every immediate outcome below is settled (the deadline's claim taken) before the write is
+// applied: a write the deadline answered first — it may have waited that long for mu_ behind a
+// long flush or reset — is dropped, never applied after its 503.
 std::optional<StoreTier::Outcome> StoreTier::write(Kind kind, std::string_view key,
                                                    std::string_view value, WriteDone done) {
   const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
   std::lock_guard lock(mu_);
-  std::optional<Outcome> now;
+  if (answer.answered()) return std::nullopt;
   if (options_.mode == WriteMode::through) {
-    now = submit_through_locked(kind, key, value, answer);
-  } else {
-    now = behind_locked(kind, key, value, answer);
+    return submit_through_locked(kind, key, value, answer);
   }
-  return now && answer.settle() ? now : std::nullopt;
+  return behind_locked(kind, key, value, answer);
 }
 
 // Write-through: the commit may be under way when the deadline answers, so the write may still
@@ -178,18 +252,218 @@ StoreTier::Outcome StoreTier::timeout_outcome() const {
                                                              : "; the write was not applied")};
 }
 
+StoreTier::Outcome StoreTier::refusal(std::string why) {
+  ++write_errors_;
+  return Outcome{Outcome::Kind::error, std::move(why)};
+}
+
 // What waits on the store is bounded like write-behind's dirty data: a store that stops
 // answering must not make the server hold every write sent meanwhile (a request answered 503 at
 // its deadline leaves its write queued in the store). Counts the bytes in, or refuses.
 std::optional<StoreTier::Outcome> StoreTier::admit_through_locked(std::size_t bytes) {
   if (through_bytes_ > 0 && through_bytes_ + bytes > options_.max_dirty) {
-    ++write_errors_;
-    return Outcome{Outcome::Kind::error, "store backlog full: " + std::to_string(through_bytes_) +
-                                             " bytes of writes wait on the store (--max-dirty " +
-                                             std::to_string(options_.max_dirty) + ")"};
+    return refusal("store backlog full: " + std::to_string(through_bytes_) +
+                   " bytes of writes wait on the store (--max-dirty " +
+                   std::to_string(options_.max_dirty) + ")");
   }
   through_bytes_ += bytes;
   return std::nullopt;
+}
+
+// Write-through: the store decides (existed) and the cache follows once the commit succeeded.
+// Every cache entry came from a committed write or a fill, so the store alone says whether a
+// key existed.
+std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, std::string_view key,
+                                                                   std::string_view value,
+                                                                   const Answer& done) {
+  ThroughWrite w{kind, std::string(key), nullptr, false, dirty_size(key, value) + kOpOverhead};
+  if (auto full = admit_through_locked(w.bytes)) {  // nothing counted in
+    if (!done.settle()) return std::nullopt;
+    return full;
+  }
+  void_fills_locked(w.key);
+  // A key in the cache with no write of it pending is in the store too (the cache holds only
+  // committed writes and fills), so the store need not look it up: ask only about the others.
+  const bool pending = pending_writes_.contains(w.key);
+  w.want_existed = pending || !cache_.get(w.key, [](std::string_view) {});
+  ++pending_writes_[w.key];
+  std::vector<store::Write> batch(1);
+  batch[0].kind = kind;
+  batch[0].key = w.key;
+  if (kind == Kind::put) {
+    w.value = std::make_shared<const std::string>(value);
+    batch[0].value = *w.value;
+  }
+  batch[0].want_existed = w.want_existed;
+  store_->write(std::move(batch), [this, w = std::move(w), done](store::WriteResult r) {
+    Outcome o;
+    {
+      std::lock_guard lock(mu_);
+      o = on_through_commit_locked(w, r);
+    }
+    done(o);
+  });
+  return std::nullopt;
+}
+
+// In commit order (the store runs write callbacks in commit order): the cache follows the
+// store. A failed commit's outcome is unknown (a lost connection or a failed fsync can have
+// applied it), so the key leaves the cache and reads go to the store until a later write of it
+// commits.
+StoreTier::Outcome StoreTier::on_through_commit_locked(const ThroughWrite& w,
+                                                       const store::WriteResult& r) {
+  through_bytes_ -= w.bytes;
+  if (auto it = pending_writes_.find(w.key); it != pending_writes_.end() && --it->second == 0) {
+    pending_writes_.erase(it);
+  }
+  Outcome o;
+  if (!r.status.ok()) {
+    o.kind = Outcome::Kind::error;
+    o.error = "store write failed: " + r.status.message;
+    log_error_locked(o.error);
+    if (!refused_unapplied(r.status.code)) {
+      mark_unknown_locked(w.key);
+      o.error += "; the outcome is unknown (the key is read from the store until it is written)";
+    }
+    return o;
+  }
+  clear_unknown_locked(w.key);
+  const bool existed = !w.want_existed || (!r.existed.empty() && r.existed[0]);
+  if (w.kind == Kind::put) {
+    if (!stored(cache_.set(w.key, *w.value))) cache_.del(w.key);  // never leave an older value
+    o.kind = existed ? Outcome::Kind::replaced : Outcome::Kind::created;
+  } else {
+    cache_.del(w.key);
+    o.kind = existed ? Outcome::Kind::deleted : Outcome::Kind::absent;
+  }
+  return o;
+}
+
+// Write-behind: into the cache and the dirty buffer at once when there is room and nobody is
+// waiting (FIFO), else queued for the flusher to admit. A failing store refuses every write.
+std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::string_view key,
+                                                           std::string_view value,
+                                                           const Answer& done) {
+  if (flush_failing_) {
+    if (!done.settle()) return std::nullopt;
+    return refusal("the store is failing (" + flush_error_ +
+                   "); write-behind refuses writes until a flush succeeds");
+  }
+  if (waiting_.empty() && fits_locked(key, value)) {
+    if (kind == Kind::del) return del_behind_locked(key, done, false);
+    if (!done.settle()) return std::nullopt;
+    return apply_dirty_locked(Kind::put, key, value);
+  }
+  return queue_waiting_locked(kind, key, value, done);
+}
+
+// Waits for room in FIFO order, bounded like the dirty buffer: a store
+// that does not answer must not make the server hold every write sent meanwhile.
+std::optional<StoreTier::Outcome> StoreTier::queue_waiting_locked(Kind kind, std::string_view key,
+                                                                  std::string_view value,
+                                                                  const Answer& done) {
+  if (store_failed_locked()) {
+    if (!done.settle()) return std::nullopt;
+    return refusal("dirty buffer full and the store failed: " + store_->stats().last_error);
+  }
+  // Writes answered 503 at their deadline leave the queue now, not when room appears.
+  while (!waiting_.empty() && waiting_.front().done.answered()) pop_waiting_locked();
+  const std::size_t bytes = dirty_size(key, value) + kOpOverhead;
+  if (waiting_bytes_ > 0 && waiting_bytes_ + bytes > options_.max_waiting) {
+    if (!done.settle()) return std::nullopt;
+    return refusal("write queue full: " + std::to_string(waiting_bytes_) +
+                   " bytes of writes wait for the dirty buffer (--max-inflight " +
+                   std::to_string(options_.max_waiting) + ")");
+  }
+  waiting_.push_back(Waiting{kind, std::string(key), std::string(value), done});
+  waiting_bytes_ += bytes;
+  flusher_wake_.notify_one();
+  return std::nullopt;
+}
+
+void StoreTier::pop_waiting_locked() {
+  const Waiting& w = waiting_.front();
+  waiting_bytes_ -= dirty_size(w.key, w.value) + kOpOverhead;
+  waiting_.pop_front();
+}
+
+bool StoreTier::fits_locked(std::string_view key, std::string_view value) const {
+  std::size_t freed = 0;
+  if (auto it = dirty_.find(key); it != dirty_.end()) {
+    freed = dirty_size(key, it->second.value);
+  }
+  const std::size_t need = dirty_size(key, value);
+  return dirty_bytes_ - freed + need <= options_.max_dirty;
+}
+
+bool StoreTier::store_failed_locked() const {
+  return store_->stats().failed;
+}
+
+StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key,
+                                                 std::string_view value) {
+  std::string k(key);
+  void_fills_locked(k);
+  if (nothing_dirty_locked()) dirty_since_ = std::chrono::steady_clock::now();
+  auto [it, inserted] = dirty_.try_emplace(k);
+  Dirty& d = it->second;
+  const bool had_value = !inserted && !d.tombstone;
+  if (!inserted) dirty_bytes_ -= dirty_size(k, d.value);
+  d.tombstone = kind == Kind::del;
+  d.value.assign(d.tombstone ? std::string_view() : value);
+  d.version = ++dirty_version_;
+  dirty_bytes_ += dirty_size(k, d.value);
+  Outcome o;
+  if (kind == Kind::del) {
+    cache_.del(k);
+    o.kind = Outcome::Kind::deleted;
+    return o;
+  }
+  // The dirty buffer holds the write whatever the cache does with it, so it is never lost to
+  // eviction (or to a cache that refuses it): reads consult the buffer before the store.
+  const cache::SetResult set = cache_.set(k, value);
+  if (!stored(set)) cache_.del(k);
+  o.kind = (had_value || set == cache::SetResult::replaced) ? Outcome::Kind::replaced
+                                                            : Outcome::Kind::created;
+  return o;
+}
+
+// A write-behind DELETE answers 404 only if the key is in neither the cache, the dirty buffer
+// nor the store; the store is asked only when the first two do not know.
+std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view key,
+                                                               const Answer& done, bool claimed) {
+  std::string k(key);
+  const auto it = dirty_.find(k);
+  const bool known = it != dirty_.end() || cache_.get(k, [](std::string_view) {});
+  if (known) {
+    if (!claimed && !done.settle()) return std::nullopt;
+    if (it != dirty_.end() && it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
+    return apply_dirty_locked(Kind::del, key, {});
+  }
+  store_->read(k, [this, k, done, claimed](store::ReadResult r) {
+    Outcome o;
+    {
+      std::lock_guard lock(mu_);
+      if (!claimed && !done.claim()) return;  // answered 503 at its deadline: not applied
+      if (r.status.ok()) {
+        o = apply_dirty_locked(Kind::del, k, {});
+      } else if (r.status.code == store::Code::not_found) {
+        o.kind = Outcome::Kind::absent;
+      } else {
+        o.kind = Outcome::Kind::error;
+        o.error = "store read failed: " + r.status.message;
+      }
+    }
+    done.deliver(o);
+  });
+  return std::nullopt;
+}
+
+// One line on stderr per distinct error, not one per failed request.
+void StoreTier::log_error_locked(const std::string& message) {
+  if (message == last_logged_error_) return;
+  last_logged_error_ = message;
+  std::cerr << "cache_server: " << message << std::endl;
 }
 
 // --- board rows ---------------------------------------------------------------------------------
@@ -198,12 +472,18 @@ std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, Write
   std::lock_guard lock(mu_);
   if (options_.mode == WriteMode::behind) {
     // Like a key write with room in the buffer, accepted even if the store has failed: it stays
-    // dirty (and is counted as lost at shutdown) rather than refused.
+    // dirty (and is counted as lost at shutdown) rather than refused, as the board in memory
+    // already holds it.
     board_behind_locked(row);
     return Outcome{Outcome::Kind::replaced, {}};
   }
-  // Write-through: bounded like key writes, answered by the commit or at --store-timeout.
-  const std::size_t bytes = row.key.size() + row.member.size() + 16;
+  return board_through_locked(std::move(row), std::move(done));
+}
+
+// Write-through: bounded like key writes, answered by the commit or at --store-timeout.
+std::optional<StoreTier::Outcome> StoreTier::board_through_locked(store::Write row,
+                                                                  WriteDone done) {
+  const std::size_t bytes = row.key.size() + row.member.size() + kOpOverhead;
   if (auto full = admit_through_locked(bytes)) return full;
   const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
   std::vector<store::Write> batch;
@@ -253,179 +533,92 @@ void StoreTier::board_behind_locked(const store::Write& row) {
   d.version = version;
 }
 
-// Write-through: the store decides (existed) and the cache follows once the commit succeeded.
-// Every cache entry came from a committed write or a fill, so the store alone says whether a
-// key existed.
-std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, std::string_view key,
-                                                                   std::string_view value,
-                                                                   WriteDone done) {
-  const std::size_t bytes = dirty_size(key, value);
-  if (auto full = admit_through_locked(bytes)) return full;
-  std::string k(key);
-  void_fills_locked(k);
-  // A key in the cache with no write of it pending is in the store too (the cache holds only
-  // committed writes and fills), so the store need not look it up: ask only about the others.
-  const bool pending = pending_writes_.contains(k);
-  const bool want_existed = pending || !cache_.get(k, [](std::string_view) {});
-  ++pending_writes_[k];
-  std::shared_ptr<const std::string> v;
-  if (kind == Kind::put) v = std::make_shared<const std::string>(value);
-  std::vector<store::Write> batch(1);
-  batch[0].kind = kind;
-  batch[0].key = k;
-  if (v) batch[0].value = *v;
-  batch[0].want_existed = want_existed;
-  store_->write(std::move(batch), [this, k = std::move(k), epoch = epoch_, kind, v, want_existed,
-                                   bytes, done = std::move(done)](store::WriteResult r) {
-    Outcome o;
-    {
-      std::lock_guard lock(mu_);
-      through_bytes_ -= bytes;
-      if (auto it = pending_writes_.find(k); it != pending_writes_.end() && --it->second == 0) {
-        pending_writes_.erase(it);
-      }
-      if (r.status.ok()) {
-        const bool existed = !want_existed || (!r.existed.empty() && r.existed[0]);
-        // Applied in commit order (the store runs write callbacks in commit order); a reset
-        // since the submission voids the cache update (the store was cleared after it).
-        if (epoch == epoch_) {
-          if (kind == Kind::put) {
-            if (!stored(cache_.set(k, *v))) cache_.del(k);  // never leave an older value cached
-          } else {
-            cache_.del(k);
-          }
-        }
-        if (kind == Kind::put) {
-          o.kind = existed ? Outcome::Kind::replaced : Outcome::Kind::created;
-        } else {
-          o.kind = existed ? Outcome::Kind::deleted : Outcome::Kind::absent;
-        }
-      } else {
-        o.kind = Outcome::Kind::error;
-        o.error = "store write failed: " + r.status.message;
-        log_error_locked(o.error);
-      }
-    }
-    done(o);
-  });
-  return std::nullopt;
-}
-
-// Write-behind: into the cache and the dirty buffer at once when there is room and nobody is
-// waiting (FIFO), else queued for the flusher to admit.
-std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::string_view key,
-                                                           std::string_view value,
-                                                           const Answer& done) {
-  if (waiting_.empty() && fits_locked(key, value)) {
-    return kind == Kind::put ? apply_dirty_locked(Kind::put, key, value)
-                             : del_behind_locked(key, done, false);
-  }
-  if (store_failed_locked()) {
-    ++write_errors_;
-    return Outcome{Outcome::Kind::error,
-                   "dirty buffer full and the store failed: " + store_->stats().last_error};
-  }
-  waiting_.push_back(Waiting{kind, std::string(key), std::string(value), done});
-  flusher_wake_.notify_one();
-  return std::nullopt;
-}
-
-bool StoreTier::fits_locked(std::string_view key, std::string_view value) const {
-  std::size_t freed = 0;
-  if (auto it = dirty_.find(key); it != dirty_.end()) {
-    freed = dirty_size(key, it->second.value);
-  }
-  const std::size_t need = dirty_size(key, value);
-  return dirty_bytes_ - freed + need <= options_.max_dirty;
-}
-
-bool StoreTier::store_failed_locked() const {
-  return store_->stats().failed;
-}
-
-StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key,
-                                                 std::string_view value) {
-  std::string k(key);
-  void_fills_locked(k);
-  if (nothing_dirty_locked()) dirty_since_ = std::chrono::steady_clock::now();
-  auto [it, inserted] = dirty_.try_emplace(k);
-  Dirty& d = it->second;
-  const bool had_value = !inserted && !d.tombstone;
-  if (!inserted) dirty_bytes_ -= dirty_size(k, d.value);
-  d.tombstone = kind == Kind::del;
-  d.value.assign(d.tombstone ? std::string_view() : value);
-  d.version = ++dirty_version_;
-  dirty_bytes_ += dirty_size(k, d.value);
-  Outcome o;
-  if (kind == Kind::del) {
-    cache_.del(k);
-    o.kind = Outcome::Kind::deleted;
-    return o;
-  }
-  // The dirty buffer holds the write whatever the cache does with it, so it is never lost to
-  // eviction (or to a cache that refuses it): reads consult the buffer before the store.
-  const cache::SetResult set = cache_.set(k, value);
-  if (!stored(set)) cache_.del(k);
-  o.kind = (had_value || set == cache::SetResult::replaced) ? Outcome::Kind::replaced
-                                                            : Outcome::Kind::created;
-  return o;
-}
-
-// A write-behind DELETE answers 404 only if the key is in neither the cache, the dirty buffer
-// nor the store; the store is asked only when the first two do not know.
-std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view key,
-                                                               const Answer& done, bool claimed) {
-  std::string k(key);
-  if (auto it = dirty_.find(k); it != dirty_.end()) {
-    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
-    return apply_dirty_locked(Kind::del, key, {});
-  }
-  if (cache_.del(k)) return apply_dirty_locked(Kind::del, key, {});
-  store_->read(k, [this, k, done, claimed](store::ReadResult r) {
-    Outcome o;
-    {
-      std::lock_guard lock(mu_);
-      if (!claimed && !done.claim()) return;  // answered 503 at its deadline: not applied
-      if (r.status.ok()) {
-        o = apply_dirty_locked(Kind::del, k, {});
-      } else if (r.status.code == store::Code::not_found) {
-        o.kind = Outcome::Kind::absent;
-      } else {
-        o.kind = Outcome::Kind::error;
-        o.error = "store read failed: " + r.status.message;
-      }
-    }
-    done.deliver(o);
-  });
-  return std::nullopt;
-}
-
-// One line on stderr per distinct error, not one per failed request.
-void StoreTier::log_error_locked(const std::string& message) {
-  if (message == last_logged_error_) return;
-  last_logged_error_ = message;
-  std::cerr << "cache_server: " << message << std::endl;
-}
-
 // --- reset --------------------------------------------------------------------------------------
 
-void StoreTier::reset(ResetDone done) {
-  std::lock_guard lock(mu_);
-  ++epoch_;
-  for (auto& [key, entry] : inflight_) entry->void_fill = true;
-  inflight_.clear();  // later misses start fresh reads, ordered after the clear below
-  dirty_.clear();
-  dirty_rows_.clear();
-  dirty_drops_.clear();
-  dirty_bytes_ = 0;
-  cache_.reset();
-  // Under mu_: every write submitted before this point is committed before the clear, and
-  // every later one after it (store.hh ordering).
+void StoreTier::reset(ResetDone done, std::function<void(bool)> settled) {
   auto answer = deadline_.arm<store::Status>(
       std::move(done),
       store::Status{store::Code::io_error,
                     timeout_text(options_.store_timeout) + "; the reset may still take effect"});
-  store_->clear([answer](store::Status s) { answer(s); });
+  std::lock_guard lock(mu_);
+  ++resets_pending_;
+  // Under mu_: every write submitted before this point is committed before the clear, and
+  // every later one after it (store.hh ordering). Dirty writes up to `version` were made
+  // before the reset; the flusher keeps them back until the clear has completed.
+  const std::uint64_t version = dirty_version_;
+  store_->clear([this, version, answer, settled = std::move(settled)](store::Status s) {
+    on_clear(version, s);
+    if (settled) settled(s.ok());
+    answer(s);
+  });
+}
+
+// A clear refused outright (a failed or closed store) changed nothing. Any other error may
+// have emptied the store anyway (a lost connection after COMMIT, a failed fsync whose record a
+// restart replays): nothing in memory is dropped (no dirty write, no board), but the cache stops
+// serving what the store may no longer hold, and no key is filled until a reset succeeds.
+void StoreTier::on_clear(std::uint64_t version, store::Status& s) {
+  Ready ready;
+  {
+    std::lock_guard lock(mu_);
+    --resets_pending_;
+    if (s.ok()) {
+      apply_reset_locked(version);
+    } else if (refused_unapplied(s.code)) {
+      s.message = "reset failed, nothing was emptied: " + s.message;
+    } else {
+      cache_.reset();
+      for (auto& [key, entry] : inflight_) entry->void_fill = true;
+      all_unknown_ = true;
+      s.message =
+          "reset failed, its outcome is unknown (the store may have been emptied; no "
+          "dirty write or board was dropped, and keys are read from the store): " +
+          s.message;
+    }
+    if (resets_pending_ == 0) ready = unpark_reads_locked();
+  }
+  resets_done_.notify_all();
+  flusher_wake_.notify_one();
+  for (auto& [answer, lookup] : ready) answer(lookup);
+}
+
+// The clear committed: what was written before it goes from memory too. Runs in commit order
+// (a clear completes like a write), so a write-through write committed after the clear updates
+// the cache after this.
+void StoreTier::apply_reset_locked(std::uint64_t version) {
+  for (auto& [key, entry] : inflight_) entry->void_fill = true;
+  inflight_.clear();  // later misses start fresh reads, ordered after the clear
+  std::erase_if(dirty_, [&](const auto& e) {
+    if (e.second.version > version) return false;
+    dirty_bytes_ -= dirty_size(e.first, e.second.value);
+    return true;
+  });
+  std::erase_if(dirty_rows_, [&](const auto& e) {
+    if (e.second.version > version) return false;
+    dirty_bytes_ -= row_size(e.first);
+    return true;
+  });
+  std::erase_if(dirty_drops_, [&](const auto& e) {
+    if (e.second > version) return false;
+    dirty_bytes_ -= e.first.size();
+    return true;
+  });
+  unknown_.clear();
+  unknown_bytes_ = 0;
+  all_unknown_ = false;
+  flush_failing_ = false;  // the store just committed
+  cache_.reset();
+  // What dirty writes remain were made after the reset: they go back into the cache lazily
+  // (reads consult the dirty buffer first).
+}
+
+StoreTier::Ready StoreTier::unpark_reads_locked() {
+  Ready ready;
+  for (ParkedRead& p : parked_reads_) {
+    if (auto now = read_locked(p.key, p.answer)) ready.emplace_back(std::move(p.answer), *now);
+  }
+  parked_reads_.clear();
+  return ready;
 }
 
 void StoreTier::reset_cache() {
@@ -451,10 +644,14 @@ void StoreTier::flusher_main() {
     });
     if (stopping_) break;
     drop_timed_out_waiting_locked();
-    if (!nothing_dirty_locked()) {
+    if (resets_pending_ > 0) {
+      // Dirty writes made before a pending reset must not reach the store after its clear.
+      flusher_wake_.wait(lock, [this] { return stopping_ || resets_pending_ == 0; });
+    } else if (!nothing_dirty_locked()) {
       // A failed flush (the store failed, or a transient error) is retried after a full
       // period, not at once: the dirty data is kept either way.
       if (!flush_once(lock)) flusher_wake_.wait_for(lock, period, [this] { return stopping_; });
+      if (stopping_) break;
     } else if (!waiting_.empty()) {
       admit_and_answer(lock, false);
     }
@@ -464,99 +661,164 @@ void StoreTier::flusher_main() {
 // Waiting writes answered 503 at their deadline leave the queue (and free their bodies) within
 // a flusher period, not when room appears.
 void StoreTier::drop_timed_out_waiting_locked() {
-  std::erase_if(waiting_, [](const Waiting& w) { return w.done.answered(); });
+  std::erase_if(waiting_, [this](const Waiting& w) {
+    if (!w.done.answered()) return false;
+    waiting_bytes_ -= dirty_size(w.key, w.value) + kOpOverhead;
+    return true;
+  });
 }
 
-bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
-  const auto snapshot_at = std::chrono::steady_clock::now();
+// What one flush commits, and the versions that tell which dirty entries it made durable.
+struct StoreTier::FlushSnapshot {
   std::vector<store::Write> batch;
-  std::vector<std::pair<std::string, std::uint64_t>> versions, row_versions, drop_versions;
-  batch.reserve(dirty_.size() + dirty_drops_.size() + dirty_rows_.size());
-  versions.reserve(dirty_.size());
+  std::vector<std::pair<std::string, std::uint64_t>> keys, rows, drops;
+};
+
+StoreTier::FlushSnapshot StoreTier::snapshot_dirty_locked() const {
+  FlushSnapshot f;
+  f.batch.reserve(dirty_.size() + dirty_drops_.size() + dirty_rows_.size());
+  f.keys.reserve(dirty_.size());
   for (const auto& [key, d] : dirty_) {
     store::Write w;
     w.kind = d.tombstone ? Kind::del : Kind::put;
     w.key = key;
     w.value = d.value;
-    batch.push_back(std::move(w));
-    versions.emplace_back(key, d.version);
+    f.batch.push_back(std::move(w));
+    f.keys.emplace_back(key, d.version);
   }
   // Drops before rows: a row still dirty after its board's drop was written after the drop.
   for (const auto& [board, version] : dirty_drops_) {
-    batch.push_back(store::Write::board_drop_rows(board));
-    drop_versions.emplace_back(board, version);
+    f.batch.push_back(store::Write::board_drop_rows(board));
+    f.drops.emplace_back(board, version);
   }
   for (const auto& [key, row] : dirty_rows_) {
     const auto [board, member] = split_row_key(key);
-    batch.push_back(row.tombstone ? store::Write::board_remove_row(board, member)
-                                  : store::Write::board_set_row(board, member, row.score, row.seq));
-    row_versions.emplace_back(key, row.version);
+    f.batch.push_back(row.tombstone
+                          ? store::Write::board_remove_row(board, member)
+                          : store::Write::board_set_row(board, member, row.score, row.seq));
+    f.rows.emplace_back(key, row.version);
   }
-  std::promise<store::WriteResult> committed;
-  auto result = committed.get_future();
+  return f;
+}
+
+// The flush committed: the entries not rewritten meanwhile are clean.
+void StoreTier::forget_flushed_locked(const FlushSnapshot& f) {
+  for (const auto& [key, version] : f.keys) {
+    auto it = dirty_.find(key);
+    if (it != dirty_.end() && it->second.version == version) {
+      dirty_bytes_ -= dirty_size(key, it->second.value);
+      dirty_.erase(it);
+    }
+  }
+  for (const auto& [key, version] : f.rows) {
+    auto it = dirty_rows_.find(key);
+    if (it != dirty_rows_.end() && it->second.version == version) {
+      dirty_bytes_ -= row_size(key);
+      dirty_rows_.erase(it);
+    }
+  }
+  for (const auto& [board, version] : f.drops) {
+    auto it = dirty_drops_.find(board);
+    if (it != dirty_drops_.end() && it->second == version) {
+      dirty_bytes_ -= board.size();
+      dirty_drops_.erase(it);
+    }
+  }
+}
+
+// Submits one flush of the dirty buffer (at most one is in flight); its commit's callback, on
+// the store's completer thread, finishes it (on_flushed).
+void StoreTier::start_flush_locked() {
+  flush_in_flight_ = true;
+  ++flushes_started_;
+  auto f = std::make_shared<FlushSnapshot>(snapshot_dirty_locked());
+  std::vector<store::Write> batch = std::move(f->batch);
   store_->write(std::move(batch),
-                [&committed](store::WriteResult r) { committed.set_value(std::move(r)); });
-  lock.unlock();
-  // A store that does not answer must not hold the process's exit: once shutdown has begun,
-  // the flush gets --store-timeout, then the store is closed, which fails the commit in flight.
+                [this, f, at = std::chrono::steady_clock::now()](store::WriteResult r) {
+                  std::unique_lock lock(mu_);
+                  on_flushed_locked(*f, at, r);
+                  admit_and_answer(lock, false);
+                });
+}
+
+void StoreTier::on_flushed_locked(const FlushSnapshot& f,
+                                  std::chrono::steady_clock::time_point snapshot_at,
+                                  const store::WriteResult& r) {
+  if (r.status.ok()) {
+    forget_flushed_locked(f);
+    // What is left was written after the snapshot.
+    if (!nothing_dirty_locked()) dirty_since_ = std::max(dirty_since_, snapshot_at);
+    flush_failing_ = false;
+  } else {
+    // From now on key writes answer 503 until a flush succeeds: what the store refuses now
+    // could never become durable.
+    flush_failing_ = true;
+    flush_error_ = r.status.message;
+    flush_error_code_ = r.status.code;
+    log_error_locked("write-behind flush failed, dirty writes kept: " + r.status.message);
+  }
+  flush_in_flight_ = false;
+  ++flushes_done_;
+  flushed_.notify_all();
+}
+
+// One flush, waited for (the flusher thread, shutdown): true if it committed.
+bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
+  if (flush_in_flight_) wait_flushed(lock, flushes_started_, bounded);
+  start_flush_locked();
+  const std::uint64_t mine = flushes_started_;
+  wait_flushed(lock, mine, bounded);
+  return flushes_done_ >= mine && !flush_failing_;
+}
+
+// Waits for flush number n to finish. A store that does not answer must not hold the process's
+// exit: once shutdown has begun, the flush gets --store-timeout, then the store is closed, which
+// fails the commit in flight.
+void StoreTier::wait_flushed(std::unique_lock<std::mutex>& lock, std::uint64_t n, bool bounded) {
   auto started = std::chrono::steady_clock::now();
   bool was_shutting_down = bounded;
-  while (result.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+  while (flushes_done_ < n) {
+    flushed_.wait_for(lock, std::chrono::milliseconds(20));
     if (!was_shutting_down && shutting_down_.load()) {
       was_shutting_down = true;
       started = std::chrono::steady_clock::now();
     }
-    if (was_shutting_down && std::chrono::steady_clock::now() - started > options_.store_timeout) {
-      store_->close();
-      break;
+    if (flushes_done_ < n && was_shutting_down &&
+        std::chrono::steady_clock::now() - started > options_.store_timeout) {
+      lock.unlock();
+      store_->close();  // completes the commit in flight (failed), which takes mu_
+      lock.lock();
+      flushed_.wait(lock, [&] { return flushes_done_ >= n; });
     }
   }
-  const store::WriteResult r = result.get();
-  lock.lock();
-  if (r.status.ok()) {
-    for (const auto& [key, version] : versions) {
-      auto it = dirty_.find(key);
-      if (it != dirty_.end() && it->second.version == version) {  // not rewritten meanwhile
-        dirty_bytes_ -= dirty_size(key, it->second.value);
-        dirty_.erase(it);
-      }
-    }
-    for (const auto& [key, version] : row_versions) {
-      auto it = dirty_rows_.find(key);
-      if (it != dirty_rows_.end() && it->second.version == version) {
-        dirty_bytes_ -= row_size(key);
-        dirty_rows_.erase(it);
-      }
-    }
-    for (const auto& [board, version] : drop_versions) {
-      auto it = dirty_drops_.find(board);
-      if (it != dirty_drops_.end() && it->second == version) {
-        dirty_bytes_ -= board.size();
-        dirty_drops_.erase(it);
-      }
-    }
-    // What is left was written after the snapshot.
-    if (!nothing_dirty_locked()) dirty_since_ = std::max(dirty_since_, snapshot_at);
-  } else {
-    log_error_locked("write-behind flush failed, dirty writes kept: " + r.status.message);
+}
+
+// A tier without a flusher thread (flush_interval 0: the simulation drives it): one step of
+// the flusher loop, without waiting.
+void StoreTier::flush_step() {
+  std::unique_lock lock(mu_);
+  drop_timed_out_waiting_locked();
+  if (resets_pending_ > 0 || flush_in_flight_) return;
+  if (!nothing_dirty_locked()) {
+    start_flush_locked();
+  } else if (!waiting_.empty()) {
+    admit_and_answer(lock, false);
   }
-  admit_and_answer(lock, false);
-  return r.status.ok();
 }
 
 // Admits waiting writes in FIFO order while they fit (all of them with force), then answers
-// them outside the lock. With a failed store, waiting writes are refused (503), not kept.
+// them outside the lock. With a failed or failing store, waiting writes are refused (503), not
+// kept.
 void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force) {
   std::vector<std::pair<Answer, Outcome>> ready;
-  const bool failed = store_failed_locked();
+  const bool failed = flush_failing_ || store_failed_locked();
   while (!waiting_.empty()) {
     Waiting& w = waiting_.front();
     if (failed && !force) {
       if (w.done.claim()) {
-        ++write_errors_;
-        ready.emplace_back(
-            w.done, Outcome{Outcome::Kind::error, "dirty buffer full and the store failed: " +
-                                                      store_->stats().last_error});
+        ready.emplace_back(w.done,
+                           refusal("dirty buffer full and the store failed: " +
+                                   (flush_failing_ ? flush_error_ : store_->stats().last_error)));
       }
     } else if (force || fits_locked(w.key, w.value)) {
       if (!w.done.claim()) {
@@ -569,7 +831,7 @@ void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force)
     } else {
       break;
     }
-    waiting_.pop_front();
+    pop_waiting_locked();
   }
   if (ready.empty()) return;
   lock.unlock();
@@ -589,14 +851,33 @@ std::size_t StoreTier::shutdown() {
   std::size_t lost = 0;
   if (options_.mode == WriteMode::behind) {
     admit_and_answer(lock, true);
-    // Bounded: a store that does not answer must not hold the process's exit.
-    if (!nothing_dirty_locked()) flush_once(lock, true);
+    // A pending reset's clear goes first: what was written before it must not follow it.
+    const bool settled = resets_done_.wait_for(lock, options_.store_timeout,
+                                               [this] { return resets_pending_ == 0; });
+    if (settled) final_flush_locked(lock);
     lost = dirty_.size() + dirty_rows_.size() + dirty_drops_.size();
   }
   closed_ = true;
   lock.unlock();
   store_->close();
   return lost;
+}
+
+// Shutdown's last flush. A store that fails it may be reconnecting (PostgreSQL restarted): it
+// is tried again for up to --store-timeout. Bounded: a store that does not answer must not hold
+// the process's exit (flush_once closes the store past --store-timeout).
+void StoreTier::final_flush_locked(std::unique_lock<std::mutex>& lock) {
+  const auto until = std::chrono::steady_clock::now() + options_.store_timeout;
+  // Only a store that may come back is waited for: not a failed or closed one.
+  while (!nothing_dirty_locked() && !flush_once(lock, true) &&
+         std::chrono::steady_clock::now() < until &&
+         (flush_error_code_ == store::Code::unavailable ||
+          flush_error_code_ == store::Code::io_error) &&
+         !store_failed_locked()) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    lock.lock();
+  }
 }
 
 TierStats StoreTier::stats() const {
@@ -608,6 +889,10 @@ TierStats StoreTier::stats() const {
   t.dirty_items = dirty_.size() + dirty_rows_.size() + dirty_drops_.size();
   t.readthrough_fills = fills_;
   t.write_errors = write_errors_;
+  if (flush_failing_) {  // write-behind refuses writes: the store counts as failed meanwhile
+    t.store.failed = true;
+    if (t.store.last_error.empty()) t.store.last_error = flush_error_;
+  }
   return t;
 }
 

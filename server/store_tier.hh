@@ -1,36 +1,53 @@
-// store_tier.hh — the cache in front of a durable store (docs/server.md, "The durable tier").
+// store_tier.hh — the cache in front of a durable store (docs/server.md, "The durable tier";
+// docs/api.md, "Failures of the store" has the contract this file keeps).
 //
 // It binds cache/ and store/, which know nothing of each other, and owns the rules that keep
 // them consistent:
 // - Read-through with single-flight: a miss makes at most one store read per key at a time;
 //   later misses of that key wait on the first. A fill enters the cache only if no write to the
-//   key was submitted or still pending since the read began, and no reset happened (so a fill
-//   never overwrites a newer PUT or DELETE).
+//   key was submitted or still pending since the read began, no reset was applied, and the
+//   key's last write did not end with an unknown outcome (so a fill never overwrites a newer
+//   PUT or DELETE, and never caches what the store may not hold).
 // - Write-through: the op is submitted to the store (group commit); when its commit succeeds the
 //   cache is updated, in commit order (store write callbacks run in commit order, on one thread),
-//   and only then is the request answered. A failed commit changes nothing and answers 503.
+//   and only then is the request answered. A failed commit answers 503 and its outcome counts as
+//   unknown (a lost connection or a failed fsync can have applied it): the key leaves the cache
+//   and is not filled again until a later write of it commits or a reset, so reads go to the
+//   store and agree with it.
 // - Write-behind: the op updates the cache and a dirty buffer (key → latest value or tombstone,
 //   coalesced) at once; a flusher thread commits the buffer flush_interval/4 after its oldest
 //   write (at once if a slow flush ran past that), so no write stays only in memory longer
 //   than flush_interval unless a commit itself takes longer. The dirty buffer is authoritative
 //   over the store for reads, so a dirty entry evicted from the cache is never lost. Past
-//   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room.
+//   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room. From a
+//   failed flush until one succeeds, every key write answers 503 (the store is failing: what it
+//   would accept could never become durable).
 // - Board rows (board_write): the leaderboards' durability. Their caller (the boards' ChangeSink)
 //   calls under the board's lock, so one board's rows reach the store in the order they were
 //   applied in memory. Write-through submits the row and answers after its commit; write-behind
 //   keeps it in the dirty board buffer (coalesced per (board, member); a dropped board replaces
-//   its rows), flushed with the key buffer, and answers at once. Board rows never wait for room:
-//   their number is bounded by --board-maxmem's members, plus the removals of one flush period.
-// - Reset: the cache, the dirty buffer and the store are emptied; in-flight fills are void.
+//   its rows), flushed with the key buffer, and answers at once.
+// - Reset is a barrier, all or nothing: the store's clear is submitted in order with writes; the
+//   cache, the dirty writes made before it and the single-flight table are emptied only when the
+//   clear has committed, and a failed clear changes nothing. Misses that arrive while a reset is
+//   pending wait for it (so no read started before the clear commits can fill or answer after
+//   the 204), and the flusher does not flush writes made before a pending reset.
 // - Timeout (--store-timeout): a request that has waited that long on the store is answered 503
-//   (store_deadline.hh). A write answered so may still take effect: its commit may have been
-//   under way, and the cache still follows the store's answer whenever it comes.
+//   (store_deadline.hh). A write-through write answered so may still take effect: its commit may
+//   be under way, and the cache still follows the store's answer whenever it comes. A write
+//   answered 503 before it was applied (a write-behind write waiting for room, or any write that
+//   waited that long for mu_) is never applied: the answer is claimed before the write is.
+// - Bounds: write-through's backlog (bytes of writes submitted and not yet answered by the
+//   store, plus kOpOverhead each) by max_dirty; write-behind's writes waiting for room and the
+//   reads waiting on the store each by max_waiting (--max-inflight); keys of unknown outcome by
+//   max_dirty. Past a bound a request answers 503 at once.
 // Thread safety: every method may be called from any thread. One mutex (mu_) orders the
 // single-flight table, the dirty buffer, pending write counts and submissions to the store, so
 // the order in which ops reach the store is the order they were decided in. Store calls made
 // under mu_ never call back inline (store.hh), so there is no re-entry.
-// Callbacks (LookupDone, WriteDone, ResetDone) run on a store thread or the flusher, never
-// inline inside the call that started them: the caller posts them to its connection.
+// Callbacks (LookupDone, WriteDone, ResetDone) run on a store thread, the flusher or the deadline
+// thread, never inline inside the call that started them: the caller posts them to its
+// connection (server/THREADS.md).
 #pragma once
 
 #include <atomic>
@@ -58,8 +75,11 @@ namespace server {
 struct TierOptions {
   WriteMode mode = WriteMode::through;
   std::chrono::milliseconds store_timeout{2000};
-  std::chrono::milliseconds flush_interval{100};
+  std::chrono::milliseconds flush_interval{100};  // 0: no flusher thread (flush_step())
   std::size_t max_dirty = 64u << 20;
+  // --max-inflight: bounds write-behind's writes waiting for room, and the reads waiting on the
+  // store (each apart), as request bytes held for connections.
+  std::size_t max_waiting = 256u << 20;
 };
 
 struct TierStats {
@@ -106,9 +126,10 @@ class StoreTier {
   std::optional<Outcome> try_put(std::string_view key, std::string_view value);
   std::optional<Outcome> try_del(std::string_view key);
 
-  // PUT / DELETE. An immediate answer (write-behind with room) is returned; otherwise done is
-  // called later (write-through after the commit; write-behind after waiting for room, or for
-  // DELETE after the store says whether the key exists).
+  // PUT / DELETE. An immediate answer (write-behind with room, or a refusal) is returned;
+  // otherwise done is called later (write-through after the commit; write-behind after waiting
+  // for room, or for DELETE after the store says whether the key exists) or by the deadline,
+  // exactly once either way.
   std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done);
   std::optional<Outcome> del(std::string_view key, WriteDone done);
 
@@ -124,12 +145,21 @@ class StoreTier {
   // The store's own board reads (--board-source store), or nullptr.
   store::BoardSource* board_source() { return store_->board_source(); }
 
-  // POST /reset: empties the cache, the dirty buffer and the store (durably), then done.
-  void reset(ResetDone done);
+  // POST /reset: empties the store (durably), then the cache and the dirty writes made before
+  // the call, then done(ok). A failed clear changes nothing: done gets the error. Misses that
+  // arrive meanwhile wait for the clear (the barrier), then read the store. settled(cleared)
+  // runs once the store has answered (also after the deadline answered done), before done:
+  // the boards follow the store there.
+  void reset(ResetDone done, std::function<void(bool cleared)> settled = {});
   // POST /reset?scope=cache: empties only the cache (dirty writes stay pending and are flushed).
   void reset_cache();
 
   TierStats stats() const;
+
+  // Write-behind with flush_interval 0 has no flusher thread: each call is one step of its loop
+  // (admit waiting writes, or submit a flush unless one is in flight or a reset is pending),
+  // without waiting for the commit. For the deterministic simulation, which orders the commits.
+  void flush_step();
 
   // Flushes every dirty write (write-behind), then closes the store. Idempotent. Returns the
   // number of dirty writes that could not be made durable (0 unless the store failed).
@@ -159,35 +189,74 @@ class StoreTier {
     std::string value;
     Answer done;  // claimed when admitted; a write whose deadline answered first is dropped
   };
+  struct ParkedRead {  // a miss that arrived while a reset was pending
+    std::string key;
+    LookupDone answer;
+  };
+  // A write-through op between its submission and its commit's callback.
+  struct ThroughWrite {
+    Kind kind;
+    std::string key;
+    std::shared_ptr<const std::string> value;  // put
+    bool want_existed = false;
+    std::size_t bytes = 0;  // counted in through_bytes_
+  };
+  using Ready = std::vector<std::pair<LookupDone, Lookup>>;  // answers to give outside mu_
+
+  // Bytes a queued operation is counted for beyond its key and value (its bookkeeping).
+  static constexpr std::size_t kOpOverhead = 64;
 
   Outcome timeout_outcome() const;
+  Outcome refusal(std::string why);
+  std::optional<Lookup> read_locked(std::string_view key, const LookupDone& answer);
+  void start_read_locked(const std::string& key, const LookupDone& answer);
   Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
   void void_fills_locked(std::string_view key);
+  bool may_fill_locked(const std::string& key) const;
+  void mark_unknown_locked(const std::string& key);
+  void clear_unknown_locked(const std::string& key);
   std::optional<Outcome> write(Kind kind, std::string_view key, std::string_view value,
                                WriteDone done);
   // Write-through's backlog bound: bytes counted in (nullopt), or the refusal.
   std::optional<Outcome> admit_through_locked(std::size_t bytes);
   // An immediate refusal (the backlog bound), or nullopt: submitted, done is called later.
   std::optional<Outcome> submit_through_locked(Kind kind, std::string_view key,
-                                               std::string_view value, WriteDone done);
+                                               std::string_view value, const Answer& done);
+  Outcome on_through_commit_locked(const ThroughWrite& w, const store::WriteResult& r);
   std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
                                        const Answer& done);
+  std::optional<Outcome> queue_waiting_locked(Kind kind, std::string_view key,
+                                              std::string_view value, const Answer& done);
   bool fits_locked(std::string_view key, std::string_view value) const;
   bool nothing_dirty_locked() const {
     return dirty_.empty() && dirty_rows_.empty() && dirty_drops_.empty();
   }
   void board_behind_locked(const store::Write& row);
+  std::optional<Outcome> board_through_locked(store::Write row, WriteDone done);
   bool store_failed_locked() const;
   Outcome apply_dirty_locked(Kind kind, std::string_view key, std::string_view value);
   // `claimed`: the caller has claimed `done` already (an admitted waiting write).
   std::optional<Outcome> del_behind_locked(std::string_view key, const Answer& done, bool claimed);
   void log_error_locked(const std::string& message);
+  // reset(): the clear committed (apply) or failed (nothing changes); the parked reads go on.
+  void on_clear(std::uint64_t version, store::Status& s);
+  void apply_reset_locked(std::uint64_t version);
+  Ready unpark_reads_locked();
   void flusher_main();
   // Commits the dirty buffer once (waits for the commit with mu_ released); true on success.
   // bounded: shutdown's final flush (past --store-timeout the store is closed, which fails the
   // commit in flight); a periodic flush becomes bounded once shutdown begins.
   bool flush_once(std::unique_lock<std::mutex>& lock, bool bounded = false);
+  struct FlushSnapshot;
+  FlushSnapshot snapshot_dirty_locked() const;
+  void forget_flushed_locked(const FlushSnapshot& f);
+  void start_flush_locked();
+  void on_flushed_locked(const FlushSnapshot& f, std::chrono::steady_clock::time_point snapshot_at,
+                         const store::WriteResult& r);
+  void wait_flushed(std::unique_lock<std::mutex>& lock, std::uint64_t n, bool bounded);
+  void final_flush_locked(std::unique_lock<std::mutex>& lock);
   void drop_timed_out_waiting_locked();
+  void pop_waiting_locked();
   void admit_and_answer(std::unique_lock<std::mutex>& lock, bool force);
 
   // Maps keyed by std::string that a std::string_view can look up without a copy.
@@ -208,17 +277,34 @@ class StoreTier {
   mutable std::mutex mu_;
   KeyMap<std::shared_ptr<Inflight>> inflight_;
   KeyMap<std::uint32_t> pending_writes_;  // write-through: submitted, not yet applied
+  // Keys whose last write's outcome is unknown (write error or lost commit): never filled.
+  KeyMap<bool> unknown_;
+  std::size_t unknown_bytes_ = 0;
+  bool all_unknown_ = false;  // unknown_ outgrew max_dirty: no key is filled until a reset
   KeyMap<Dirty> dirty_;
   // Write-behind board rows: key [board length byte][board][member] (row_key in the .cc).
   KeyMap<DirtyRow> dirty_rows_;
   KeyMap<std::uint64_t> dirty_drops_;  // boards dropped since the last flush -> version
   std::deque<Waiting> waiting_;
+  std::size_t waiting_bytes_ = 0;
   std::size_t dirty_bytes_ = 0;
   // When the oldest write still in dirty_ was made (at most: after a flush, the snapshot's time).
   std::chrono::steady_clock::time_point dirty_since_{};
   std::size_t through_bytes_ = 0;  // write-through: submitted to the store, not yet answered
+  // Reads waiting on the store (key + kOpOverhead per waiter), released when each is answered
+  // (also by its deadline, without mu_).
+  std::atomic<std::size_t> read_bytes_{0};
   std::uint64_t dirty_version_ = 0;
-  std::uint64_t epoch_ = 0;  // bumped by reset: write-through applies of older epochs are void
+  std::uint32_t resets_pending_ = 0;  // clears submitted, not yet completed
+  std::vector<ParkedRead> parked_reads_;
+  std::condition_variable resets_done_;
+  bool flush_in_flight_ = false;
+  std::uint64_t flushes_started_ = 0, flushes_done_ = 0;
+  std::condition_variable flushed_;
+  // Write-behind: the last flush failed (why); key writes answer 503 until one succeeds.
+  bool flush_failing_ = false;
+  std::string flush_error_;
+  store::Code flush_error_code_ = store::Code::ok;
   std::uint64_t fills_ = 0;
   std::uint64_t write_errors_ = 0;
   bool stopping_ = false;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -65,6 +66,63 @@ TEST(Registry, RemoveBoardAndClear) {
   EXPECT_EQ(r.stats().boards, 0u);
   EXPECT_EQ(r.stats().bytes, 0u);
   EXPECT_EQ(r.update("a", "x", Op::incr, 2).updated.score, 2);  // usable after a clear
+}
+
+// A reset with a store (POST /reset): frozen from the clear's submission until the store
+// answers; nothing changes meanwhile, and the boards go only if the clear committed.
+struct CountingSink final : boards::ChangeSink {
+  void member_set(std::string_view, std::string_view, const boards::Stored&) override { ++rows; }
+  void member_removed(std::string_view, std::string_view) override { ++rows; }
+  void board_removed(std::string_view) override { ++rows; }
+  void refused_frozen() override { ++frozen; }
+  int rows = 0, frozen = 0;
+};
+
+TEST(Registry, FrozenRefusesEveryChangeAndThawKeepsOrClears) {
+  Registry r;
+  r.update("a", "x", Op::set, 1);
+  int thens = 0;
+  r.freeze([&] { ++thens; });
+  EXPECT_EQ(thens, 1);
+  CountingSink sink;
+  EXPECT_EQ(r.update("a", "x", Op::set, 5, &sink).status, Status::frozen);
+  EXPECT_EQ(r.update("new", "m", Op::set, 5, &sink).status, Status::frozen);
+  EXPECT_FALSE(r.remove_member("a", "x", &sink));
+  EXPECT_FALSE(r.remove_board("a", &sink));
+  EXPECT_EQ(sink.rows, 0);
+  EXPECT_EQ(sink.frozen, 2);
+  EXPECT_EQ(r.stats().boards, 1u);  // no board was created by the refused update
+  r.thaw(false);                    // the clear failed: everything stays
+  EXPECT_EQ(r.stats().members, 1u);
+  EXPECT_EQ(r.update("a", "x", Op::set, 5, &sink).status, Status::ok);
+  r.freeze([] {});
+  r.thaw(true);  // the clear committed
+  EXPECT_EQ(r.stats().boards, 0u);
+  EXPECT_EQ(r.update("a", "x", Op::set, 5).status, Status::ok);
+}
+
+// A change under way when freeze() starts finishes before then() runs (its row precedes the
+// clear); one that starts after is refused.
+TEST(Registry, FreezeWaitsForChangesUnderWay) {
+  Registry r;
+  r.update("a", "x", Op::set, 1);
+  struct SlowSink final : boards::ChangeSink {
+    std::atomic<bool> inside{false}, done{false};
+    void member_set(std::string_view, std::string_view, const boards::Stored&) override {
+      inside = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      done = true;
+    }
+    void member_removed(std::string_view, std::string_view) override {}
+    void board_removed(std::string_view) override {}
+  } slow;
+  std::thread writer([&] { r.update("a", "x", Op::set, 2, &slow); });
+  while (!slow.inside) std::this_thread::yield();
+  bool done_before_then = false;
+  r.freeze([&] { done_before_then = slow.done; });
+  writer.join();
+  EXPECT_TRUE(done_before_then);
+  r.thaw(false);
 }
 
 TEST(Registry, BudgetRefusesNewMembersButNotUpdatesOfExistingOnes) {

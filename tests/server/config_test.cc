@@ -402,6 +402,17 @@ TEST(BoardFlags, BoardSourceNeedsPostgresAndWriteThrough) {
   EXPECT_EQ(parse_ok({"--board-source=memory"}).board_source, BoardSource::memory);
   EXPECT_EQ(parse_error({"--board-source", "disk"}),
             "unknown --board-source 'disk' (want memory or store)");
+  // One PostgreSQL row holds at most store::kPostgresMaxValue (512 MiB) of value.
+  const std::string too_big =
+      validate(parse_ok({"--maxmem", "2G", "--max-value", "513M", "--max-inflight", "2G",
+                         "--max-dirty", "2G", "--store", "postgres:x"}));
+  EXPECT_NE(too_big.find("too large for --store postgres"), std::string::npos) << too_big;
+  EXPECT_EQ(validate(parse_ok({"--maxmem", "2G", "--max-value", "512M", "--max-inflight", "2G",
+                               "--max-dirty", "2G", "--store", "postgres:x"})),
+            "");
+  EXPECT_EQ(validate(parse_ok({"--maxmem", "2G", "--max-value", "513M", "--max-inflight", "2G",
+                               "--max-dirty", "2G", "--store", "rocksdb:/d"})),
+            "");
   for (const std::string_view store : {"none", "rocksdb:/d"}) {
     const std::string e = validate(parse_ok({"--store", store, "--board-source", "store"}));
     EXPECT_EQ(e, "--board-source store needs --store postgres:CONNINFO (its reads are SQL)");

@@ -426,3 +426,32 @@ def test_write_behind_failed_store_sigterm_reports_loss(with_store):
     assert put(srv, "doomed", b"v").status == 201
     code, _, err = srv.stop()
     assert code == 1 and "could not be made durable" in err
+
+
+@pytest.mark.rocksdb_only(reason=ROCKSDB_FAULTS)
+def test_write_behind_refuses_writes_once_the_store_failed(with_store):
+    """From a failed flush on, write-behind answers 503 to every write (none of it could ever
+    become durable) and says the store failed; the writes it took before stay served and are
+    reported lost at SIGTERM (docs/api.md, "Failures of the store")."""
+    flags = ("--write-mode", "behind", "--flush-interval", "100ms")
+    srv = with_store(*flags, "--store-faults", "sync-error-after=2")
+    for key in ("a", "b"):  # two flushes, two good syncs
+        assert put(srv, key, b"v").status == 201
+        deadline = time.monotonic() + 10
+        while stats(srv)["dirty_items"] != 0:
+            assert time.monotonic() < deadline, "not flushed"
+            time.sleep(0.02)
+    assert put(srv, "c", b"v").status == 201  # taken; its flush fails
+    deadline = time.monotonic() + 10
+    while not stats(srv)["store_failed"]:
+        assert time.monotonic() < deadline, "store_failed never became true"
+        time.sleep(0.02)
+    for method, key in (("PUT", "d"), ("DELETE", "a"), ("PUT", "c")):
+        r = exchange(srv, method, "/key/" + key, body=b"w" if method == "PUT" else b"")
+        assert r.status == 503 and r.json()["error"], (method, key, r)
+    assert get(srv, "c").body == b"v"  # kept, served from the dirty buffer
+    assert get(srv, "a").body == b"v"  # the refused DELETE changed nothing
+    code, _, err = srv.stop()
+    assert code == 1 and "could not be made durable" in err, (code, err)
+    srv = with_store(*flags)  # no faults: the acknowledged, flushed writes are there
+    assert [get(srv, k).status for k in ("a", "b", "d")] == [200, 200, 404]

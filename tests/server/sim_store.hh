@@ -1,0 +1,218 @@
+// sim_store.hh — a store::Store whose world the test scripts: nothing completes until the test
+// says so, and then in the way it says (ok, refused, or failed with the write applied anyway, as
+// a commit whose outcome is unknown). Used by store_tier_sim_test.cc, FoundationDB-style: the
+// tier's real code runs, only the store around it is replaced by a deterministic one.
+//
+// Completions run on the thread that asks for them (the test's), never inline inside the call
+// that started the operation (store.hh's contract). Writes and clears complete in the order they
+// were submitted (one commit queue, as the real group committer); reads in any order the test
+// picks, and see the data as it is when they complete.
+// Thread safety: every method may be called from any thread (the tier's flusher calls write()).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "store/store.hh"
+
+namespace sim {
+
+// How a commit (a write batch or a clear) ends.
+enum class Commit {
+  ok,                 // applied, acknowledged
+  refused,            // not applied, io_error
+  unknown_applied,    // applied, but the caller gets io_error (a lost connection after COMMIT)
+  unknown_unapplied,  // not applied, io_error (the same loss before COMMIT)
+};
+
+class SimStore final : public store::Store {
+ public:
+  const char* scheme() const override { return "sim"; }
+
+  void read(std::string key, store::ReadDone done) override {
+    std::lock_guard lock(mu_);
+    reads_.push_back(Read{std::move(key), std::move(done)});
+    changed_.notify_all();
+  }
+  ~SimStore() override {
+    for (auto& t : closers_) t.join();
+  }
+
+  void write(std::vector<store::Write> batch, store::WriteDone done) override {
+    hold_if_asked();
+    std::lock_guard lock(mu_);
+    if (closed_) {  // as the real stores: closed, on a thread of the store's
+      closers_.emplace_back([done = std::move(done)] {
+        done(store::WriteResult{{store::Code::closed, "closed"}, {}});
+      });
+      return;
+    }
+    commits_.push_back(Op{false, std::move(batch), std::move(done), {}});
+    changed_.notify_all();
+  }
+  void clear(store::ClearDone done) override {
+    hold_if_asked();
+    std::lock_guard lock(mu_);
+    commits_.push_back(Op{true, {}, {}, std::move(done)});
+    changed_.notify_all();
+  }
+  store::Status load_boards(const store::BoardVisitor&) override { return {}; }
+  void close() override {
+    std::unique_lock lock(mu_);
+    closed_ = true;
+    while (!commits_.empty()) {
+      Op op = std::move(commits_.front());
+      commits_.pop_front();
+      lock.unlock();
+      finish(op, store::Status{store::Code::closed, "closed"}, {});
+      lock.lock();
+    }
+    auto reads = std::move(reads_);
+    reads_.clear();
+    lock.unlock();
+    for (auto& r : reads) r.done(store::ReadResult{{store::Code::closed, "closed"}, {}});
+  }
+  store::StoreStats stats() const override {
+    std::lock_guard lock(mu_);
+    store::StoreStats s;
+    s.failed = failed_;
+    s.last_error = failed_ ? "sim: failed" : "";
+    return s;
+  }
+
+  // --- the test's side ---------------------------------------------------------------------------
+  std::size_t pending_reads() const {
+    std::lock_guard lock(mu_);
+    return reads_.size();
+  }
+  std::size_t pending_commits() const {
+    std::lock_guard lock(mu_);
+    return commits_.size();
+  }
+  bool next_commit_is_clear() const {
+    std::lock_guard lock(mu_);
+    return !commits_.empty() && commits_.front().clear;
+  }
+  // Waits (bounded) until n commits are queued (a flusher thread submits them).
+  bool wait_commits(std::size_t n, std::chrono::milliseconds limit) const {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, limit, [&] { return commits_.size() >= n; });
+  }
+  // Completes read i (0-based among the pending ones); error: with io_error instead.
+  void complete_read(std::size_t i, bool error = false) {
+    std::unique_lock lock(mu_);
+    Read r = std::move(reads_.at(i));
+    reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(i));
+    store::ReadResult result;
+    if (error) {
+      result.status = {store::Code::io_error, "sim: read failed"};
+    } else if (auto it = data_.find(r.key); it != data_.end()) {
+      result.value = it->second;
+    } else {
+      result.status = {store::Code::not_found, {}};
+    }
+    lock.unlock();
+    r.done(std::move(result));
+  }
+  // Completes the oldest queued write or clear.
+  void complete_commit(Commit how) {
+    std::unique_lock lock(mu_);
+    Op op = std::move(commits_.front());
+    commits_.pop_front();
+    std::vector<bool> existed;
+    if (how == Commit::ok || how == Commit::unknown_applied) existed = apply_locked(op);
+    lock.unlock();
+    if (how == Commit::ok) {
+      finish(op, {}, std::move(existed));
+    } else {
+      finish(op, store::Status{store::Code::io_error, "sim: commit failed"}, {});
+    }
+  }
+  // The next write()/clear() call blocks the caller this long before it queues (the tier calls
+  // them under its lock: this holds the lock, as a long flush or reset would).
+  void hold_next_call(std::chrono::milliseconds d) {
+    std::lock_guard lock(mu_);
+    hold_ = d;
+  }
+  void set_failed(bool f) {
+    std::lock_guard lock(mu_);
+    failed_ = f;
+  }
+  std::optional<std::string> value(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = data_.find(key);
+    if (it == data_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> data() const {
+    std::lock_guard lock(mu_);
+    return data_;
+  }
+
+ private:
+  struct Read {
+    std::string key;
+    store::ReadDone done;
+  };
+  struct Op {
+    bool clear = false;
+    std::vector<store::Write> batch;
+    store::WriteDone write_done;
+    store::ClearDone clear_done;
+  };
+
+  void hold_if_asked() {
+    std::chrono::milliseconds d{0};
+    {
+      std::lock_guard lock(mu_);
+      std::swap(d, hold_);
+    }
+    if (d.count() > 0) std::this_thread::sleep_for(d);
+  }
+
+  std::vector<bool> apply_locked(const Op& op) {
+    std::vector<bool> existed;
+    if (op.clear) {
+      data_.clear();
+      return existed;
+    }
+    for (const store::Write& w : op.batch) {
+      existed.push_back(data_.contains(w.key));
+      if (w.kind == store::Write::Kind::put) {
+        data_[w.key] = w.value;
+      } else if (w.kind == store::Write::Kind::del) {
+        data_.erase(w.key);
+      }
+    }
+    return existed;
+  }
+
+  static void finish(Op& op, store::Status s, std::vector<bool> existed) {
+    if (op.clear) {
+      op.clear_done(std::move(s));
+    } else {
+      op.write_done(store::WriteResult{std::move(s), std::move(existed)});
+    }
+  }
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::map<std::string, std::string> data_;
+  std::vector<Read> reads_;
+  std::deque<Op> commits_;
+  std::chrono::milliseconds hold_{0};
+  bool failed_ = false;
+  bool closed_ = false;
+  std::vector<std::thread> closers_;
+};
+
+}  // namespace sim

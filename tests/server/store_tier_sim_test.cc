@@ -1,0 +1,618 @@
+// store_tier_sim_test.cc — deterministic simulation of the durable tier (server/store_tier.hh)
+// over a store whose completions the test orders (sim_store.hh), as FoundationDB tests its core:
+// the tier's own code runs; the world around it (which read or commit completes next, and how)
+// is drawn from a seeded generator, and invariants are checked after every step:
+//   - a GET answered from the cache serves what the store holds (no stale value, even after a
+//     commit whose outcome was unknown);
+//   - nothing written before a reset that answered ok is served to a GET issued after it;
+//   - after quiescence every key reads back what the store holds, and every acknowledged write
+//     not followed by another write or reset is in the store;
+//   - the dirty bytes never exceed --max-dirty.
+// A failure prints its seed; SIM_SEED=N reruns that one interleaving, SIM_SEEDS=N sets how many.
+// The targeted tests below drive each of issue 27's defects on their own.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache.hh"
+#include "server/store_tier.hh"
+#include "tests/server/sim_store.hh"
+
+namespace {
+
+using server::StoreTier;
+using server::TierOptions;
+using server::WriteMode;
+using sim::Commit;
+using sim::SimStore;
+using namespace std::chrono_literals;
+
+struct Tier {
+  explicit Tier(TierOptions options, std::size_t cache_bytes = 1 << 20) : cache(cache_bytes) {
+    auto s = std::make_unique<SimStore>();
+    store = s.get();
+    tier = std::make_unique<StoreTier>(cache, std::move(s), options);
+  }
+  ~Tier() {
+    // Whatever is still queued completes (closed) before the tier goes.
+    store->close();
+  }
+  cache::Cache cache;
+  SimStore* store = nullptr;
+  std::unique_ptr<StoreTier> tier;
+};
+
+TierOptions through(std::chrono::milliseconds timeout = 60s) {
+  TierOptions o;
+  o.mode = WriteMode::through;
+  o.store_timeout = timeout;
+  o.max_dirty = 1 << 20;
+  o.max_waiting = 1 << 20;
+  return o;
+}
+
+TierOptions behind(std::chrono::milliseconds flush_interval = 1h,
+                   std::chrono::milliseconds timeout = 60s) {
+  TierOptions o = through(timeout);
+  o.mode = WriteMode::behind;
+  o.flush_interval = flush_interval;
+  return o;
+}
+
+// A result delivered later, from whichever thread delivers it.
+template <class T>
+struct Later {
+  std::shared_ptr<std::optional<T>> slot = std::make_shared<std::optional<T>>();
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  std::function<void(const T&)> callback() const {
+    return [slot = slot, calls = calls](const T& v) {
+      ++*calls;
+      *slot = v;
+    };
+  }
+  bool ready() const { return calls->load() > 0; }
+  const T& get() const { return **slot; }
+  // Waits (bounded) for a delivery from another thread.
+  bool wait(std::chrono::milliseconds limit) const {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!ready() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+    return ready();
+  }
+};
+using LookupLater = Later<StoreTier::Lookup>;
+using OutcomeLater = Later<StoreTier::Outcome>;
+using StatusLater = Later<store::Status>;
+
+// GET as the handlers do it: the cache, then the tier.
+struct Get {
+  bool hit = false;
+  std::optional<StoreTier::Lookup> now;
+  LookupLater later;
+};
+Get get(Tier& t, const std::string& key) {
+  Get g;
+  if (auto v = t.cache.get(key)) {
+    g.hit = true;
+    g.now = StoreTier::Lookup{
+        StoreTier::Lookup::Kind::found, std::make_shared<const std::string>(*v), {}};
+    return g;
+  }
+  g.now = t.tier->lookup(key, g.later.callback());
+  return g;
+}
+
+// A GET's answer, with the store's pending reads completed as they come.
+std::optional<std::string> read_through(Tier& t, const std::string& key) {
+  Get g = get(t, key);
+  for (int i = 0; !g.now && !g.later.ready() && i < 100; ++i) {
+    if (t.store->pending_reads() > 0) t.store->complete_read(0);
+  }
+  const StoreTier::Lookup& l = g.now ? *g.now : g.later.get();
+  EXPECT_NE(l.kind, StoreTier::Lookup::Kind::error) << l.error;
+  if (l.kind != StoreTier::Lookup::Kind::found) return std::nullopt;
+  return *l.value;
+}
+
+// --- the simulation ------------------------------------------------------------------------------
+
+// Write-through is checked against the store (the cache may only hold what the store holds);
+// write-behind against a model of the writes it acknowledged (the dirty buffer is newer than the
+// store), and against the store once everything is flushed.
+class Simulation {
+ public:
+  Simulation(std::uint64_t seed, WriteMode mode)
+      : rng_(seed), mode_(mode), t_(mode == WriteMode::through ? through() : behind(0ms)) {}
+
+  // Returns an empty string, or the first invariant broken.
+  std::string run(int steps) {
+    for (int i = 0; i < steps && error_.empty(); ++i) step();
+    if (error_.empty()) quiesce();
+    return error_;
+  }
+
+ private:
+  using Value = std::optional<std::string>;  // nullopt: absent
+  struct PendingGet {
+    std::string key;
+    int latest_ok_reset_at_issue;
+    LookupLater later;
+    std::size_t since = 0;  // write-behind: history_[key] index current when it was issued
+  };
+  struct PendingWrite {
+    std::string key;
+    Value value;  // nullopt: DELETE
+    OutcomeLater later;
+    bool seen = false;
+  };
+  struct PendingReset {
+    int index;
+    StatusLater later;
+    bool seen = false;
+  };
+  struct Known {  // write-behind's model of one key
+    Value value;
+    int resets_before = 0;   // resets issued before the write was applied
+    bool ambiguous = false;  // a reset of unknown outcome may have emptied the store under it
+  };
+
+  bool is_behind() const { return mode_ == WriteMode::behind; }
+  std::string key() { return "k" + std::to_string(pick(4)); }
+  std::size_t pick(std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
+  }
+
+  void trace(const std::string& what) {
+    if (std::getenv("SIM_TRACE") != nullptr) std::fprintf(stderr, "  %s\n", what.c_str());
+  }
+
+  void step() {
+    switch (pick(8)) {
+      case 0:
+        issue_get();
+        break;
+      case 1:
+        issue_write(true);
+        break;
+      case 2:
+        issue_write(false);
+        break;
+      case 3:
+        if (pick(4) == 0) issue_reset();
+        break;
+      case 4:
+        complete_read();
+        break;
+      case 5:
+        if (is_behind())
+          t_.tier->flush_step();
+        else
+          complete_read();
+        break;
+      default:
+        complete_commit();
+        break;
+    }
+    collect();
+    check_memory();
+  }
+
+  void issue_get() {
+    const std::string k = key();
+    Get g = get(t_, k);
+    trace("GET " + k + (g.now ? " answered now" : " pending"));
+    if (g.now) {
+      check_answer(k, *g.now, latest_ok_reset_, g.hit, current(k));
+      return;
+    }
+    gets_.push_back(PendingGet{k, latest_ok_reset_, g.later, current(k)});
+  }
+
+  void issue_write(bool put) {
+    PendingWrite w;
+    w.key = key();
+    if (put) {
+      w.value = "v" + std::to_string(++values_);
+      // Write-through: a write is ordered with a reset by its submission, which is now.
+      written_before_[*w.value] = resets_issued_;
+    }
+    trace((put ? "PUT " + w.key + "=" + *w.value : "DELETE " + w.key));
+    std::optional<StoreTier::Outcome> now = put ? t_.tier->put(w.key, *w.value, w.later.callback())
+                                                : t_.tier->del(w.key, w.later.callback());
+    if (now) w.later.callback()(*now);
+    writes_.push_back(std::move(w));
+  }
+
+  void issue_reset() {
+    PendingReset r{++resets_issued_, {}};
+    trace("RESET " + std::to_string(r.index));
+    t_.tier->reset(r.later.callback());
+    resets_.push_back(std::move(r));
+  }
+
+  void complete_read() {
+    const std::size_t n = t_.store->pending_reads();
+    if (n == 0) return;
+    t_.store->complete_read(pick(n), pick(10) == 0);
+  }
+
+  void complete_commit() {
+    if (t_.store->pending_commits() == 0) return;
+    static constexpr Commit kinds[] = {Commit::ok,
+                                       Commit::ok,
+                                       Commit::ok,
+                                       Commit::refused,
+                                       Commit::unknown_applied,
+                                       Commit::unknown_unapplied};
+    const Commit how = kinds[pick(std::size(kinds))];
+    trace(std::string(t_.store->next_commit_is_clear() ? "clear" : "write") + " completes " +
+          std::to_string(static_cast<int>(how)));
+    t_.store->complete_commit(how);
+  }
+
+  // Answers delivered since the last step, in the order the tier gave them.
+  void collect() {
+    for (PendingWrite& w : writes_) {
+      if (w.seen || !w.later.ready()) continue;
+      w.seen = true;
+      if (*w.later.calls != 1)
+        fail("a write was answered " + std::to_string(*w.later.calls) + " times");
+      on_write_answered(w);
+    }
+    for (PendingReset& r : resets_) {
+      if (r.seen || !r.later.ready()) continue;
+      r.seen = true;
+      on_reset_answered(r);
+    }
+    for (auto it = gets_.begin(); it != gets_.end();) {
+      if (!it->later.ready()) {
+        ++it;
+        continue;
+      }
+      check_answer(it->key, it->later.get(), it->latest_ok_reset_at_issue, false, it->since);
+      it = gets_.erase(it);
+    }
+  }
+
+  void on_write_answered(const PendingWrite& w) {
+    const bool ok = w.later.get().kind != StoreTier::Outcome::Kind::error;
+    trace("  answered " + w.key + " " + w.value.value_or("DELETE") + " kind " +
+          std::to_string(static_cast<int>(w.later.get().kind)) + " " + w.later.get().error);
+    if (!is_behind()) {
+      last_acked_[w.key] = ok ? std::optional<Value>(w.value) : std::nullopt;
+      return;
+    }
+    if (!ok) return;  // write-behind: refused, not applied
+    // A DELETE that found nothing changed nothing (it may be ordered before a PUT it raced).
+    if (w.later.get().kind == StoreTier::Outcome::Kind::absent) return;
+    // Applied when answered: ordered with a reset by that moment.
+    if (w.value) written_before_[*w.value] = resets_issued_;
+    model_[w.key] = Known{w.value, resets_issued_, false};
+    history_[w.key].push_back(model_[w.key]);
+  }
+
+  // The index of key's current state in history_ (creating its first, absent, state).
+  std::size_t current(const std::string& k) {
+    auto& h = history_[k];
+    if (h.empty()) h.push_back(Known{});
+    return h.size() - 1;
+  }
+
+  void on_reset_answered(const PendingReset& r) {
+    const store::Status& s = r.later.get();
+    trace("  reset " + std::to_string(r.index) + " answered " + (s.ok() ? "ok" : s.message));
+    if (s.ok()) {
+      latest_ok_reset_ = std::max(latest_ok_reset_, r.index);
+      last_acked_.clear();
+      for (auto& [k, known] : model_) {
+        if (known.resets_before < r.index) {
+          known = Known{};
+          history_[k].push_back(known);
+        }
+      }
+    } else if (s.message.find("unknown") != std::string::npos) {
+      // The store may have been emptied: what it holds for each key is the last write or none.
+      for (auto& [k, known] : model_) {
+        known.ambiguous = true;
+        history_[k].push_back(known);
+      }
+      last_acked_.clear();
+    }
+  }
+
+  // A GET is answered with a state of its key current at some moment between its issue (the
+  // history_ index `since`) and its answer (write-behind), or what the store holds (a hit, in
+  // write-through).
+  void check_answer(const std::string& k, const StoreTier::Lookup& l, int latest_ok_reset, bool hit,
+                    std::size_t since) {
+    if (l.kind == StoreTier::Lookup::Kind::error) return;
+    const Value served = l.kind == StoreTier::Lookup::Kind::found ? Value(*l.value) : std::nullopt;
+    trace("  GET " + k + " -> " + served.value_or("nothing") + (hit ? " (hit)" : ""));
+    if (is_behind()) {
+      const auto& h = history_[k];
+      bool seen = false;
+      for (std::size_t i = since; i < h.size() && !seen; ++i) {
+        seen = served == h[i].value || (h[i].ambiguous && !served);
+      }
+      if (!seen) {
+        fail("GET " + k + " served " + served.value_or("nothing") +
+             "; the last write applied was " + model_[k].value.value_or("nothing"));
+      }
+    } else if (hit && t_.store->value(k) != served) {
+      fail("GET " + k + " served " + served.value_or("nothing") +
+           " from the cache; the store holds " + t_.store->value(k).value_or("nothing"));
+    }
+    if (served && written_before_[*served] < latest_ok_reset) {
+      fail("GET " + k + " served " + *served + ", written before reset " +
+           std::to_string(latest_ok_reset) + " that answered ok before the GET");
+    }
+  }
+
+  void check_memory() {
+    const server::TierStats s = t_.tier->stats();
+    if (s.dirty_bytes > (1u << 20)) fail("dirty bytes over --max-dirty");
+  }
+
+  // Everything completes (commits ok), write-behind flushes all; then every key reads back
+  // what the store holds, and that is what was acknowledged last.
+  void quiesce() {
+    for (int guard = 0; guard < 10000 && error_.empty(); ++guard) {
+      if (t_.store->pending_reads() > 0) {
+        t_.store->complete_read(0);
+      } else if (t_.store->pending_commits() > 0) {
+        t_.store->complete_commit(Commit::ok);
+      } else if (is_behind() && t_.tier->stats().dirty_items > 0) {
+        t_.tier->flush_step();
+      } else {
+        break;
+      }
+      collect();
+    }
+    if (is_behind() && t_.tier->stats().dirty_items > 0) fail("dirty writes left after quiescence");
+    for (int i = 0; i < 4 && error_.empty(); ++i) check_quiet_key("k" + std::to_string(i));
+  }
+
+  void check_quiet_key(const std::string& k) {
+    const Value served = read_through(t_, k);
+    const Value stored = t_.store->value(k);
+    if (served != stored) {
+      fail("after quiescence GET " + k + " serves " + served.value_or("nothing") +
+           "; the store holds " + stored.value_or("nothing"));
+    }
+    if (is_behind()) {
+      const Known& m = model_[k];
+      if (stored != m.value && !(m.ambiguous && !stored)) {
+        fail("acknowledged write of " + k + " (" + m.value.value_or("DELETE") +
+             ") is not what the store holds after the flush: " + stored.value_or("nothing"));
+      }
+      return;
+    }
+    auto acked = last_acked_.find(k);
+    if (acked != last_acked_.end() && acked->second && *acked->second != stored) {
+      fail("acknowledged write of " + k + " (" + acked->second->value_or("DELETE") +
+           ") is not what the store holds");
+    }
+  }
+
+  void fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+  }
+
+  std::mt19937_64 rng_;
+  WriteMode mode_;
+  Tier t_;
+  std::vector<PendingGet> gets_;
+  std::vector<PendingWrite> writes_;
+  std::vector<PendingReset> resets_;
+  std::map<std::string, int> written_before_;  // value -> resets issued before it was written
+  // Write-through: key -> the last write answered (in commit order): its value (nullopt:
+  // DELETE) if acknowledged, nullopt if it failed (the store may then hold either).
+  std::map<std::string, std::optional<Value>> last_acked_;
+  std::map<std::string, Known> model_;                 // write-behind
+  std::map<std::string, std::vector<Known>> history_;  // write-behind: every state of a key
+  int values_ = 0;
+  int resets_issued_ = 0;
+  int latest_ok_reset_ = 0;
+  std::string error_;
+};
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+void simulate(WriteMode mode) {
+  const std::uint64_t only = env_or("SIM_SEED", 0);
+  const std::uint64_t seeds = only != 0 ? 1 : env_or("SIM_SEEDS", 10000);
+  for (std::uint64_t i = 0; i < seeds; ++i) {
+    const std::uint64_t seed = only != 0 ? only : 1 + i;
+    const std::string error = Simulation(seed, mode).run(120);
+    ASSERT_EQ(error, "") << "seed " << seed << " (rerun with SIM_SEED=" << seed << ")";
+  }
+}
+
+TEST(StoreTierSimulation, WriteThroughKeepsTheInvariants) {
+  simulate(WriteMode::through);
+}
+
+TEST(StoreTierSimulation, WriteBehindKeepsTheInvariants) {
+  simulate(WriteMode::behind);
+}
+
+// --- each defect on its own ----------------------------------------------------------------------
+
+// Defect 1: a commit whose outcome is unknown landed; the cache must not keep serving the old
+// value (nor a DELETE's deleted one).
+TEST(StoreTierFaults, UnknownOutcomeEvictsAndReadsThrough) {
+  Tier t(through());
+  OutcomeLater v0, v1, d;
+  EXPECT_FALSE(t.tier->put("k", "V0", v0.callback()));
+  t.store->complete_commit(Commit::ok);
+  ASSERT_TRUE(v0.ready());
+  EXPECT_FALSE(t.tier->put("k", "V1", v1.callback()));
+  t.store->complete_commit(Commit::unknown_applied);
+  ASSERT_TRUE(v1.ready());
+  EXPECT_EQ(v1.get().kind, StoreTier::Outcome::Kind::error);
+  EXPECT_NE(v1.get().error.find("unknown"), std::string::npos) << v1.get().error;
+  EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("V1"));
+  EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("V1"));
+  // Still in doubt: the read did not fill the cache.
+  EXPECT_FALSE(t.cache.get("k"));
+  EXPECT_FALSE(t.tier->del("k", d.callback()));
+  t.store->complete_commit(Commit::unknown_applied);
+  EXPECT_EQ(read_through(t, "k"), std::nullopt);
+  // A later acknowledged write settles the key: it is cached again.
+  OutcomeLater v2;
+  EXPECT_FALSE(t.tier->put("k", "V2", v2.callback()));
+  t.store->complete_commit(Commit::ok);
+  EXPECT_EQ(t.cache.get("k"), std::optional<std::string>("V2"));
+}
+
+// Defect 2: a miss that starts while a reset is pending must not read (and fill) the value the
+// clear is about to remove.
+TEST(StoreTierFaults, ResetIsABarrierForReads) {
+  Tier t(through());
+  OutcomeLater w;
+  EXPECT_FALSE(t.tier->put("k", "old", w.callback()));
+  t.store->complete_commit(Commit::ok);
+  t.tier->reset_cache();  // "k" is in the store only
+  StatusLater r;
+  t.tier->reset(r.callback());
+  Get g = get(t, "k");
+  ASSERT_FALSE(g.now);
+  EXPECT_EQ(t.store->pending_reads(), 0u) << "a read was sent before the clear committed";
+  t.store->complete_commit(Commit::ok);  // the clear
+  ASSERT_TRUE(r.ready());
+  EXPECT_TRUE(r.get().ok());
+  while (t.store->pending_reads() > 0) t.store->complete_read(0);
+  ASSERT_TRUE(g.later.ready());
+  EXPECT_EQ(g.later.get().kind, StoreTier::Lookup::Kind::absent);
+  EXPECT_EQ(read_through(t, "k"), std::nullopt);
+}
+
+// Defect 5: a reset whose clear fails changes nothing (write-behind: the dirty write stays,
+// is served and is flushed).
+TEST(StoreTierFaults, FailedResetChangesNothing) {
+  Tier t(behind());
+  auto now = t.tier->try_put("k", "V2");
+  ASSERT_TRUE(now);
+  StatusLater r;
+  t.tier->reset(r.callback());
+  t.store->complete_commit(Commit::refused);
+  ASSERT_TRUE(r.ready());
+  EXPECT_FALSE(r.get().ok());
+  EXPECT_NE(r.get().message.find("reset failed"), std::string::npos) << r.get().message;
+  EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("V2"));
+  EXPECT_EQ(t.tier->stats().dirty_items, 1u);
+}
+
+// Defect 5, the other half: a reset that succeeds drops the dirty writes made before it, and
+// keeps those made while it was pending.
+TEST(StoreTierFaults, ResetDropsOnlyWhatCameBeforeIt) {
+  Tier t(behind());
+  ASSERT_TRUE(t.tier->try_put("before", "1"));
+  StatusLater r;
+  t.tier->reset(r.callback());
+  ASSERT_TRUE(t.tier->try_put("after", "2"));
+  t.store->complete_commit(Commit::ok);
+  ASSERT_TRUE(r.ready() && r.get().ok());
+  EXPECT_EQ(read_through(t, "before"), std::nullopt);
+  EXPECT_EQ(read_through(t, "after"), std::optional<std::string>("2"));
+  EXPECT_EQ(t.tier->stats().dirty_items, 1u);
+}
+
+// Defect 3: once a write-behind flush fails, writes answer 503 instead of piling up writes that
+// can never become durable; a flush that succeeds lifts it.
+TEST(StoreTierFaults, WriteBehindRefusesWritesWhileFlushesFail) {
+  Tier t(behind(40ms));
+  ASSERT_TRUE(t.tier->try_put("a", "1"));
+  ASSERT_TRUE(t.store->wait_commits(1, 5s));
+  t.store->complete_commit(Commit::refused);
+  for (int i = 0; i < 500 && !t.tier->stats().store.failed; ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(t.tier->stats().store.failed) << "stats do not say the store is failing";
+  EXPECT_FALSE(t.tier->try_put("b", "2"));
+  OutcomeLater b;
+  auto now = t.tier->put("b", "2", b.callback());
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->kind, StoreTier::Outcome::Kind::error);
+  EXPECT_EQ(read_through(t, "a"), std::optional<std::string>("1"));  // kept, still dirty
+  // The store recovers: the retried flush commits, and writes are taken again.
+  ASSERT_TRUE(t.store->wait_commits(1, 5s));
+  t.store->complete_commit(Commit::ok);
+  for (int i = 0; i < 500 && t.tier->stats().store.failed; ++i) std::this_thread::sleep_for(2ms);
+  EXPECT_FALSE(t.tier->stats().store.failed);
+  EXPECT_TRUE(t.tier->try_put("c", "3"));
+  EXPECT_EQ(t.store->value("a"), std::optional<std::string>("1"));
+}
+
+// Defect 8: a write whose deadline answered 503 "not applied" while it waited for the tier's
+// lock (held here by a slow clear, as a long flush or reset would) is never applied.
+TEST(StoreTierFaults, WriteAnsweredNotAppliedIsNeverApplied) {
+  Tier t(behind(1h, 30ms));
+  t.store->hold_next_call(400ms);
+  StatusLater r;
+  std::thread resetter([&] { t.tier->reset(r.callback()); });
+  std::this_thread::sleep_for(50ms);  // the resetter holds the tier's lock inside clear()
+  OutcomeLater w;
+  auto now = t.tier->put("k", "late", w.callback());
+  resetter.join();
+  ASSERT_TRUE(w.wait(5s) || now);
+  const StoreTier::Outcome& o = now ? *now : w.get();
+  ASSERT_EQ(o.kind, StoreTier::Outcome::Kind::error) << "the deadline did not answer first";
+  EXPECT_NE(o.error.find("not applied"), std::string::npos) << o.error;
+  EXPECT_EQ(*w.calls + (now ? 1 : 0), 1);
+  t.store->complete_commit(Commit::ok);  // the clear
+  EXPECT_EQ(read_through(t, "k"), std::nullopt) << "answered 'not applied', yet applied";
+  EXPECT_EQ(t.tier->stats().dirty_items, 0u);
+}
+
+// Defect 4, write-behind: waiting writes are bounded; one answered 503 leaves the queue.
+TEST(StoreTierFaults, WaitingWritesAreBounded) {
+  TierOptions o = behind(1h, 60s);
+  o.max_dirty = 4096;
+  o.max_waiting = 4096;
+  Tier t(o);
+  const std::string body(1500, 'x');
+  std::vector<OutcomeLater> answers(8);
+  int refused = 0, queued = 0;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    auto now = t.tier->put("k" + std::to_string(i), body, answers[i].callback());
+    if (!now) {
+      ++queued;
+    } else if (now->kind == StoreTier::Outcome::Kind::error) {
+      ++refused;
+      EXPECT_NE(now->error.find("queue full"), std::string::npos) << now->error;
+    }
+  }
+  EXPECT_GT(refused, 0) << "writes waiting for room are not bounded";
+  EXPECT_LE(queued * (1500 + 2 + 64), 4096 + 1500 + 2 + 64);
+}
+
+// Defect 4, reads: misses waiting on the store are bounded.
+TEST(StoreTierFaults, PendingReadsAreBounded) {
+  TierOptions o = through();
+  o.max_waiting = 4096;
+  Tier t(o);
+  int refused = 0;
+  std::vector<Get> gets;
+  for (int i = 0; i < 200; ++i) {
+    gets.push_back(get(t, "key-" + std::to_string(i)));
+    if (gets.back().now && gets.back().now->kind == StoreTier::Lookup::Kind::error) ++refused;
+  }
+  EXPECT_GT(refused, 0) << "reads waiting on the store are not bounded";
+  while (t.store->pending_reads() > 0) t.store->complete_read(0);
+  // Answered reads give their room back.
+  Get again = get(t, "key-0");
+  EXPECT_FALSE(again.now && again.now->kind == StoreTier::Lookup::Kind::error);
+}
+
+}  // namespace
