@@ -758,7 +758,8 @@ def test_postgres_hung_memory_stays_bounded(start_server, pg, pg_flags, mode):
         counts = hammer_puts(srv, 64, b"x" * (256 << 10), 12)
         grown_mib = (rss_kib(srv.proc.pid) - before) / 1024
     print(f"\nPostgreSQL hung, {mode}: answers {counts}, RSS grew {grown_mib:.0f} MiB")
-    assert grown_mib < 8 + 32 + 64, (counts, grown_mib)
+    if not os.environ.get("STORE_TEST_SANITIZED"):  # (CMakeLists.txt says why)
+        assert grown_mib < 8 + 32 + 64, (counts, grown_mib)
     assert counts.get(503, 0) > 0, counts
     assert set(counts) <= {201, 204, 503}, counts
 
