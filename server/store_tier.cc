@@ -143,6 +143,12 @@ void StoreTier::start_read_locked(const std::string& k, const LookupDone& answer
 StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadResult& r,
                                             const Inflight& entry) {
   Lookup result;
+  // Write-behind: a write made while the read was under way is newer than what the store
+  // returned (after a reset the store may hold no state the tier ever showed), so it answers.
+  if (auto it = dirty_.find(key); it != dirty_.end()) {
+    if (it->second.tombstone) return result;
+    return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
+  }
   if (r.status.code == store::Code::not_found) return result;
   if (!r.status.ok()) {
     result.kind = Lookup::Kind::error;

@@ -18,7 +18,8 @@
 //   coalesced) at once; a flusher thread commits the buffer flush_interval/4 after its oldest
 //   write (at once if a slow flush ran past that), so no write stays only in memory longer
 //   than flush_interval unless a commit itself takes longer. The dirty buffer is authoritative
-//   over the store for reads, so a dirty entry evicted from the cache is never lost. Past
+//   over the store for reads (also for a read that returns after a write was made), so a dirty
+//   entry evicted from the cache is never lost. Past
 //   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room. From a
 //   failed flush until one succeeds, every key write answers 503 (the store is failing: what it
 //   would accept could never become durable).
