@@ -69,6 +69,8 @@ UpdateOutcome Registry::update(std::string_view board, std::string_view member, 
       const std::size_t cost = Board::member_cost(member.size());
       if (frozen_.load(std::memory_order_acquire) > 0) {
         out.status = UpdateOutcome::Status::frozen;
+      } else if (sink != nullptr && !sink->admit_change(board, member)) {
+        out.status = UpdateOutcome::Status::refused;
       } else if (is_new && !reserve(cost)) {
         out.status = UpdateOutcome::Status::no_space;
       } else if (auto u = slot->board.update(member, op, value)) {
@@ -146,6 +148,8 @@ std::optional<std::size_t> Registry::remove_member(std::string_view board, std::
   std::shared_ptr<Slot> keep = it->second;  // outlives the lock if the board is unlinked
   std::unique_lock lock(keep->mu);
   Board& b = keep->board;
+  if (!b.stored(member)) return std::nullopt;
+  if (sink != nullptr && !sink->admit_change(board, member)) return std::nullopt;
   const std::size_t before = b.bytes();
   const auto rank = b.remove(member);
   if (!rank) return std::nullopt;
@@ -168,6 +172,7 @@ bool Registry::remove_board(std::string_view board, ChangeSink* sink) {
   if (it == map_.end()) return false;
   std::shared_ptr<Slot> keep = it->second;  // outlives the lock: unlinking drops the map's
   std::unique_lock lock(keep->mu);
+  if (sink != nullptr && !sink->admit_change(board, {})) return false;
   if (sink != nullptr) sink->board_removed(board);
   unlink_locked(it);  // erases the map's key: board may view it, so the sink went first
   return true;

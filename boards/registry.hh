@@ -43,6 +43,7 @@ struct UpdateOutcome {
     no_space,    // a new member would take the boards beyond their budget; nothing changed
     not_finite,  // the result would not be a finite double (incr overflow); nothing changed
     frozen,      // a reset is pending (freeze()); nothing changed
+    refused,     // the ChangeSink refused it (admit_change: no room for its row); nothing changed
   };
   Status status = Status::ok;
   Updated updated;  // when ok
@@ -51,11 +52,11 @@ struct UpdateOutcome {
 struct RegistryStats {
   std::size_t boards = 0;
   std::size_t members = 0;
-  std::size_t bytes = 0;               // Board::bytes() summed, plus each board's name
-  std::uint64_t updates = 0;           // update() calls that changed or kept a score (status ok)
-  std::uint64_t refused = 0;           // update() calls refused (no_space, not_finite, frozen)
-  std::uint64_t removals = 0;          // members removed, by remove_member or with their board
-  std::uint64_t reads = 0;             // read() and read_top() calls that found their board
+  std::size_t bytes = 0;       // Board::bytes() summed, plus each board's name
+  std::uint64_t updates = 0;   // update() calls that changed or kept a score (status ok)
+  std::uint64_t refused = 0;   // update() calls refused (no_space, not_finite, frozen, refused)
+  std::uint64_t removals = 0;  // members removed, by remove_member or with their board
+  std::uint64_t reads = 0;     // read() and read_top() calls that found their board
   std::uint64_t top_cache_hits = 0;    // read_top() calls answered from the cache
   std::uint64_t top_cache_misses = 0;  // read_top() calls that rendered (cache on)
   std::size_t top_cache_bytes = 0;     // text held by every board's top-N cache
@@ -65,6 +66,12 @@ struct RegistryStats {
 // (they hold the board) and must not call back into the registry.
 class ChangeSink {
  public:
+  // Asked before a change is applied, under the same locks (member empty: the whole board is
+  // dropped). false refuses it and nothing changes: a durable sink with no room for the
+  // change's row (or a failed store) says so here, not after the board has moved.
+  virtual bool admit_change(std::string_view /*board*/, std::string_view /*member*/) {
+    return true;
+  }
   // The member's row after an update that succeeded (also when its score and place were kept:
   // the row is the same, and a durable caller still waits for it to be committed).
   virtual void member_set(std::string_view board, std::string_view member, const Stored& row) = 0;

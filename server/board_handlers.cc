@@ -1,7 +1,6 @@
-// board_handlers.cc — see board_handlers.hh. Each handler: decode, parse, one registry call (its
-// changes forwarded to the store by RowWriter), one response; or, with --board-source store, one
-// store::BoardSource call answered later. JSON is rendered by hand, like the key's (json_escape.hh
-// for names, append_score for scores), into a string the response then copies.
+// board_handlers.cc — see board_handlers.hh. Each handler: decode, parse, one BoardService call
+// (board_service.hh decides: registry, store rows, store reads), one rendering of its answer,
+// now or later (reply.hh).
 #include "server/board_handlers.hh"
 
 #include <algorithm>
@@ -13,10 +12,12 @@
 #include <string>
 
 #include "boards/score.hh"
+#include "server/board_json.hh"
+#include "server/board_service.hh"
 #include "server/handlers.hh"
 #include "server/inflight_budget.hh"
 #include "server/json_escape.hh"
-#include "server/store_tier.hh"
+#include "server/reply.hh"
 
 namespace server {
 namespace http = boost::beast::http;
@@ -31,7 +32,6 @@ HandlerResult fail(status s, std::string_view reason) {
 constexpr std::string_view kBoardNotFound = "board not found";
 constexpr std::string_view kResetPending =
     "a reset is pending: board changes are refused until the store has answered it";
-constexpr std::string_view kMemberNotFound = "member not found";
 
 // --- the query --------------------------------------------------------------------------------
 
@@ -89,65 +89,6 @@ std::optional<boards::Op> op_param(std::string_view query) {
   return std::nullopt;
 }
 
-// --- JSON -------------------------------------------------------------------------------------
-
-void append_u64(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
-void append_string(std::string& out, std::string_view bytes) {
-  out += '"';
-  json_escape_append(bytes, out);
-  out += '"';
-}
-
-// {"member": m, "score": s, "rank": r}
-void append_member(std::string& out, std::string_view member, double score, std::size_t rank) {
-  out += "{\"member\": ";
-  append_string(out, member);
-  out += ", \"score\": ";
-  boards::append_score(out, score);
-  out += ", \"rank\": ";
-  append_u64(out, rank);
-  out += '}';
-}
-
-// One {"rank": r, "member": m, "score": s} object, after a comma unless it is the first.
-void append_entry(std::string& json, std::size_t rank, std::string_view member, double score) {
-  json += json.empty() ? "{\"rank\": " : ", {\"rank\": ";
-  append_u64(json, rank);
-  json += ", \"member\": ";
-  append_string(json, member);
-  json += ", \"score\": ";
-  boards::append_score(json, score);
-  json += '}';
-}
-
-// The entries of ranks first .. first + count - 1 of the board, comma-separated
-// {"rank": r, "member": m, "score": s} objects (nothing when count is 0): the text a top-N page
-// caches.
-void append_entries(std::string& json, const boards::Board& board, std::size_t first,
-                    std::size_t count) {
-  if (count == 0) return;
-  board.for_ranks(first, count, [&json](const boards::Ranked& r) {
-    append_entry(json, r.rank, r.member, r.score);
-  });
-}
-
-// {"board": b, "members": N, "entries": [ ...entries... ]}
-std::string render_window(std::string_view name, std::size_t members, std::string_view entries) {
-  std::string json = "{\"board\": ";
-  append_string(json, name);
-  json += ", \"members\": ";
-  append_u64(json, members);
-  json += ", \"entries\": [";
-  json += entries;
-  json += "]}";
-  return json;
-}
-
 // Sends a rendered JSON body; 503 when --max-inflight has no room for it.
 HandlerResult send_json(status s, const std::string& json, ResponseWriter& out) {
   if (!out.admit(json.size())) return fail(status::service_unavailable, kInflightFull);
@@ -172,128 +113,61 @@ BoardMember decode_board_member(std::string_view raw_board, std::string_view raw
   return {b.name, m.name, {}};
 }
 
-std::shared_ptr<DeferredResponse> defer(const RequestView& request, DeferKind kind,
-                                        const ResponseWriter& out) {
-  return std::make_shared<DeferredResponse>(request.responses->defer(kind, out));
-}
-
-// --- durability: the registry's changes as store rows ------------------------------------------
-
-// The response of a change that waits for its row's commit: rendered by the handler once the
-// registry call returned; sent by the commit's callback. (finish() renders on the connection's
-// thread, after the handler has returned, so the handler's rendering is always there first.)
-struct PendingAnswer {
-  std::shared_ptr<DeferredResponse> slot;
-  status code = status::ok;
-  std::string json;  // empty: no body (204)
-};
-
-HandlerResult send_answer(const PendingAnswer& a, ResponseWriter& w) {
-  if (a.json.empty()) {
-    w.no_content(a.code);
+// What a board change answers: its JSON (update), 204 (removals), or why not.
+// `member`: the updated member, or empty for a removal (204, no body).
+HandlerResult render_change(const BoardChange& c, std::string_view member, bool removal,
+                            ResponseWriter& w) {
+  using K = BoardChange::Kind;
+  switch (c.kind) {
+    case K::done:
+      break;
+    case K::not_found:
+      return fail(status::not_found, member.empty() ? kBoardNotFound : "board or member not found");
+    case K::no_space:
+      return fail(status::insufficient_storage,
+                  "boards full: a new member would exceed --board-maxmem");
+    case K::not_finite:
+      return fail(status::bad_request, "the new score would not be a finite number");
+    case K::frozen:
+      return fail(status::service_unavailable, kResetPending);
+    case K::refused:
+    case K::failed:
+      return fail(status::service_unavailable, c.error);
+  }
+  if (removal) {
+    w.no_content(status::no_content);
     return {};
   }
-  return send_json(a.code, a.json, w);
-}
-
-// Forwards a registry call's change (at most one row: a member set or removed, or a board
-// dropped) to the store tier, inside the board's lock (boards::ChangeSink). Write-through defers
-// the request's response until the row is committed; write-behind answers at once.
-class RowWriter final : public boards::ChangeSink {
- public:
-  RowWriter(StoreTier& tier, const RequestView& request, const ResponseWriter& out)
-      : tier_(tier), request_(request), out_(out) {}
-
-  void member_set(std::string_view board, std::string_view member,
-                  const boards::Stored& row) override {
-    submit(
-        store::Write::board_set_row(std::string(board), std::string(member), row.score, row.seq));
-  }
-  void member_removed(std::string_view board, std::string_view member) override {
-    submit(store::Write::board_remove_row(std::string(board), std::string(member)));
-  }
-  void board_removed(std::string_view board) override {
-    submit(store::Write::board_drop_rows(std::string(board)));
-  }
-  void refused_frozen() override { frozen_ = true; }
-  bool frozen() const { return frozen_; }
-
-  // The answer to a change the registry made: now (no store write was needed, or write-behind
-  // took it), or once its row is committed.
-  HandlerResult answer(status code, std::string json, ResponseWriter& out) {
-    if (pending_) {
-      pending_->code = code;
-      pending_->json = std::move(json);
-      return kDeferred;
-    }
-    if (!error_.empty()) {
-      out.error(status::service_unavailable, error_);
-      return {};
-    }
-    return send_answer(PendingAnswer{nullptr, code, std::move(json)}, out);
-  }
-
- private:
-  void submit(store::Write row) {
-    if (tier_.mode() == WriteMode::behind) {
-      if (auto now = tier_.board_write(std::move(row), {})) {
-        if (now->kind == StoreTier::Outcome::Kind::error) error_ = now->error;
-      }
-      return;
-    }
-    pending_ = std::make_shared<PendingAnswer>();
-    pending_->slot = defer(request_, DeferKind::write, out_);
-    auto done = [pending = pending_](const StoreTier::Outcome& o) {
-      pending->slot->finish([pending, o](ResponseWriter& w) -> HandlerResult {
-        if (o.kind == StoreTier::Outcome::Kind::error) {
-          return {status::service_unavailable, o.error, {}, false};
-        }
-        return send_answer(*pending, w);
-      });
-    };
-    if (auto now = tier_.board_write(std::move(row), done)) done(*now);
-  }
-
-  StoreTier& tier_;
-  const RequestView& request_;
-  const ResponseWriter& out_;
-  std::shared_ptr<PendingAnswer> pending_;  // write-through: the deferred answer
-  std::string error_;                       // write-behind: why the row was refused
-  bool frozen_ = false;                     // refused: a reset is pending
-};
-
-// --- --board-source store: reads answered by the database ---------------------------------------
-
-// Renders a BoardPage's entries as append_entries renders a board's.
-std::string page_entries(const store::BoardPage& page) {
   std::string json;
-  for (const store::BoardEntry& e : page.entries) append_entry(json, e.rank, e.member, e.score);
-  return json;
+  append_member(json, member, c.updated.score, c.updated.rank);
+  return send_json(c.updated.created ? status::created : status::ok, json, w);
 }
 
-// Sends the request to the database and answers it when the page comes back: 404 with the
-// store's "board not found" / "member not found", 503 for a store error, else render(page).
-template <class Render>
-HandlerResult from_store(const RequestView& request, const ResponseWriter& out,
-                         const std::function<void(store::BoardPageDone)>& ask, Render render) {
-  auto slot = defer(request, DeferKind::read, out);
-  ask([slot, render](store::BoardPage page) {
-    slot->finish([page = std::move(page), render](ResponseWriter& w) -> HandlerResult {
-      if (page.status.code == store::Code::not_found) {
-        return {status::not_found, page.status.message, {}, false};
-      }
-      if (!page.status.ok()) {
-        return {status::service_unavailable, page.status.message, {}, false};
-      }
-      return send_json(status::ok, render(page), w);
-    });
-  });
-  return kDeferred;
+// A reply to a board change: an update of `member`, or a removal of it (or, member empty, of
+// the whole board).
+auto change_reply(const RequestView& request, const ResponseWriter& out, std::string_view member,
+                  bool removal) {
+  return make_reply<BoardChange>(
+      request.responses, out,
+      [m = std::string(member), removal](const BoardChange& c, ResponseWriter& w) {
+        return render_change(c, m, removal, w);
+      });
 }
 
-store::BoardSource* store_source(const ServerContext& ctx) {
-  if (ctx.config.board_source != BoardSource::store || ctx.tier == nullptr) return nullptr;
-  return ctx.tier->board_source();
+// A reply to a board read: the JSON, or 404/503 with the reason.
+auto read_reply(const RequestView& request, const ResponseWriter& out) {
+  return make_reply<BoardRead>(request.responses, out,
+                               [](const BoardRead& r, ResponseWriter& w) -> HandlerResult {
+                                 switch (r.kind) {
+                                   case BoardRead::Kind::ok:
+                                     return send_json(status::ok, r.text, w);
+                                   case BoardRead::Kind::not_found:
+                                     return {status::not_found, r.text, {}, false};
+                                   case BoardRead::Kind::error:
+                                     break;
+                                 }
+                                 return {status::service_unavailable, r.text, {}, false};
+                               });
 }
 
 }  // namespace
@@ -304,32 +178,9 @@ HandlerResult BoardHandlers::get_member(std::string_view raw_board, std::string_
   const BoardMember names =
       decode_board_member(raw_board, raw_member, board_storage, member_storage);
   if (!names.error.ok()) return names.error;
-  const std::string_view b = names.board, m = names.member;
-  if (store::BoardSource* source = store_source(ctx)) {
-    return from_store(
-        request, out,
-        [&](store::BoardPageDone done) {
-          source->board_member(std::string(b), std::string(m), std::move(done));
-        },
-        [member = std::string(m)](const store::BoardPage& page) {
-          std::string json;
-          if (!page.entries.empty()) {
-            append_member(json, member, page.entries[0].score, page.entries[0].rank);
-          }
-          return json;
-        });
-  }
-  std::string json;
-  bool found_member = false;
-  const bool found_board = ctx.boards.read(b, [&](const boards::Board& board) {
-    const std::optional<boards::Ranked> r = board.find(m);
-    if (!r) return;
-    found_member = true;
-    append_member(json, m, r->score, r->rank);
-  });
-  if (!found_board) return fail(status::not_found, kBoardNotFound);
-  if (!found_member) return fail(status::not_found, kMemberNotFound);
-  return send_json(status::ok, json, out);
+  auto reply = read_reply(request, out);
+  ctx.board_service.member(names.board, names.member, reply);
+  return reply.answer(out);
 }
 
 HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_view raw_member,
@@ -339,7 +190,6 @@ HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_
   const BoardMember names =
       decode_board_member(raw_board, raw_member, board_storage, member_storage);
   if (!names.error.ok()) return names.error;
-  const std::string_view b = names.board, m = names.member;
   const std::optional<boards::Op> op = op_param(query);
   if (!op) return fail(status::bad_request, "invalid op (want set, best or incr)");
   std::string why;
@@ -349,26 +199,9 @@ HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_
     out.error(status::bad_request, "invalid score: " + why);
     return {};
   }
-  std::optional<RowWriter> rows;
-  if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
-  const boards::UpdateOutcome u = ctx.boards.update(b, m, *op, *score, rows ? &*rows : nullptr);
-  switch (u.status) {
-    case boards::UpdateOutcome::Status::ok:
-      break;
-    case boards::UpdateOutcome::Status::no_space:  // (no row was written)
-      return fail(status::insufficient_storage,
-                  "boards full: a new member would exceed "
-                  "--board-maxmem");
-    case boards::UpdateOutcome::Status::not_finite:
-      return fail(status::bad_request, "the new score would not be a finite number");
-    case boards::UpdateOutcome::Status::frozen:
-      return fail(status::service_unavailable, kResetPending);
-  }
-  std::string json;
-  append_member(json, m, u.updated.score, u.updated.rank);
-  const status code = u.updated.created ? status::created : status::ok;
-  if (rows) return rows->answer(code, std::move(json), out);
-  return send_json(code, json, out);
+  auto reply = change_reply(request, out, names.member, false);
+  ctx.board_service.update(names.board, names.member, *op, *score, reply);
+  return reply.answer(out);
 }
 
 HandlerResult BoardHandlers::delete_member(std::string_view raw_board, std::string_view raw_member,
@@ -377,16 +210,9 @@ HandlerResult BoardHandlers::delete_member(std::string_view raw_board, std::stri
   const BoardMember names =
       decode_board_member(raw_board, raw_member, board_storage, member_storage);
   if (!names.error.ok()) return names.error;
-  const std::string_view b = names.board, m = names.member;
-  std::optional<RowWriter> rows;
-  if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
-  if (!ctx.boards.remove_member(b, m, rows ? &*rows : nullptr)) {
-    if (rows && rows->frozen()) return fail(status::service_unavailable, kResetPending);
-    return fail(status::not_found, "board or member not found");
-  }
-  if (rows) return rows->answer(status::no_content, {}, out);
-  out.no_content(status::no_content);
-  return {};
+  auto reply = change_reply(request, out, names.member, true);
+  ctx.board_service.remove_member(names.board, names.member, reply);
+  return reply.answer(out);
 }
 
 HandlerResult BoardHandlers::top(std::string_view raw_board, std::string_view query,
@@ -398,35 +224,9 @@ HandlerResult BoardHandlers::top(std::string_view raw_board, std::string_view qu
   if (!n) return fail(status::bad_request, "invalid n (want a whole number 1..1000)");
   const auto offset = count_param(query, "offset", 0, 0, UINT64_MAX);
   if (!offset) return fail(status::bad_request, "invalid offset (want a whole number, 0 or more)");
-  if (store::BoardSource* source = store_source(ctx)) {
-    // SQL's OFFSET is a bigint: anything past it is past every board's end anyway.
-    const std::uint64_t sql_offset = std::min<std::uint64_t>(*offset, INT64_MAX);
-    return from_store(
-        request, out,
-        [&](store::BoardPageDone done) {
-          source->board_top(std::string(b.name), sql_offset, *n, std::move(done));
-        },
-        [board = std::string(b.name)](const store::BoardPage& page) {
-          return render_window(board, page.members, page_entries(page));
-        });
-  }
-  // The entries come from the board's top-N cache when no update has moved a member within
-  // them since they were rendered (--board-top-cache, boards/top_cache.hh); the member count
-  // around them is read now.
-  std::string json;
-  const bool found = ctx.boards.read_top(
-      b.name, *offset, *n,
-      [&](const boards::Board& board) {
-        std::string entries;
-        if (*offset < board.size()) append_entries(entries, board, *offset + 1, *n);
-        return entries;
-      },
-      [&](const boards::Board& board, const std::string& entries) {
-        // A board being created or emptied does not exist yet / any more.
-        if (!board.empty()) json = render_window(b.name, board.size(), entries);
-      });
-  if (!found || json.empty()) return fail(status::not_found, kBoardNotFound);
-  return send_json(status::ok, json, out);
+  auto reply = read_reply(request, out);
+  ctx.board_service.top(b.name, *offset, *n, reply);
+  return reply.answer(out);
 }
 
 HandlerResult BoardHandlers::around(std::string_view raw_board, std::string_view raw_member,
@@ -435,88 +235,29 @@ HandlerResult BoardHandlers::around(std::string_view raw_board, std::string_view
   const BoardMember names =
       decode_board_member(raw_board, raw_member, board_storage, member_storage);
   if (!names.error.ok()) return names.error;
-  const std::string_view b = names.board, m = names.member;
   const auto n = count_param(query, "n", kBoardAroundDefault, 0, kBoardAroundMax);
   if (!n) return fail(status::bad_request, "invalid n (want a whole number 0..500)");
-  if (store::BoardSource* source = store_source(ctx)) {
-    return from_store(
-        request, out,
-        [&](store::BoardPageDone done) {
-          source->board_around(std::string(b), std::string(m), *n, std::move(done));
-        },
-        [board = std::string(b)](const store::BoardPage& page) {
-          return render_window(board, page.members, page_entries(page));
-        });
-  }
-  std::string json;
-  bool found_member = false;
-  const bool found_board = ctx.boards.read(b, [&](const boards::Board& board) {
-    const auto window = board.around(m, *n);
-    if (!window) return;
-    found_member = true;
-    std::string entries;
-    append_entries(entries, board, window->first, window->second);
-    json = render_window(b, board.size(), entries);
-  });
-  if (!found_board) return fail(status::not_found, kBoardNotFound);
-  if (!found_member) return fail(status::not_found, kMemberNotFound);
-  return send_json(status::ok, json, out);
+  auto reply = read_reply(request, out);
+  ctx.board_service.around(names.board, names.member, *n, reply);
+  return reply.answer(out);
 }
-
-namespace {
-
-// {"board": b, "members": N, "top_score": s, "bottom_score": s}
-std::string render_info(std::string_view board, std::size_t members, double top, double bottom) {
-  std::string json = "{\"board\": ";
-  append_string(json, board);
-  json += ", \"members\": ";
-  append_u64(json, members);
-  json += ", \"top_score\": ";
-  boards::append_score(json, top);
-  json += ", \"bottom_score\": ";
-  boards::append_score(json, bottom);
-  json += '}';
-  return json;
-}
-
-}  // namespace
 
 HandlerResult BoardHandlers::get_board(std::string_view raw_board, ResponseWriter& out) {
   NameBuffer board_storage;
   const DecodedName b = decode_name(raw_board, board_storage, NameKind::board);
   if (!b.error.ok()) return b.error;
-  if (store::BoardSource* source = store_source(ctx)) {
-    return from_store(
-        request, out,
-        [&](store::BoardPageDone done) {
-          source->board_info(std::string(b.name), std::move(done));
-        },
-        [board = std::string(b.name)](const store::BoardPage& page) {
-          return render_info(board, page.members, page.top_score, page.bottom_score);
-        });
-  }
-  std::string json;
-  const bool found = ctx.boards.read(b.name, [&](const boards::Board& board) {
-    if (board.empty()) return;  // as in top()
-    json = render_info(b.name, board.size(), board.top_score(), board.bottom_score());
-  });
-  if (!found || json.empty()) return fail(status::not_found, kBoardNotFound);
-  return send_json(status::ok, json, out);
+  auto reply = read_reply(request, out);
+  ctx.board_service.info(b.name, reply);
+  return reply.answer(out);
 }
 
 HandlerResult BoardHandlers::delete_board(std::string_view raw_board, ResponseWriter& out) {
   NameBuffer board_storage;
   const DecodedName b = decode_name(raw_board, board_storage, NameKind::board);
   if (!b.error.ok()) return b.error;
-  std::optional<RowWriter> rows;
-  if (ctx.tier != nullptr) rows.emplace(*ctx.tier, request, out);
-  if (!ctx.boards.remove_board(b.name, rows ? &*rows : nullptr)) {
-    if (rows && rows->frozen()) return fail(status::service_unavailable, kResetPending);
-    return fail(status::not_found, kBoardNotFound);
-  }
-  if (rows) return rows->answer(status::no_content, {}, out);
-  out.no_content(status::no_content);
-  return {};
+  auto reply = change_reply(request, out, {}, true);
+  ctx.board_service.remove_board(b.name, reply);
+  return reply.answer(out);
 }
 
 }  // namespace server

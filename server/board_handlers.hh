@@ -1,14 +1,9 @@
 // board_handlers.hh — the leaderboard endpoints (/board/..., docs/api.md "Boards"): decode the
 // board and member names (handlers.hh's decode_name, the key rules), parse the score
-// (boards::parse_score) and the query, make one boards::Registry call, answer JSON. A read renders
-// its whole body into a std::string under the board's shared lock and sends it after the lock is
-// released. Handlers::dispatch (handlers.cc) picks these like every other endpoint.
-//
-// The boards live in ServerContext::boards, bounded by --board-maxmem (a new member beyond it is
-// a 507). With a store (ctx.tier), every change is also a store row (RowWriter in the .cc, a
-// boards::ChangeSink): write-through answers once the row is committed, write-behind at once.
-// With --board-source store, the reads are answered by the database instead (store::BoardSource,
-// SQL), the baseline the in-memory boards are measured against.
+// (boards::parse_score) and the query, make one BoardService call (board_service.hh, which
+// decides: the registry, the store's rows, the store's reads with --board-source store) and
+// render its answer (now or later, reply.hh). Handlers::dispatch (handlers.cc) picks these like
+// every other endpoint.
 #pragma once
 
 #include <string_view>

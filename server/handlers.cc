@@ -7,9 +7,10 @@
 
 #include "server/board_handlers.hh"
 #include "server/json_escape.hh"
+#include "server/key_service.hh"
 #include "server/metrics.hh"
 #include "server/percent_decode.hh"
-#include "server/store_tier.hh"
+#include "server/reply.hh"
 
 namespace server {
 namespace http = boost::beast::http;
@@ -97,25 +98,25 @@ bool render_raw_value(std::string_view value, ResponseWriter& out) {
 }
 
 // What a lookup beyond the cache answers (a HEAD's body is dropped by the writer).
-HandlerResult render_lookup(const StoreTier::Lookup& found, std::string_view key, bool json,
+HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool json,
                             ResponseWriter& out) {
   switch (found.kind) {
-    case StoreTier::Lookup::Kind::found:
+    case KeyLookup::Kind::found:
       if (json ? render_json_value(key, *found.value, out) : render_raw_value(*found.value, out)) {
         return {};
       }
       return fail(status::service_unavailable, kInflightFull);
-    case StoreTier::Lookup::Kind::absent:
+    case KeyLookup::Kind::absent:
       return fail(status::not_found, "key not found");
-    case StoreTier::Lookup::Kind::error:
+    case KeyLookup::Kind::error:
       break;
   }
   return fail(status::service_unavailable, found.error);
 }
 
-// What a write through the store answers: today's codes, or 503 when the store failed.
-HandlerResult render_outcome(const StoreTier::Outcome& o, WorkerStats& stats, ResponseWriter& out) {
-  using K = StoreTier::Outcome::Kind;
+// What a PUT or DELETE answers.
+HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, ResponseWriter& out) {
+  using K = KeyOutcome::Kind;
   switch (o.kind) {
     case K::created:
       WorkerStats::bump(stats.sets);
@@ -132,17 +133,24 @@ HandlerResult render_outcome(const StoreTier::Outcome& o, WorkerStats& stats, Re
       return {};
     case K::absent:
       return fail(status::not_found, "key not found");
+    case K::too_big:
+      return fail(status::payload_too_large, "value does not fit in the cache");
+    case K::no_space:
+      return fail(status::insufficient_storage, "cache full and evictor is none");
+    case K::bad_key:
+      return fail(status::bad_request, "invalid key");
     case K::error:
       break;
   }
   return fail(status::service_unavailable, o.error);
 }
 
-// Reserves the current request's response slot; the returned function finishes it with a
-// rendering (copyable, so it fits in the store's std::function callbacks).
-std::shared_ptr<DeferredResponse> defer(const RequestView& request, DeferKind kind,
-                                        const ResponseWriter& out) {
-  return std::make_shared<DeferredResponse>(request.responses->defer(kind, out));
+// A reply to a PUT or DELETE (reply.hh), rendered by render_outcome.
+auto outcome_reply(const RequestView& request, const ResponseWriter& out, WorkerStats& stats) {
+  return make_reply<KeyOutcome>(request.responses, out,
+                                [stats = &stats](const KeyOutcome& o, ResponseWriter& w) {
+                                  return render_outcome(o, *stats, w);
+                                });
 }
 
 bool iequals_ascii(char a, char b) {
@@ -225,18 +233,18 @@ HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const Reque
   bool hit;
   bool admitted = true;  // --max-inflight had room for the body
   if (!json) {
-    hit = ValuePath::read(ctx.cache, k.key, [&out, &admitted](std::string_view value) {
+    hit = ctx.key_service.read_cached<ValuePath>(k.key, [&out, &admitted](std::string_view value) {
       admitted = render_raw_value(value, out);
     });
   } else {
-    hit = ValuePath::read(ctx.cache, k.key, [&out, &k, &admitted](std::string_view value) {
-      admitted = render_json_value(k.key, value, out);
-    });
+    hit = ctx.key_service.read_cached<ValuePath>(k.key,
+                                                 [&out, &k, &admitted](std::string_view value) {
+                                                   admitted = render_json_value(k.key, value, out);
+                                                 });
   }
   WorkerStats::bump(hit ? stats.hits : stats.misses);
   if (hit) return admitted ? HandlerResult{} : fail(status::service_unavailable, kInflightFull);
-  if (ctx.tier != nullptr) return lookup_store(k.key, json, request, out);
-  return fail(status::not_found, "key not found");
+  return lookup(k.key, json, request, out);
 }
 
 HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value,
@@ -247,33 +255,9 @@ HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value
   if (value.size() > ctx.config.max_value) {
     return fail(status::payload_too_large, "value larger than --max-value");
   }
-  if (ctx.tier != nullptr) {
-    if (auto now = ctx.tier->try_put(k.key, value)) return render_outcome(*now, stats, out);
-    auto slot = defer(request, DeferKind::write, out);
-    auto finish = [slot, &stats = stats](const StoreTier::Outcome& o) {
-      slot->finish([o, &stats](ResponseWriter& w) { return render_outcome(o, stats, w); });
-    };
-    if (auto now = ctx.tier->put(k.key, value, finish)) finish(*now);
-    return kDeferred;
-  }
-  switch (ctx.cache.set(k.key, value)) {
-    case cache::SetResult::created:
-      WorkerStats::bump(stats.sets);
-      out.start(status::created, {}, 0);
-      out.end_headers();
-      return {};
-    case cache::SetResult::replaced:
-      WorkerStats::bump(stats.sets);
-      out.no_content(status::no_content);
-      return {};
-    case cache::SetResult::too_big:
-      return fail(status::payload_too_large, "value does not fit in the cache");
-    case cache::SetResult::no_space:
-      return fail(status::insufficient_storage, "cache full and evictor is none");
-    case cache::SetResult::bad_key:
-      return fail(status::bad_request, "invalid key");
-  }
-  return fail(status::internal_server_error, "unknown set result");
+  auto reply = outcome_reply(request, out, stats);
+  ctx.key_service.put(k.key, value, reply);
+  return reply.answer(out);
 }
 
 HandlerResult Handlers::put_key_path(std::string_view raw_key, std::string_view raw_value,
@@ -295,22 +279,9 @@ HandlerResult Handlers::delete_key(std::string_view raw_key, const RequestView& 
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  if (ctx.tier != nullptr) {
-    if (auto now = ctx.tier->try_del(k.key)) return render_outcome(*now, stats, out);
-    // Write-behind asks the store whether an unknown key exists first: a read and a write.
-    auto slot =
-        defer(request,
-              ctx.tier->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write, out);
-    auto finish = [slot, &stats = stats](const StoreTier::Outcome& o) {
-      slot->finish([o, &stats](ResponseWriter& w) { return render_outcome(o, stats, w); });
-    };
-    if (auto now = ctx.tier->del(k.key, finish)) finish(*now);
-    return kDeferred;
-  }
-  if (!ctx.cache.del(k.key)) return fail(status::not_found, "key not found");
-  WorkerStats::bump(stats.deletes);
-  out.no_content(status::no_content);
-  return {};
+  auto reply = outcome_reply(request, out, stats);
+  ctx.key_service.del(k.key, reply);
+  return reply.answer(out);
 }
 
 template <class ValuePath>
@@ -319,30 +290,26 @@ HandlerResult Handlers::head_key(std::string_view raw_key, const RequestView& re
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  const bool hit = ValuePath::read(ctx.cache, k.key, [&out](std::string_view value) {
+  const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&out](std::string_view value) {
     out.start(status::ok, kOctetStream, value.size());
     out.end_headers();
   });
   WorkerStats::bump(hit ? stats.hits : stats.misses);
   if (hit) return {};
-  if (ctx.tier != nullptr) return lookup_store(k.key, false, request, out);
-  return fail(status::not_found, "key not found");
+  return lookup(k.key, false, request, out);
 }
 
-// A miss with a store behind the cache: the dirty buffer answers at once (write-behind), or the
-// response waits for a (single-flight) store read.
-HandlerResult Handlers::lookup_store(std::string_view key, bool json, const RequestView& request,
-                                     ResponseWriter& out) {
-  std::shared_ptr<DeferredResponse> slot = defer(request, DeferKind::read, out);
-  auto now = ctx.tier->lookup(key, [slot, k = std::string(key), json](const StoreTier::Lookup& l) {
-    slot->finish([l, k, json](ResponseWriter& w) { return render_lookup(l, k, json, w); });
-  });
-  if (now) {
-    slot->finish([l = std::move(*now), k = std::string(key), json](ResponseWriter& w) {
-      return render_lookup(l, k, json, w);
-    });
-  }
-  return kDeferred;
+// A miss: the key service answers (absent in memory only; the dirty buffer or the store with
+// one). A JSON answer names the key, so a later one keeps a copy of it.
+HandlerResult Handlers::lookup(std::string_view key, bool json, const RequestView& request,
+                               ResponseWriter& out) {
+  auto reply = make_reply<KeyLookup>(
+      request.responses, out,
+      [k = json ? std::string(key) : std::string(), json](const KeyLookup& l, ResponseWriter& w) {
+        return render_lookup(l, k, json, w);
+      });
+  ctx.key_service.lookup(key, reply);
+  return reply.answer(out);
 }
 
 HandlerResult Handlers::head_root(ResponseWriter& out) {
@@ -355,46 +322,27 @@ HandlerResult Handlers::head_root(ResponseWriter& out) {
 // scope=all is the default.
 HandlerResult Handlers::reset(std::string_view query, const RequestView& request,
                               ResponseWriter& out) {
-  bool cache_only = false;
+  ResetScope scope = ResetScope::all;
   while (!query.empty()) {
     const auto amp = query.find('&');
     const std::string_view param = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     if (param == "scope=cache") {
-      cache_only = true;
+      scope = ResetScope::cache;
     } else if (param == "scope=all") {
-      cache_only = false;
+      scope = ResetScope::all;
     } else if (param.starts_with("scope=") || param == "scope") {
       return fail(status::bad_request, "unknown reset scope (want cache or all)");
     }
   }
-  if (ctx.tier == nullptr) {
-    if (!cache_only) ctx.boards.clear();
-    ctx.cache.reset();
-  } else if (cache_only) {
-    ctx.tier->reset_cache();  // the boards stay, in memory and in the store
-  } else {
-    auto slot = defer(request, DeferKind::barrier, out);
-    // All or nothing: the boards refuse changes from the clear's submission until the store
-    // has answered, then are emptied only if it committed (a failed reset keeps them).
-    boards::Registry& boards = ctx.boards;
-    boards.freeze([&] {
-      ctx.tier->reset(
-          [slot](const store::Status& s) {
-            slot->finish([s](ResponseWriter& w) -> HandlerResult {
-              if (!s.ok()) {
-                return {status::service_unavailable, s.message, {}, false};
-              }
-              w.no_content(status::no_content);
-              return {};
-            });
-          },
-          [&boards](bool cleared) { boards.thaw(cleared); });
-    });
-    return kDeferred;
-  }
-  out.no_content(status::no_content);
-  return {};
+  auto reply = make_reply<store::Status>(
+      request.responses, out, [](const store::Status& s, ResponseWriter& w) -> HandlerResult {
+        if (!s.ok()) return {status::service_unavailable, s.message, {}, false};
+        w.no_content(status::no_content);
+        return {};
+      });
+  ctx.key_service.reset(scope, reply);
+  return reply.answer(out);
 }
 
 // /stats and /metrics render the one list of counters (metrics.hh).

@@ -4,9 +4,11 @@
 // cache hands the stored bytes to a sink that copies them straight into the output buffer.
 // dispatch, get_key and head_key take the value-path policy (variant.hh) as a template
 // argument: CStringValue is that zero-copy path, StringValue its baseline; the rest is shared.
-// With a store (ctx.tier), a miss, a write-through write and a reset defer their response
-// (response_queue.hh) and the store finishes it; a GET hit never touches the store.
-// The board endpoints are dispatched here too; their handlers are board_handlers.hh's.
+// Handlers decode and render; the services decide (ctx.key_service: key_service.hh;
+// ctx.board_service: board_service.hh). A service answers a handler's Reply (reply.hh) now or
+// later: a miss, a write-through write and a reset wait on the store, and the handler returns
+// kDeferred without knowing which. A GET hit never leaves the cache. The board endpoints are
+// dispatched here too; their handlers are board_handlers.hh's.
 #pragma once
 
 #include <array>
@@ -68,9 +70,9 @@ struct Handlers {
   HandlerResult stats_json(ResponseWriter& out);
   HandlerResult metrics_text(ResponseWriter& out);  // GET /metrics (Prometheus text format)
 
-  // The store side of a cache miss (GET/HEAD) and of writes (store_tier.hh).
-  HandlerResult lookup_store(std::string_view key, bool json, const RequestView& request,
-                             ResponseWriter& out);
+  // A cache miss (GET/HEAD): answered by the key service (key_service.hh).
+  HandlerResult lookup(std::string_view key, bool json, const RequestView& request,
+                       ResponseWriter& out);
 };
 
 }  // namespace server

@@ -213,7 +213,7 @@ void append_ns_as_seconds(std::string& out, std::uint64_t ns) {
 
 Snapshot take_snapshot(const ServerContext& ctx) {
   Snapshot s{ctx, ctx.cache.stats(), ctx.stats.sum(), {}, 0, {}};
-  if (ctx.tier != nullptr) s.tier = ctx.tier->stats();
+  s.tier = ctx.key_service.tier_stats();
   s.boards = ctx.boards.stats();
   s.uptime_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();

@@ -101,8 +101,7 @@ Server::Server(const Config& config)
       cache_(cache_options(config_)),
       stats_(config_.threads),
       tier_(open_tier(config_, cache_)),
-      ctx_(config_, cache_, stats_) {
-  ctx_.tier = tier_.get();
+      ctx_(config_, cache_, stats_, tier_.get()) {
   if (tier_) boards_rebuilt_ = rebuild_boards(*tier_, ctx_.boards, config_.board_maxmem);
 }
 

@@ -1,6 +1,6 @@
 // server_context.hh — the state every connection shares: configuration, the cache, the stats
-// registry, the start time, the connection cap, the shutdown flag, the durable tier (if any) and
-// the leaderboards (memory only; their byte budget is --board-maxmem).
+// registry, the start time, the connection cap, the shutdown flag, the leaderboards (their byte
+// budget is --board-maxmem) and the two services in front of cache, boards and durable tier.
 // Owned by Server (or by a test/fuzzer), passed by reference; nothing here is global.
 #pragma once
 
@@ -9,24 +9,27 @@
 
 #include "boards/registry.hh"
 #include "cache/cache.hh"
+#include "server/board_service.hh"
 #include "server/config.hh"
 #include "server/connection_limit.hh"
 #include "server/inflight_budget.hh"
+#include "server/key_service.hh"
 #include "server/stats.hh"
 
 namespace server {
 
-class StoreTier;
-
 struct ServerContext {
-  ServerContext(const Config& c, cache::Cache& k, StatsRegistry& s)
+  // tier: the durable tier behind the cache (owned by Server), or nullptr (--store none).
+  ServerContext(const Config& c, cache::Cache& k, StatsRegistry& s, StoreTier* tier = nullptr)
       : config(c),
         cache(k),
         stats(s),
         started(std::chrono::steady_clock::now()),
         connections(c.max_connections),
         inflight(c.max_inflight),
-        boards(c.board_maxmem, c.board_top_cache) {}
+        boards(c.board_maxmem, c.board_top_cache),
+        key_service(k, tier, boards),
+        board_service(boards, tier, c.board_source == BoardSource::store) {}
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
 
@@ -37,8 +40,11 @@ struct ServerContext {
   ConnectionLimit connections;        // --max-connections: the open ones hold an admission
   InflightBudget inflight;            // --max-inflight: bytes held for connections, in sum
   std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: finish, then close
-  StoreTier* tier = nullptr;          // the durable tier behind the cache; null with --store none
-  boards::Registry boards;            // every board by name (board_handlers.hh); thread-safe
+  boards::Registry boards;            // every board by name; thread-safe
+  // The services the handlers call (they decide; handlers decode and render): the same with a
+  // store or without.
+  KeyService key_service;
+  BoardService board_service;
   // --served-by: "X-Served-By: HOST:PORT\r\n", or empty (off). Set by Server::listen() before
   // any connection exists, read-only after.
   std::string served_by_line;

@@ -399,7 +399,7 @@ bool StoreTier::fits_locked(std::string_view key, std::string_view value) const 
     freed = dirty_size(key, it->second.value);
   }
   const std::size_t need = dirty_size(key, value);
-  return dirty_bytes_ - freed + need <= options_.max_dirty;
+  return dirty_bytes_ + reserved_rows_ - freed + need <= options_.max_dirty;
 }
 
 bool StoreTier::store_failed_locked() const {
@@ -474,23 +474,61 @@ void StoreTier::log_error_locked(const std::string& message) {
 
 // --- board rows ---------------------------------------------------------------------------------
 
-std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, WriteDone done) {
+StoreTier::RowReservation StoreTier::reserve_row(std::string_view board,
+                                                 std::string_view member) {
+  std::lock_guard lock(mu_);
+  if (options_.mode == WriteMode::through) {
+    const std::size_t bytes = row_size(row_key(board, member)) + kOpOverhead;
+    if (auto full = admit_through_locked(bytes)) return {0, std::move(full)};
+    return {bytes, std::nullopt};
+  }
+  if (flush_failing_) {
+    return {0, refusal("the store is failing (" + flush_error_ +
+                       "); write-behind refuses board changes until a flush succeeds")};
+  }
+  // What the row can add to the dirty buffer (board_behind_locked): nothing if it is there.
+  std::size_t bytes = 0;
+  if (member.empty()) {
+    if (!dirty_drops_.contains(board)) bytes = board.size();
+  } else if (std::string key = row_key(board, member); !dirty_rows_.contains(key)) {
+    bytes = row_size(key);
+  }
+  if (bytes > 0 && dirty_bytes_ + reserved_rows_ + bytes > options_.max_dirty) {
+    // A board change cannot wait for room as a key write does (it holds the board's lock).
+    return {0, refusal("dirty buffer full: " + std::to_string(dirty_bytes_) +
+                       " bytes wait to be flushed (--max-dirty " +
+                       std::to_string(options_.max_dirty) +
+                       "); board changes are refused until a flush makes room")};
+  }
+  reserved_rows_ += bytes;
+  return {bytes, std::nullopt};
+}
+
+void StoreTier::release_row(std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  if (options_.mode == WriteMode::through) {
+    through_bytes_ -= bytes;
+  } else {
+    reserved_rows_ -= bytes;
+  }
+}
+
+std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, std::size_t reserved,
+                                                         WriteDone done) {
   std::lock_guard lock(mu_);
   if (options_.mode == WriteMode::behind) {
-    // Like a key write with room in the buffer, accepted even if the store has failed: it stays
-    // dirty (and is counted as lost at shutdown) rather than refused, as the board in memory
-    // already holds it.
+    reserved_rows_ -= reserved;
     board_behind_locked(row);
     return Outcome{Outcome::Kind::replaced, {}};
   }
-  return board_through_locked(std::move(row), std::move(done));
+  return board_through_locked(std::move(row), reserved, std::move(done));
 }
 
-// Write-through: bounded like key writes, answered by the commit or at --store-timeout.
+// Write-through: counted in the backlog by reserve_row, answered by the commit or at
+// --store-timeout.
 std::optional<StoreTier::Outcome> StoreTier::board_through_locked(store::Write row,
+                                                                  std::size_t bytes,
                                                                   WriteDone done) {
-  const std::size_t bytes = row.key.size() + row.member.size() + kOpOverhead;
-  if (auto full = admit_through_locked(bytes)) return full;
   const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
   std::vector<store::Write> batch;
   batch.push_back(std::move(row));

@@ -23,11 +23,14 @@
 //   max_dirty bytes, writes wait in FIFO order (never dropped) until a flush makes room. From a
 //   failed flush until one succeeds, every key write answers 503 (the store is failing: what it
 //   would accept could never become durable).
-// - Board rows (board_write): the leaderboards' durability. Their caller (the boards' ChangeSink)
-//   calls under the board's lock, so one board's rows reach the store in the order they were
-//   applied in memory. Write-through submits the row and answers after its commit; write-behind
-//   keeps it in the dirty board buffer (coalesced per (board, member); a dropped board replaces
-//   its rows), flushed with the key buffer, and answers at once.
+// - Board rows (reserve_row, then board_write): the leaderboards' durability. Their caller
+//   (BoardService's ChangeSink) reserves a row's bytes before the registry applies the change
+//   (against --max-dirty: write-behind's dirty buffer, refused while flushes fail; write-through's
+//   backlog), so a refused change leaves the board as it was; it then writes the row under the
+//   board's lock, so one board's rows reach the store in the order they were applied.
+//   Write-through submits the row and answers after its commit; write-behind keeps it in the
+//   dirty board buffer (coalesced per (board, member); a dropped board replaces its rows),
+//   flushed with the key buffer, and answers at once.
 // - Reset is a barrier, all or nothing: the store's clear is submitted in order with writes; the
 //   cache, the dirty writes made before it and the single-flight table are emptied only when the
 //   clear has committed, and a failed clear changes nothing. Misses that arrive while a reset is
@@ -39,7 +42,8 @@
 //   answered 503 before it was applied (a write-behind write waiting for room, or any write that
 //   waited that long for mu_) is never applied: the answer is claimed before the write is.
 // - Bounds: write-through's backlog (bytes of writes submitted and not yet answered by the
-//   store, plus kOpOverhead each) by max_dirty; write-behind's writes waiting for room and the
+//   store, plus kOpOverhead each; board rows from their reservation) by max_dirty; the dirty
+//   buffer and reserved board rows by max_dirty; write-behind's writes waiting for room and the
 //   reads waiting on the store each by max_waiting (--max-inflight); keys of unknown outcome by
 //   max_dirty. Past a bound a request answers 503 at once.
 // Thread safety: every method may be called from any thread. One mutex (mu_) orders the
@@ -68,6 +72,7 @@
 
 #include "cache/cache.hh"
 #include "server/config.hh"
+#include "server/key_results.hh"
 #include "server/store_deadline.hh"
 #include "store/store.hh"
 
@@ -94,18 +99,8 @@ struct TierStats {
 
 class StoreTier {
  public:
-  // What a lookup beyond the cache found.
-  struct Lookup {
-    enum class Kind : std::uint8_t { found, absent, error } kind = Kind::absent;
-    std::shared_ptr<const std::string> value;  // found
-    std::string error;                         // error: why
-  };
-  // What a write did.
-  struct Outcome {
-    enum class Kind : std::uint8_t { created, replaced, deleted, absent, error };
-    Kind kind = Kind::created;
-    std::string error;  // error: why (store failure)
-  };
+  using Lookup = KeyLookup;
+  using Outcome = KeyOutcome;
   using LookupDone = std::function<void(const Lookup&)>;
   using WriteDone = std::function<void(const Outcome&)>;
   using ResetDone = std::function<void(const store::Status&)>;
@@ -134,10 +129,21 @@ class StoreTier {
   std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done);
   std::optional<Outcome> del(std::string_view key, WriteDone done);
 
-  // A board row (store::Write::Kind::board_set, board_remove, board_drop). Write-through: returns
-  // nullopt and calls done after the commit (kind replaced) or with an error (503); write-behind:
-  // returns Outcome{replaced} at once. Only the error kind matters to the caller.
-  std::optional<Outcome> board_write(store::Write row, WriteDone done);
+  // A board row (store::Write::Kind::board_set, board_remove, board_drop), in two steps so a
+  // refused row changes nothing (boards::ChangeSink::admit_change asks before the board moves):
+  // reserve_row() holds the bytes the row can add against --max-dirty (write-behind: the dirty
+  // buffer, nothing for a row already dirty, and every change refused while flushes fail;
+  // write-through: the backlog), or says why not; then board_write() consumes the reservation,
+  // or release_row() gives it back. member empty: the whole board is dropped.
+  // board_write: write-through returns nullopt and calls done after the commit (kind replaced)
+  // or with an error (503); write-behind returns Outcome{replaced} at once.
+  struct RowReservation {
+    std::size_t bytes = 0;
+    std::optional<Outcome> refused;  // set: nothing was reserved
+  };
+  RowReservation reserve_row(std::string_view board, std::string_view member);
+  void release_row(std::size_t bytes);
+  std::optional<Outcome> board_write(store::Write row, std::size_t reserved, WriteDone done);
 
   // Startup only, before any board_write: every board row in the store (store.hh).
   [[nodiscard]] store::Status load_boards(const store::BoardVisitor& visit) {
@@ -233,7 +239,7 @@ class StoreTier {
     return dirty_.empty() && dirty_rows_.empty() && dirty_drops_.empty();
   }
   void board_behind_locked(const store::Write& row);
-  std::optional<Outcome> board_through_locked(store::Write row, WriteDone done);
+  std::optional<Outcome> board_through_locked(store::Write row, std::size_t bytes, WriteDone done);
   bool store_failed_locked() const;
   Outcome apply_dirty_locked(Kind kind, std::string_view key, std::string_view value);
   // `claimed`: the caller has claimed `done` already (an admitted waiting write).
@@ -289,6 +295,7 @@ class StoreTier {
   std::deque<Waiting> waiting_;
   std::size_t waiting_bytes_ = 0;
   std::size_t dirty_bytes_ = 0;
+  std::size_t reserved_rows_ = 0;  // write-behind: board rows admitted, not yet written
   // When the oldest write still in dirty_ was made (at most: after a flush, the snapshot's time).
   std::chrono::steady_clock::time_point dirty_since_{};
   std::size_t through_bytes_ = 0;  // write-through: submitted to the store, not yet answered

@@ -101,6 +101,43 @@ TEST(Registry, FrozenRefusesEveryChangeAndThawKeepsOrClears) {
   EXPECT_EQ(r.update("a", "x", Op::set, 5).status, Status::ok);
 }
 
+// A durable sink admits each change before it is applied (its row must fit in the store's
+// bound): a refused change leaves the boards exactly as they were, and nothing is told.
+TEST(Registry, ChangesTheSinkRefusesChangeNothing) {
+  struct RefusingSink final : boards::ChangeSink {
+    bool admit_change(std::string_view board, std::string_view member) override {
+      asked.emplace_back(std::string(board) + "/" + std::string(member));
+      return admit;
+    }
+    void member_set(std::string_view, std::string_view, const boards::Stored&) override { ++rows; }
+    void member_removed(std::string_view, std::string_view) override { ++rows; }
+    void board_removed(std::string_view) override { ++rows; }
+    bool admit = false;
+    int rows = 0;
+    std::vector<std::string> asked;
+  };
+  Registry r;
+  r.update("a", "x", Op::set, 1);
+  RefusingSink sink;
+  EXPECT_EQ(r.update("a", "x", Op::set, 5, &sink).status, Status::refused);
+  EXPECT_EQ(r.update("new", "m", Op::set, 5, &sink).status, Status::refused);
+  EXPECT_FALSE(r.remove_member("a", "x", &sink));
+  EXPECT_FALSE(r.remove_member("a", "absent", &sink));  // not asked: nothing to remove
+  EXPECT_FALSE(r.remove_board("a", &sink));
+  EXPECT_EQ(sink.asked, (std::vector<std::string>{"a/x", "new/m", "a/x", "a/"}));
+  EXPECT_EQ(sink.rows, 0);
+  const boards::RegistryStats st = r.stats();
+  EXPECT_EQ(st.boards, 1u);  // the refused update created no board
+  EXPECT_EQ(st.members, 1u);
+  bool read = false;
+  r.read("a", [&](const boards::Board& b) { read = b.find("x")->score == 1; });
+  EXPECT_TRUE(read);
+  sink.admit = true;
+  EXPECT_EQ(r.update("a", "x", Op::set, 5, &sink).status, Status::ok);
+  EXPECT_TRUE(r.remove_board("a", &sink));
+  EXPECT_EQ(sink.rows, 2);
+}
+
 // A change under way when freeze() starts finishes before then() runs (its row precedes the
 // clear); one that starts after is refused.
 TEST(Registry, FreezeWaitsForChangesUnderWay) {

@@ -1,7 +1,9 @@
-// store_tier_sim_test.cc — deterministic simulation of the durable tier (server/store_tier.hh)
-// over a store whose completions the test orders (sim_store.hh), as FoundationDB tests its core:
-// the tier's own code runs; the world around it (which read or commit completes next, and how)
-// is drawn from a seeded generator, and invariants are checked after every step:
+// store_tier_sim_test.cc — deterministic simulation of the keys' service layer
+// (server/key_service.hh over server/store_tier.hh) over a store whose completions the test
+// orders (sim_store.hh), as FoundationDB tests its core: the service's and the tier's own code
+// runs, answering a Reply (reply.hh) as it answers a handler's; the world around it (which read or
+// commit completes next, and how) is drawn from a seeded generator, and invariants are checked
+// after every step:
 //   - a GET answered from the cache serves what the store holds (no stale value, even after a
 //     commit whose outcome was unknown);
 //   - nothing written before a reset that answered ok is served to a GET issued after it;
@@ -25,8 +27,12 @@
 #include <thread>
 #include <vector>
 
+#include "boards/registry.hh"
 #include "cache/cache.hh"
+#include "server/key_service.hh"
+#include "server/reply.hh"
 #include "server/store_tier.hh"
+#include "server/variant.hh"
 #include "tests/server/sim_store.hh"
 
 namespace {
@@ -43,6 +49,7 @@ struct Tier {
     auto s = std::make_unique<SimStore>();
     store = s.get();
     tier = std::make_unique<StoreTier>(cache, std::move(s), options);
+    keys = std::make_unique<server::KeyService>(cache, tier.get(), boards);
   }
   ~Tier() {
     // Whatever is still queued completes (closed) before the tier goes.
@@ -51,6 +58,8 @@ struct Tier {
   cache::Cache cache;
   SimStore* store = nullptr;
   std::unique_ptr<StoreTier> tier;
+  boards::Registry boards;
+  std::unique_ptr<server::KeyService> keys;  // the service the handlers call, over tier
 };
 
 TierOptions through(std::chrono::milliseconds timeout = 60s) {
@@ -90,11 +99,21 @@ struct Later {
     return ready();
   }
 };
+// A handler's Reply (reply.hh) as the simulation sees it: an answer now, or a later one
+// delivered into a Later.
+template <class T>
+struct SimReply final : server::Reply<T> {
+  explicit SimReply(const Later<T>& l) : later_answer(l) {}
+  server::Deliver<T> later(server::DeferKind) override { return later_answer.callback(); }
+  const std::optional<T>& now() const { return this->result_; }
+  Later<T> later_answer;
+};
+
 using LookupLater = Later<StoreTier::Lookup>;
 using OutcomeLater = Later<StoreTier::Outcome>;
 using StatusLater = Later<store::Status>;
 
-// GET as the handlers do it: the cache, then the tier.
+// GET as the handlers do it: the key service's cache read, then its lookup.
 struct Get {
   bool hit = false;
   std::optional<StoreTier::Lookup> now;
@@ -102,13 +121,19 @@ struct Get {
 };
 Get get(Tier& t, const std::string& key) {
   Get g;
-  if (auto v = t.cache.get(key)) {
+  std::string cached;
+  if (t.keys->read_cached<server::StringValue>(key, [&](std::string_view v) { cached = v; })) {
     g.hit = true;
     g.now = StoreTier::Lookup{
-        StoreTier::Lookup::Kind::found, std::make_shared<const std::string>(*v), {}};
+        StoreTier::Lookup::Kind::found, std::make_shared<const std::string>(cached), {}};
     return g;
   }
-  g.now = t.tier->lookup(key, g.later.callback());
+  SimReply<StoreTier::Lookup> reply(g.later);
+  t.keys->lookup(key, reply);
+  g.now = reply.now();
+  // Delivered during the call (the service deferred, then the tier answered at once): the
+  // store never completes inline, so this too was answered now.
+  if (!g.now && g.later.ready()) g.now = g.later.get();
   return g;
 }
 
@@ -227,16 +252,22 @@ class Simulation {
       written_before_[*w.value] = resets_issued_;
     }
     trace((put ? "PUT " + w.key + "=" + *w.value : "DELETE " + w.key));
-    std::optional<StoreTier::Outcome> now = put ? t_.tier->put(w.key, *w.value, w.later.callback())
-                                                : t_.tier->del(w.key, w.later.callback());
-    if (now) w.later.callback()(*now);
+    SimReply<StoreTier::Outcome> reply(w.later);
+    if (put) {
+      t_.keys->put(w.key, *w.value, reply);
+    } else {
+      t_.keys->del(w.key, reply);
+    }
+    if (reply.now()) w.later.callback()(*reply.now());
     writes_.push_back(std::move(w));
   }
 
   void issue_reset() {
     PendingReset r{++resets_issued_, {}};
     trace("RESET " + std::to_string(r.index));
-    t_.tier->reset(r.later.callback());
+    SimReply<store::Status> reply(r.later);
+    t_.keys->reset(server::ResetScope::all, reply);
+    if (reply.now()) r.later.callback()(*reply.now());
     resets_.push_back(std::move(r));
   }
 

@@ -198,6 +198,54 @@ def test_failed_commit_answers_503_and_is_not_acknowledged(with_store):
     assert [e["member"] for e in get(srv2, "/board/b/top").json()["entries"]] == ["ok"]
 
 
+def test_write_behind_board_rows_count_against_max_dirty(with_store):
+    """Board rows wait in the dirty buffer like keys, under --max-dirty: a change whose row has
+    no room is refused with 503 before the board moves, so the buffer never outgrows its bound
+    while flushes cannot run (here: not due for a minute)."""
+    srv = with_store("--write-mode", "behind", "--flush-interval", "60s", "--max-value", "1K",
+                     "--max-dirty", "4K")
+    refused = None
+    for i in range(400):  # ~45 bytes a row: the bound is passed well before the end
+        member = f"member-{i:04d}"
+        resp = put(srv, "b", member, i)
+        if resp.status == 503:
+            refused = member
+            break
+        assert resp.status == 201, resp
+        assert exchange(srv, "DELETE", member_path("b", member)).status == 204
+        assert stats(srv)["dirty_bytes"] <= 4096
+    assert refused is not None, "400 new rows never filled a 4K dirty buffer"
+    assert "dirty buffer full" in resp.json()["error"], resp
+    assert stats(srv)["dirty_bytes"] <= 4096
+    # Nothing changed: the refused member is not on the board (which then does not exist).
+    assert get(srv, member_path("b", refused)).status == 404
+    # The flush at SIGTERM makes the acknowledged rows durable; the refused one never was.
+    srv = restart(srv, with_store)
+    assert get(srv, member_path("b", refused)).status == 404
+    assert get(srv, "/board/b").status == 404
+
+
+@pytest.mark.rocksdb_only(reason="a failed fsync is RocksDB's fault injection")
+def test_write_behind_refuses_board_changes_once_the_store_failed(with_store):
+    """As key writes: from a failed flush on, a board change answers 503 and the board is left
+    as it was (docs/api.md, "Failures of the store")."""
+    srv = with_store("--write-mode", "behind", "--flush-interval", "100ms", "--store-faults",
+                     "sync-error-after=0")
+    assert put(srv, "b", "first", 1).status == 201  # taken; its flush fails
+    deadline = time.monotonic() + 10
+    while not stats(srv)["store_failed"]:
+        assert time.monotonic() < deadline, "store_failed never became true"
+        time.sleep(0.02)
+    for resp in (put(srv, "b", "second", 2), put(srv, "b", "first", 5),
+                 exchange(srv, "DELETE", member_path("b", "first")),
+                 exchange(srv, "DELETE", "/board/b")):
+        assert resp.status == 503 and "store is failing" in resp.json()["error"], resp
+    entries = get(srv, "/board/b/top").json()["entries"]
+    assert [(e["member"], e["score"]) for e in entries] == [("first", 1)]
+    code, _, err = srv.stop()
+    assert code == 1 and "could not be made durable" in err, (code, err)
+
+
 def test_acknowledged_updates_survive_kill9(with_store):
     """Writers raise their members' scores (each member's scores only grow, one request
     outstanding per writer); kill -9 mid-stream; after the restart every member holds at least

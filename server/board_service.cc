@@ -1,0 +1,295 @@
+// board_service.cc — see board_service.hh. A change with a store goes through RowWriter (the
+// registry's ChangeSink: admits the row, then forwards it to the tier under the board's lock,
+// so one board's rows reach the store in the order they were applied); a read renders its JSON
+// from the registry, or asks the store and renders its page.
+#include "server/board_service.hh"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "server/board_json.hh"
+
+namespace server {
+namespace {
+
+constexpr std::string_view kBoardNotFound = "board not found";
+constexpr std::string_view kMemberNotFound = "member not found";
+
+// A write-through change has two halves: the registry's outcome (known on the connection's
+// thread when the registry call returns) and its row's commit (on the store's completer, which
+// can come first). Whichever arrives second delivers the answer.
+class ChangeJoin {
+ public:
+  explicit ChangeJoin(Deliver<BoardChange> deliver) : deliver_(std::move(deliver)) {}
+
+  void applied(BoardChange change) {
+    std::unique_lock lock(mu_);
+    applied_ = std::move(change);
+    deliver_if_both(lock);
+  }
+  void committed(const KeyOutcome& o) {
+    std::unique_lock lock(mu_);
+    committed_ = o;
+    deliver_if_both(lock);
+  }
+
+ private:
+  void deliver_if_both(std::unique_lock<std::mutex>& lock) {
+    if (!applied_ || !committed_) return;
+    BoardChange answer = std::move(*applied_);
+    if (committed_->kind == KeyOutcome::Kind::error) {
+      answer = BoardChange{BoardChange::Kind::failed, {}, committed_->error};
+    }
+    lock.unlock();
+    deliver_(answer);
+  }
+
+  std::mutex mu_;
+  Deliver<BoardChange> deliver_;
+  std::optional<BoardChange> applied_;
+  std::optional<KeyOutcome> committed_;
+};
+
+// The registry's ChangeSink with a store: admits each change's row before the registry applies
+// it (a reservation against --max-dirty), then hands the row to the tier. One registry call
+// makes at most one row.
+class RowWriter final : public boards::ChangeSink {
+ public:
+  RowWriter(StoreTier& tier, Reply<BoardChange>& reply) : tier_(tier), reply_(reply) {}
+  ~RowWriter() {
+    if (reserved_ != 0) tier_.release_row(reserved_);  // admitted, then not applied
+  }
+  RowWriter(const RowWriter&) = delete;
+  RowWriter& operator=(const RowWriter&) = delete;
+
+  bool admit_change(std::string_view board, std::string_view member) override {
+    StoreTier::RowReservation r = tier_.reserve_row(board, member);
+    if (r.refused) {
+      refusal_ = std::move(r.refused->error);
+      return false;
+    }
+    reserved_ = r.bytes;
+    return true;
+  }
+  void member_set(std::string_view board, std::string_view member,
+                  const boards::Stored& row) override {
+    submit(
+        store::Write::board_set_row(std::string(board), std::string(member), row.score, row.seq));
+  }
+  void member_removed(std::string_view board, std::string_view member) override {
+    submit(store::Write::board_remove_row(std::string(board), std::string(member)));
+  }
+  void board_removed(std::string_view board) override {
+    submit(store::Write::board_drop_rows(std::string(board)));
+  }
+  void refused_frozen() override { frozen_ = true; }
+
+  // The registry call returned: `change` is its outcome (done, or why nothing changed; a
+  // refusal this sink made is substituted for a remove's not_found). Answers now, or joins
+  // the row's commit.
+  void finish(BoardChange change) {
+    if (change.kind == BoardChange::Kind::not_found) {
+      if (frozen_) change.kind = BoardChange::Kind::frozen;
+      if (!refusal_.empty()) change = BoardChange{BoardChange::Kind::refused, {}, refusal_};
+    }
+    if (change.kind == BoardChange::Kind::refused && change.error.empty()) change.error = refusal_;
+    if (join_) return join_->applied(std::move(change));
+    reply_.now(std::move(change));
+  }
+
+ private:
+  void submit(store::Write row) {
+    const std::size_t bytes = std::exchange(reserved_, 0);
+    if (tier_.mode() == WriteMode::behind) {
+      tier_.board_write(std::move(row), bytes, {});  // into the dirty buffer: answered now
+      return;
+    }
+    join_ = std::make_shared<ChangeJoin>(reply_.later(DeferKind::write));
+    auto committed = [join = join_](const KeyOutcome& o) { join->committed(o); };
+    if (auto now = tier_.board_write(std::move(row), bytes, committed)) committed(*now);
+  }
+
+  StoreTier& tier_;
+  Reply<BoardChange>& reply_;
+  std::size_t reserved_ = 0;          // admitted, not yet written
+  std::string refusal_;               // admit_change refused: why
+  bool frozen_ = false;               // refused: a reset is pending
+  std::shared_ptr<ChangeJoin> join_;  // write-through: the answer waits for the commit
+};
+
+BoardChange change_of(const boards::UpdateOutcome& u) {
+  using S = boards::UpdateOutcome::Status;
+  using K = BoardChange::Kind;
+  switch (u.status) {
+    case S::ok:
+      return {K::done, u.updated, {}};
+    case S::no_space:
+      return {K::no_space, {}, {}};
+    case S::not_finite:
+      return {K::not_finite, {}, {}};
+    case S::frozen:
+      return {K::frozen, {}, {}};
+    case S::refused:
+      break;
+  }
+  return {K::refused, {}, {}};
+}
+
+BoardChange removed_or_not(bool removed) {
+  return {removed ? BoardChange::Kind::done : BoardChange::Kind::not_found, {}, {}};
+}
+
+BoardRead not_found(std::string_view what) {
+  return {BoardRead::Kind::not_found, std::string(what)};
+}
+
+// Asks the store (ask(done)) and answers with render(page) later: not_found with the store's
+// "board not found" / "member not found", error for a store error.
+template <class Ask, class Render>
+void from_store(Reply<BoardRead>& reply, Ask ask, Render render) {
+  ask([deliver = reply.later(DeferKind::read), render](store::BoardPage page) {
+    if (page.status.code == store::Code::not_found) {
+      return deliver(BoardRead{BoardRead::Kind::not_found, page.status.message});
+    }
+    if (!page.status.ok()) return deliver(BoardRead{BoardRead::Kind::error, page.status.message});
+    deliver(BoardRead{BoardRead::Kind::ok, render(page)});
+  });
+}
+
+}  // namespace
+
+void BoardService::update(std::string_view board, std::string_view member, boards::Op op,
+                          double value, Reply<BoardChange>& reply) {
+  if (tier_ == nullptr) return reply.now(change_of(boards_.update(board, member, op, value)));
+  RowWriter rows(*tier_, reply);
+  rows.finish(change_of(boards_.update(board, member, op, value, &rows)));
+}
+
+void BoardService::remove_member(std::string_view board, std::string_view member,
+                                 Reply<BoardChange>& reply) {
+  if (tier_ == nullptr) {
+    return reply.now(removed_or_not(boards_.remove_member(board, member).has_value()));
+  }
+  RowWriter rows(*tier_, reply);
+  rows.finish(removed_or_not(boards_.remove_member(board, member, &rows).has_value()));
+}
+
+void BoardService::remove_board(std::string_view board, Reply<BoardChange>& reply) {
+  if (tier_ == nullptr) return reply.now(removed_or_not(boards_.remove_board(board)));
+  RowWriter rows(*tier_, reply);
+  rows.finish(removed_or_not(boards_.remove_board(board, &rows)));
+}
+
+void BoardService::member(std::string_view board, std::string_view member,
+                          Reply<BoardRead>& reply) {
+  if (source_ != nullptr) {
+    return from_store(
+        reply,
+        [&](store::BoardPageDone done) {
+          source_->board_member(std::string(board), std::string(member), std::move(done));
+        },
+        [m = std::string(member)](const store::BoardPage& page) {
+          std::string json;
+          if (!page.entries.empty()) {
+            append_member(json, m, page.entries[0].score, page.entries[0].rank);
+          }
+          return json;
+        });
+  }
+  std::string json;
+  bool found_member = false;
+  const bool found_board = boards_.read(board, [&](const boards::Board& b) {
+    const std::optional<boards::Ranked> r = b.find(member);
+    if (!r) return;
+    found_member = true;
+    append_member(json, member, r->score, r->rank);
+  });
+  if (!found_board) return reply.now(not_found(kBoardNotFound));
+  if (!found_member) return reply.now(not_found(kMemberNotFound));
+  reply.now(BoardRead{BoardRead::Kind::ok, std::move(json)});
+}
+
+void BoardService::top(std::string_view board, std::uint64_t offset, std::uint64_t n,
+                       Reply<BoardRead>& reply) {
+  if (source_ != nullptr) {
+    // SQL's OFFSET is a bigint: anything past it is past every board's end anyway.
+    const std::uint64_t sql_offset = std::min<std::uint64_t>(offset, INT64_MAX);
+    return from_store(
+        reply,
+        [&](store::BoardPageDone done) {
+          source_->board_top(std::string(board), sql_offset, n, std::move(done));
+        },
+        [b = std::string(board)](const store::BoardPage& page) {
+          return render_window(b, page.members, page_entries(page));
+        });
+  }
+  // The entries come from the board's top-N cache when no update has moved a member within
+  // them since they were rendered (--board-top-cache, boards/top_cache.hh); the member count
+  // around them is read now.
+  std::string json;
+  const bool found = boards_.read_top(
+      board, offset, n,
+      [&](const boards::Board& b) {
+        std::string entries;
+        if (offset < b.size()) append_entries(entries, b, offset + 1, n);
+        return entries;
+      },
+      [&](const boards::Board& b, const std::string& entries) {
+        // A board being created or emptied does not exist yet / any more.
+        if (!b.empty()) json = render_window(board, b.size(), entries);
+      });
+  if (!found || json.empty()) return reply.now(not_found(kBoardNotFound));
+  reply.now(BoardRead{BoardRead::Kind::ok, std::move(json)});
+}
+
+void BoardService::around(std::string_view board, std::string_view member, std::uint64_t n,
+                          Reply<BoardRead>& reply) {
+  if (source_ != nullptr) {
+    return from_store(
+        reply,
+        [&](store::BoardPageDone done) {
+          source_->board_around(std::string(board), std::string(member), n, std::move(done));
+        },
+        [b = std::string(board)](const store::BoardPage& page) {
+          return render_window(b, page.members, page_entries(page));
+        });
+  }
+  std::string json;
+  bool found_member = false;
+  const bool found_board = boards_.read(board, [&](const boards::Board& b) {
+    const auto window = b.around(member, n);
+    if (!window) return;
+    found_member = true;
+    std::string entries;
+    append_entries(entries, b, window->first, window->second);
+    json = render_window(board, b.size(), entries);
+  });
+  if (!found_board) return reply.now(not_found(kBoardNotFound));
+  if (!found_member) return reply.now(not_found(kMemberNotFound));
+  reply.now(BoardRead{BoardRead::Kind::ok, std::move(json)});
+}
+
+void BoardService::info(std::string_view board, Reply<BoardRead>& reply) {
+  if (source_ != nullptr) {
+    return from_store(
+        reply,
+        [&](store::BoardPageDone done) {
+          source_->board_info(std::string(board), std::move(done));
+        },
+        [b = std::string(board)](const store::BoardPage& page) {
+          return render_info(b, page.members, page.top_score, page.bottom_score);
+        });
+  }
+  std::string json;
+  const bool found = boards_.read(board, [&](const boards::Board& b) {
+    if (b.empty()) return;  // as in top()
+    json = render_info(board, b.size(), b.top_score(), b.bottom_score());
+  });
+  if (!found || json.empty()) return reply.now(not_found(kBoardNotFound));
+  reply.now(BoardRead{BoardRead::Kind::ok, std::move(json)});
+}
+
+}  // namespace server

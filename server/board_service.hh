@@ -1,0 +1,85 @@
+// board_service.hh — the leaderboards' service: every decision about a board route, between
+// the handlers (board_handlers.cc: decode, parse, render) and the registry (boards/), the
+// durable tier (store_tier.hh) and the store's own board reads. Each call answers its Reply
+// exactly once (reply.hh): now, or later on the connection's thread.
+//
+// Changes (update, remove_member, remove_board) are made in memory by the registry. With a
+// store, every change is also a store row, admitted before the registry applies it
+// (boards::ChangeSink::admit_change: the row's bytes count against --max-dirty, and a store
+// that failed refuses it), so a refused change leaves the board as it was. Write-behind answers
+// at once; write-through answers once the row has committed (a commit that fails answers 503,
+// and the board in memory keeps the change: docs/api.md, "Failures of the store").
+// Reads are the registry's (rendered under the board's shared lock, board_json.hh), or with
+// --board-source store the database's (SQL, the baseline the in-memory boards are measured
+// against), answered later.
+// Thread safety: as the registry and the tier, every method may be called from any worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "boards/board.hh"
+#include "boards/registry.hh"
+#include "server/reply.hh"
+#include "server/store_tier.hh"
+
+namespace server {
+
+// What a board change did.
+struct BoardChange {
+  enum class Kind : std::uint8_t {
+    done,        // applied (update: `updated` says how)
+    not_found,   // no such board (or member): nothing changed
+    no_space,    // a new member would exceed --board-maxmem (507)
+    not_finite,  // the new score would not be finite (400)
+    frozen,      // a reset is pending: changes are refused until the store has answered (503)
+    refused,     // the store took no row (full or failed; error says why): nothing changed (503)
+    failed,      // write-through: the row's commit failed or timed out (error); 503
+  };
+  Kind kind = Kind::done;
+  boards::Updated updated;  // update, done
+  std::string error;
+};
+
+// What a board read found.
+struct BoardRead {
+  enum class Kind : std::uint8_t { ok, not_found, error };
+  Kind kind = Kind::ok;
+  std::string text;  // ok: the JSON body; not_found: "board not found"/"member not found";
+                     // error: why (503)
+};
+
+class BoardService {
+ public:
+  // tier: the durable tier, or nullptr (--store none). reads_from_store: --board-source store
+  // (only with a store whose engine answers board reads).
+  BoardService(boards::Registry& boards, StoreTier* tier, bool reads_from_store)
+      : boards_(boards),
+        tier_(tier),
+        source_(reads_from_store && tier != nullptr ? tier->board_source() : nullptr) {}
+  BoardService(const BoardService&) = delete;
+  BoardService& operator=(const BoardService&) = delete;
+
+  void update(std::string_view board, std::string_view member, boards::Op op, double value,
+              Reply<BoardChange>& reply);
+  void remove_member(std::string_view board, std::string_view member, Reply<BoardChange>& reply);
+  void remove_board(std::string_view board, Reply<BoardChange>& reply);
+
+  // GET /board/{b}/member/{m}: {"member", "score", "rank"}.
+  void member(std::string_view board, std::string_view member, Reply<BoardRead>& reply);
+  // GET /board/{b}/top: ranks offset+1 .. offset+n, as a window.
+  void top(std::string_view board, std::uint64_t offset, std::uint64_t n, Reply<BoardRead>& reply);
+  // GET /board/{b}/around/{m}: the member's rank ± n, as a window.
+  void around(std::string_view board, std::string_view member, std::uint64_t n,
+              Reply<BoardRead>& reply);
+  // GET /board/{b}: {"board", "members", "top_score", "bottom_score"}.
+  void info(std::string_view board, Reply<BoardRead>& reply);
+
+ private:
+  boards::Registry& boards_;
+  StoreTier* const tier_;
+  store::BoardSource* const source_;  // the store's board reads, or nullptr (memory answers)
+};
+
+}  // namespace server
