@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string_view>
@@ -81,6 +82,17 @@ int main(int argc, char** argv) {
     while (sigwait(&shutdown_signals, &received) != 0) {
     }
     srv.stop();
+    if (srv.store_abandoned()) {
+      // A thread is stuck inside the store (StoreTier::shutdown said why): no destructor may
+      // run, and none is needed.
+      if (srv.unflushed() > 0) {
+        std::cerr << "cache_server: " << srv.unflushed()
+                  << " write-behind writes could not be made durable (the store failed)\n";
+      }
+      std::cout.flush();
+      std::cerr.flush();
+      std::_Exit(1);
+    }
     if (srv.unflushed() > 0) {
       std::cerr << "cache_server: " << srv.unflushed()
                 << " write-behind writes could not be made durable (the store failed)\n";

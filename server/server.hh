@@ -44,6 +44,9 @@ class Server {
                  // is closed (write-behind: after flushing every dirty write)
   // After stop(): dirty writes that could not be made durable (the store had failed).
   std::size_t unflushed() const { return unflushed_; }
+  // After stop(): the store's close() did not return in time (StoreTier::shutdown); the process
+  // must end with std::_Exit, destroying nothing.
+  bool store_abandoned() const { return tier_ && tier_->store_abandoned(); }
   // With a store: the line saying how the boards were rebuilt from it (members, boards, time),
   // printed before the listening line; empty without a store.
   const std::string& boards_rebuilt() const { return boards_rebuilt_; }

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -31,8 +32,12 @@ class StoreDeadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit StoreDeadline(std::chrono::milliseconds timeout)
+  // abandon: called with the ticket of a request the deadline answered (Answer::set_ticket), so
+  // the store can drop it if it has not begun (Store::abandon); may be empty.
+  explicit StoreDeadline(std::chrono::milliseconds timeout,
+                         std::function<void(std::uint64_t)> abandon = {})
       : timeout_(timeout),
+        abandon_(std::move(abandon)),
         slack_(std::clamp<Clock::duration>(timeout / 16, std::chrono::milliseconds(1),
                                            std::chrono::milliseconds(50))),
         thread_([this] { run(); }) {}
@@ -73,11 +78,18 @@ class StoreDeadline {
     }
     // True once answered or claimed (by either side).
     bool answered() const { return state_->answered.load(std::memory_order_acquire); }
+    // The store's ticket for the request (store::WriteTicket): if the deadline answers, the
+    // store is told to abandon it, so what it holds is released at once. Set after submitting;
+    // a deadline that fires before it is set abandons nothing (the request just completes).
+    void set_ticket(std::uint64_t ticket) const {
+      state_->ticket.store(ticket, std::memory_order_release);
+    }
 
    private:
     friend class StoreDeadline;
     struct State {
       std::atomic<bool> answered{false};
+      std::atomic<std::uint64_t> ticket{0};
       std::function<void(const Outcome&)> done;
       Outcome on_timeout;
       // The winner of the exchange owns done and on_timeout from then on: it moves them out,
@@ -88,11 +100,13 @@ class StoreDeadline {
         on_timeout = Outcome{};
         d(outcome);
       }
-      void time_out() {
-        if (answered.exchange(true, std::memory_order_acq_rel)) return;
+      // True if this answered the request (the store had not).
+      bool time_out() {
+        if (answered.exchange(true, std::memory_order_acq_rel)) return false;
         auto d = std::move(done);
         const Outcome o = std::move(on_timeout);
         d(o);
+        return true;
       }
     };
     explicit Answer(std::shared_ptr<State> s) : state_(std::move(s)) {}
@@ -106,7 +120,11 @@ class StoreDeadline {
     state->done = std::move(done);
     state->on_timeout = std::move(on_timeout);
     Answer<Outcome> answer(state);
-    push([state] { state->time_out(); });
+    push([this, state] {
+      if (!state->time_out() || !abandon_) return;
+      if (const std::uint64_t t = state->ticket.load(std::memory_order_acquire); t != 0)
+        abandon_(t);
+    });
     return answer;
   }
 
@@ -148,6 +166,7 @@ class StoreDeadline {
   }
 
   const std::chrono::milliseconds timeout_;
+  const std::function<void(std::uint64_t)> abandon_;
   const Clock::duration slack_;
   std::mutex mu_;
   std::condition_variable wake_;

@@ -1,6 +1,10 @@
 // store_tier.cc — see store_tier.hh.
 #include "server/store_tier.hh"
 
+#include <algorithm>
+
+#include <future>
+
 #include <iostream>
 
 namespace server {
@@ -45,7 +49,8 @@ std::string timeout_text(std::chrono::milliseconds timeout) {
 // The store refused the op before applying any of it, so its outcome is known: not applied.
 // Any other error (a lost connection after COMMIT, a failed fsync) may have applied it.
 bool refused_unapplied(store::Code c) {
-  return c == store::Code::failed || c == store::Code::closed || c == store::Code::unavailable;
+  return c == store::Code::failed || c == store::Code::closed || c == store::Code::unavailable ||
+         c == store::Code::abandoned;
 }
 
 StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
@@ -58,7 +63,10 @@ StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
 }  // namespace
 
 StoreTier::StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, TierOptions options)
-    : cache_(cache), store_(std::move(store)), options_(options), deadline_(options.store_timeout) {
+    : cache_(cache),
+      store_(std::move(store)),
+      options_(options),
+      deadline_(options.store_timeout, [this](std::uint64_t ticket) { store_->abandon(ticket); }) {
   if (options_.mode == WriteMode::behind && options_.flush_interval.count() > 0) {
     flusher_ = std::thread([this] { flusher_main(); });
   }
@@ -66,6 +74,7 @@ StoreTier::StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, T
 
 StoreTier::~StoreTier() {
   shutdown();
+  if (store_abandoned_.load()) (void)store_.release();  // its closer thread may still be inside
 }
 
 // --- reads --------------------------------------------------------------------------------------
@@ -301,14 +310,18 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, st
     batch[0].value = *w.value;
   }
   batch[0].want_existed = w.want_existed;
-  store_->write(std::move(batch), [this, w = std::move(w), done](store::WriteResult r) {
-    Outcome o;
-    {
-      std::lock_guard lock(mu_);
-      o = on_through_commit_locked(w, r);
-    }
-    done(o);
-  });
+  const store::WriteTicket ticket =
+      store_->write(std::move(batch), [this, w = std::move(w), done](store::WriteResult r) {
+        Outcome o;
+        {
+          std::lock_guard lock(mu_);
+          o = on_through_commit_locked(w, r);
+        }
+        done(o);
+      });
+  // Answered 503 at --store-timeout while still queued: dropped from the store's queue then, so
+  // what it holds is released at once (its callback above answers nobody: the deadline did).
+  done.set_ticket(ticket);
   return std::nullopt;
 }
 
@@ -326,7 +339,7 @@ StoreTier::Outcome StoreTier::on_through_commit_locked(const ThroughWrite& w,
   if (!r.status.ok()) {
     o.kind = Outcome::Kind::error;
     o.error = "store write failed: " + r.status.message;
-    log_error_locked(o.error);
+    if (r.status.code != store::Code::abandoned) log_error_locked(o.error);
     if (!refused_unapplied(r.status.code)) {
       mark_unknown_locked(w.key);
       o.error += "; the outcome is unknown (the key is read from the store until it is written)";
@@ -474,8 +487,7 @@ void StoreTier::log_error_locked(const std::string& message) {
 
 // --- board rows ---------------------------------------------------------------------------------
 
-StoreTier::RowReservation StoreTier::reserve_row(std::string_view board,
-                                                 std::string_view member) {
+StoreTier::RowReservation StoreTier::reserve_row(std::string_view board, std::string_view member) {
   std::lock_guard lock(mu_);
   if (options_.mode == WriteMode::through) {
     const std::size_t bytes = row_size(row_key(board, member)) + kOpOverhead;
@@ -495,10 +507,10 @@ StoreTier::RowReservation StoreTier::reserve_row(std::string_view board,
   }
   if (bytes > 0 && dirty_bytes_ + reserved_rows_ + bytes > options_.max_dirty) {
     // A board change cannot wait for room as a key write does (it holds the board's lock).
-    return {0, refusal("dirty buffer full: " + std::to_string(dirty_bytes_) +
-                       " bytes wait to be flushed (--max-dirty " +
-                       std::to_string(options_.max_dirty) +
-                       "); board changes are refused until a flush makes room")};
+    return {0,
+            refusal("dirty buffer full: " + std::to_string(dirty_bytes_) +
+                    " bytes wait to be flushed (--max-dirty " + std::to_string(options_.max_dirty) +
+                    "); board changes are refused until a flush makes room")};
   }
   reserved_rows_ += bytes;
   return {bytes, std::nullopt};
@@ -809,6 +821,7 @@ void StoreTier::on_flushed_locked(const FlushSnapshot& f,
 // One flush, waited for (the flusher thread, shutdown): true if it committed.
 bool StoreTier::flush_once(std::unique_lock<std::mutex>& lock, bool bounded) {
   if (flush_in_flight_) wait_flushed(lock, flushes_started_, bounded);
+  if (store_abandoned_.load()) return false;
   start_flush_locked();
   const std::uint64_t mine = flushes_started_;
   wait_flushed(lock, mine, bounded);
@@ -830,8 +843,9 @@ void StoreTier::wait_flushed(std::unique_lock<std::mutex>& lock, std::uint64_t n
     if (flushes_done_ < n && was_shutting_down &&
         std::chrono::steady_clock::now() - started > options_.store_timeout) {
       lock.unlock();
-      store_->close();  // completes the commit in flight (failed), which takes mu_
+      close_store_bounded();  // completes the commit in flight (failed), which takes mu_
       lock.lock();
+      if (store_abandoned_.load()) return;  // it never will: a sync is stuck
       flushed_.wait(lock, [&] { return flushes_done_ >= n; });
     }
   }
@@ -903,8 +917,35 @@ std::size_t StoreTier::shutdown() {
   }
   closed_ = true;
   lock.unlock();
-  store_->close();
+  close_store_bounded();
   return lost;
+}
+
+// close() joins the store's threads, and one stuck in a sync (a dead disk, a hung network file
+// system) never returns: the close runs on a thread of its own, waited for up to
+// --store-timeout + kCloseGrace. Past it the store is abandoned, open, and the process ends without
+// it (main.cc): the writes of the stuck commit were never acknowledged, so none is lost.
+void StoreTier::close_store_bounded() {
+  if (store_abandoned_.load()) return;
+  auto closed = std::make_shared<std::promise<void>>();
+  std::future<void> done = closed->get_future();
+  std::thread closer([store = store_.get(), closed] {
+    store->close();
+    closed->set_value();
+  });
+  // close() drains what is queued (PostgreSQL's watchdog aborts a hung connection after 1 s;
+  // delayed reads of the read-delay fault run out): it gets --store-timeout plus that grace.
+  const auto limit = options_.store_timeout + kCloseGrace;
+  if (done.wait_for(limit) == std::future_status::ready) {
+    closer.join();
+    return;
+  }
+  closer.detach();
+  store_abandoned_.store(true);
+  std::cerr << "cache_server: the store did not close within --store-timeout + 5 s ("
+            << limit.count()
+            << "ms): a sync never returned; exiting without it (no acknowledged write was in "
+               "the stuck commit)\n";
 }
 
 // Shutdown's last flush. A store that fails it may be reconnecting (PostgreSQL restarted): it
@@ -917,7 +958,7 @@ void StoreTier::final_flush_locked(std::unique_lock<std::mutex>& lock) {
          std::chrono::steady_clock::now() < until &&
          (flush_error_code_ == store::Code::unavailable ||
           flush_error_code_ == store::Code::io_error) &&
-         !store_failed_locked()) {
+         !store_failed_locked() && !store_abandoned_.load()) {
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     lock.lock();

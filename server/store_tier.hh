@@ -170,7 +170,12 @@ class StoreTier {
 
   // Flushes every dirty write (write-behind), then closes the store. Idempotent. Returns the
   // number of dirty writes that could not be made durable (0 unless the store failed).
+  // Bounded: a store whose close() has not returned within --store-timeout + kCloseGrace (5 s;
+  // a thread stuck in
+  // a sync that never returns) is abandoned, still open: store_abandoned() says so, and the
+  // process must then end without destroying anything that thread may touch (std::_Exit).
   std::size_t shutdown();
+  bool store_abandoned() const { return store_abandoned_.load(); }
 
  private:
   using Kind = store::Write::Kind;
@@ -212,6 +217,8 @@ class StoreTier {
 
   // Bytes a queued operation is counted for beyond its key and value (its bookkeeping).
   static constexpr std::size_t kOpOverhead = 64;
+  // What close() gets beyond --store-timeout before the store is abandoned (shutdown()).
+  static constexpr std::chrono::milliseconds kCloseGrace{5000};
 
   Outcome timeout_outcome() const;
   Outcome refusal(std::string why);
@@ -262,6 +269,7 @@ class StoreTier {
                          const store::WriteResult& r);
   void wait_flushed(std::unique_lock<std::mutex>& lock, std::uint64_t n, bool bounded);
   void final_flush_locked(std::unique_lock<std::mutex>& lock);
+  void close_store_bounded();
   void drop_timed_out_waiting_locked();
   void pop_waiting_locked();
   void admit_and_answer(std::unique_lock<std::mutex>& lock, bool force);
@@ -318,6 +326,8 @@ class StoreTier {
   bool stopping_ = false;
   std::atomic<bool> shutting_down_{false};  // stopping_, readable without mu_ (flush_once)
   bool closed_ = false;
+  // close() did not return in time: store_ is leaked, never destroyed (a thread is inside it).
+  std::atomic<bool> store_abandoned_{false};
   std::string last_logged_error_;
   std::condition_variable flusher_wake_;
   std::thread flusher_;

@@ -32,8 +32,8 @@ void EngineStore::read(std::string key, ReadDone done) {
   });
 }
 
-void EngineStore::write(std::vector<Write> batch, WriteDone done) {
-  committer_.write(std::move(batch), std::move(done));
+WriteTicket EngineStore::write(std::vector<Write> batch, WriteDone done) {
+  return committer_.write(std::move(batch), std::move(done));
 }
 
 void EngineStore::clear(ClearDone done) {

@@ -28,7 +28,8 @@ class EngineStore : public Store, protected GroupCommitter::Engine {
   using Clock = std::chrono::steady_clock;
 
   void read(std::string key, ReadDone done) final;
-  void write(std::vector<Write> batch, WriteDone done) final;
+  WriteTicket write(std::vector<Write> batch, WriteDone done) final;
+  void abandon(WriteTicket ticket) final { committer_.abandon(ticket); }
   void clear(ClearDone done) final;
   // Stops taking operations, then shut_down(), then runs the delayed reads still held.
   void close() final;

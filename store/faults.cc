@@ -3,6 +3,9 @@
 // engine's error path, not a stand-in, is what the store tests and the server tests exercise.
 #include "store/faults.hh"
 
+#include <chrono>
+#include <thread>
+
 #include <charconv>
 #include <limits>
 #include <string>
@@ -13,7 +16,7 @@ namespace store {
 namespace {
 
 constexpr std::string_view kKnown =
-    "read-delay, write-error-after, sync-error-after, no-space-after";
+    "read-delay, write-error-after, sync-error-after, no-space-after, sync-hang-after";
 
 // "50ms", "2s", "0.5s": a non-negative decimal and a unit, to whole milliseconds.
 bool parse_delay(std::string_view text, std::chrono::milliseconds& out) {
@@ -61,7 +64,7 @@ bool parse_count(std::string_view text, std::int64_t& out) {
 
 bool parse_faults(std::string_view spec, Faults& out, std::string& error) {
   Faults f;
-  bool seen[4] = {false, false, false, false};
+  bool seen[5] = {false, false, false, false, false};
   while (!spec.empty()) {
     const auto comma = spec.find(',');
     const std::string_view item = spec.substr(0, comma);
@@ -92,6 +95,9 @@ bool parse_faults(std::string_view spec, Faults& out, std::string& error) {
     } else if (name == "no-space-after") {
       index = 3;
       ok = parse_count(value, f.no_space_after);
+    } else if (name == "sync-hang-after") {
+      index = 4;
+      ok = parse_count(value, f.sync_hang_after);
     } else {
       error = "store faults: unknown fault '" + std::string(name) +
               "' (known: " + std::string(kKnown) + ")";
@@ -174,6 +180,10 @@ class FaultWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
   template <class RealSync>
   rocksdb::IOStatus sync(RealSync real_sync, const rocksdb::IOOptions& options,
                          rocksdb::IODebugContext* dbg) {
+    if (fs_.sync_should_hang()) {
+      // A stuck fsync (a dead disk, a hung NFS server): this thread never comes back.
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
     if (fs_.sync_should_fail()) {
       // What a failed fsync can leave: the pages it should have written are gone.
       (void)target()->Truncate(synced_size_.load(), options, dbg);
@@ -243,6 +253,11 @@ rocksdb::IOStatus FaultFileSystem::check_append() const {
 bool FaultFileSystem::sync_should_fail() const {
   return armed_.load(std::memory_order_acquire) && faults_.sync_error_after >= 0 &&
          good_syncs_.load() >= faults_.sync_error_after;
+}
+
+bool FaultFileSystem::sync_should_hang() const {
+  return armed_.load(std::memory_order_acquire) && faults_.sync_hang_after >= 0 &&
+         good_syncs_.load() >= faults_.sync_hang_after;
 }
 
 void FaultFileSystem::sync_succeeded() {

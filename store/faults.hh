@@ -7,7 +7,8 @@
 // - no-space-after N:    the same, with "no space" (what ENOSPC becomes in RocksDB);
 // - sync-error-after N:  the (N+1)th WAL sync fails, and the file is cut back to what the last
 //                        good sync covered (a failed fsync on Linux can drop the dirty pages:
-//                        the refused write must not come back at the next open).
+//                        the refused write must not come back at the next open);
+// - sync-hang-after N:   the (N+1)th WAL sync never returns (a stuck fsync: a dead disk).
 // With sync = true every commit ends in exactly one WAL sync, so "N syncs" is "N commits".
 // Nothing is counted or injected before arm(): opening (recovery, the first WAL) stays clean.
 // Thread safety: the counters are atomics; RocksDB may call in from any of its threads.
@@ -35,7 +36,7 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   // Whether the faults given need this file system at all (read-delay does not).
   static bool needed(const Faults& faults) {
     return faults.write_error_after >= 0 || faults.sync_error_after >= 0 ||
-           faults.no_space_after >= 0;
+           faults.no_space_after >= 0 || faults.sync_hang_after >= 0;
   }
 
   rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
@@ -52,6 +53,7 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   // Called by the WAL file wrappers.
   rocksdb::IOStatus check_append() const;
   bool sync_should_fail() const;
+  bool sync_should_hang() const;
   void sync_succeeded();
 
  private:

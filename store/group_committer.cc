@@ -71,14 +71,33 @@ void GroupCommitter::start() {
 
 // --- submitting ------------------------------------------------------------------------------
 
-void GroupCommitter::write(std::vector<Write> batch, WriteDone done) {
+WriteTicket GroupCommitter::write(std::vector<Write> batch, WriteDone done) {
   Op op;
   op.batch = std::move(batch);
   for (const Write& w : op.batch) {
     op.refused = refusal(w, max_value_, engine_name_);
     if (!op.refused.empty()) break;
   }
-  enqueue(std::move(op), Callback{std::move(done), {}});
+  return enqueue(std::move(op), Callback{std::move(done), {}});
+}
+
+void GroupCommitter::abandon(WriteTicket ticket) {
+  std::shared_ptr<Callback> callback;
+  {
+    std::lock_guard lock(write_mu_);
+    if (ticket < queue_.first_ticket || ticket - queue_.first_ticket >= queue_.ops.size()) return;
+    const std::size_t i = ticket - queue_.first_ticket;
+    Op& op = queue_.ops[i];
+    if (op.is_clear || op.abandoned) return;
+    op.abandoned = true;
+    op.refused = "abandoned";             // the engine skips it
+    std::vector<Write>().swap(op.batch);  // its keys and values are freed now
+    callback = std::make_shared<Callback>(std::move(queue_.callbacks[i]));
+  }
+  timer_.post([callback] {
+    callback->on_write(
+        WriteResult{{Code::abandoned, "abandoned before its commit began: not applied"}, {}});
+  });
 }
 
 void GroupCommitter::clear(ClearDone done) {
@@ -87,8 +106,9 @@ void GroupCommitter::clear(ClearDone done) {
   enqueue(std::move(op), Callback{{}, std::move(done)});
 }
 
-// Hands a write or clear to the committer, or completes it as closed after stop().
-void GroupCommitter::enqueue(Op op, Callback callback) {
+// Hands a write or clear to the committer (returning its ticket), or completes it as closed
+// after stop() (returning 0).
+WriteTicket GroupCommitter::enqueue(Op op, Callback callback) {
   const bool is_clear = op.is_clear;
   {
     std::lock_guard lock(write_mu_);
@@ -96,10 +116,11 @@ void GroupCommitter::enqueue(Op op, Callback callback) {
       queue_.ops.push_back(std::move(op));
       queue_.callbacks.push_back(std::move(callback));
       write_cv_.notify_one();
-      return;
+      return queue_.first_ticket + queue_.ops.size() - 1;
     }
   }
   complete_closed(is_clear, std::move(callback));
+  return 0;
 }
 
 void GroupCommitter::complete_closed(bool is_clear, Callback callback) {
@@ -173,7 +194,9 @@ bool GroupCommitter::take(Group& group, std::uint64_t& taken) {
   std::unique_lock lock(write_mu_);
   wait_for_work(lock);
   if (queue_.ops.empty()) return false;
+  const WriteTicket next = queue_.first_ticket + queue_.ops.size();
   std::swap(group, queue_);
+  queue_.first_ticket = next;  // from now on, abandon() cannot reach the taken ops
   taken = ++groups_taken_;
   return true;
 }
@@ -197,13 +220,14 @@ void GroupCommitter::wait_for_work(std::unique_lock<std::mutex>& lock) {
 // status for the whole commit.
 void GroupCommitter::commit(Group& group) {
   for (const Op& op : group.ops) {
-    if (!op.refused.empty()) engine_.note_refused(op.refused);
+    if (!op.refused.empty() && !op.abandoned) engine_.note_refused(op.refused);
   }
   const Status status = engine_.commit(group.ops);
   group.results.resize(group.ops.size());
   for (std::size_t i = 0; i < group.ops.size(); ++i) {
     Op& op = group.ops[i];
     Status& result = group.results[i];
+    if (op.abandoned) continue;  // answered by abandon()
     if (op.refused.empty() || status.code == Code::failed) {
       result = status;
     } else {
@@ -237,6 +261,7 @@ void GroupCommitter::completer_main() {
     for (Group& group : groups) {
       for (std::size_t i = 0; i < group.ops.size(); ++i) {
         Callback& cb = group.callbacks[i];
+        if (group.ops[i].abandoned) continue;  // answered by abandon()
         if (group.ops[i].is_clear) {
           cb.on_clear(std::move(group.results[i]));
         } else {

@@ -42,6 +42,7 @@ class GroupCommitter {
     std::string refused;  // non-empty: write() refused the batch; answered alone with io_error
     // Engine::commit's answer to want_existed for a write that commits: batch.size() entries.
     std::vector<bool> existed;
+    bool abandoned = false;  // abandon(): batch emptied, refused set, callback already answered
   };
 
   // What an engine supplies. Every call runs on the committer thread.
@@ -74,9 +75,13 @@ class GroupCommitter {
   // Starts the committer and the completer (once the engine can commit).
   void start();
   // Queue a batch (checked first: keys, board rows, value size) or a clear; after stop(), they
-  // complete with Code::closed on the timer thread.
-  void write(std::vector<Write> batch, WriteDone done);
+  // complete with Code::closed on the timer thread. write() returns the batch's ticket (0 after
+  // stop()): tickets count up in queue order.
+  WriteTicket write(std::vector<Write> batch, WriteDone done);
   void clear(ClearDone done);
+  // Store::abandon: a write still queued (the committer has not taken it) is dropped now, its
+  // batch freed, and done gets Code::abandoned on the timer thread; otherwise nothing changes.
+  void abandon(WriteTicket ticket);
   // Refuses new operations; join() then commits everything queued, runs every callback and
   // joins both threads. Both idempotent.
   void stop();
@@ -107,12 +112,13 @@ class GroupCommitter {
     ClearDone on_clear;
   };
   struct Group {
+    WriteTicket first_ticket = 1;  // the ticket of ops[0]; ops[i] has first_ticket + i
     std::vector<Op> ops;
     std::vector<Callback> callbacks;  // one per op
     std::vector<Status> results;      // one per op, set after the commit
   };
 
-  void enqueue(Op op, Callback callback);
+  WriteTicket enqueue(Op op, Callback callback);
   void complete_closed(bool is_clear, Callback callback);
   void committer_main();
   bool take(Group& group, std::uint64_t& taken);

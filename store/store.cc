@@ -27,6 +27,8 @@ const char* to_string(Code c) {
       return "closed";
     case Code::unavailable:
       return "unavailable";
+    case Code::abandoned:
+      return "abandoned";
   }
   return "unknown";
 }
@@ -63,10 +65,10 @@ std::unique_ptr<Store> open_postgres(std::string_view conninfo, const OpenOption
                                      std::string& error) {
   // The injected write faults fail RocksDB's own files; PostgreSQL's are the server's.
   if (o.faults.write_error_after >= 0 || o.faults.sync_error_after >= 0 ||
-      o.faults.no_space_after >= 0) {
+      o.faults.no_space_after >= 0 || o.faults.sync_hang_after >= 0) {
     error =
         "store 'postgres:' supports only the read-delay fault (write-error-after, "
-        "sync-error-after and no-space-after are RocksDB's)";
+        "sync-error-after, no-space-after and sync-hang-after are RocksDB's)";
     return nullptr;
   }
   PostgresOptions options;

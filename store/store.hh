@@ -50,6 +50,8 @@ enum class Code : std::uint8_t {
   // The store could not take the operation now (PostgreSQL not connected): nothing of it was
   // applied, and nothing is sticky (a later operation may succeed).
   unavailable,
+  // write: abandoned by its caller (Store::abandon) before its commit began: not applied.
+  abandoned,
 };
 const char* to_string(Code c);
 
@@ -161,6 +163,8 @@ struct WriteResult {
 
 using ReadDone = std::function<void(ReadResult)>;
 using WriteDone = std::function<void(WriteResult)>;
+// Names one write() for abandon(); 0: none.
+using WriteTicket = std::uint64_t;
 using ClearDone = std::function<void(Status)>;
 
 // Counters since open; read at any time from any thread.
@@ -192,8 +196,13 @@ class Store {
   // not 1..250 bytes, a board score not finite, a seq of 2^63 or more, a value over the engine's
   // limit (PostgreSQL: kPostgresMaxValue): then only this batch is refused and the store is not
   // failed), no_space, failed (sticky, see above), or closed. An
-  // empty batch completes ok without a commit.
-  virtual void write(std::vector<Write> batch, WriteDone done) = 0;
+  // empty batch completes ok without a commit. Returns a ticket for abandon() (0: none).
+  virtual WriteTicket write(std::vector<Write> batch, WriteDone done) = 0;
+  // The caller stopped waiting for the write `ticket` (its request was answered at a
+  // deadline): if its commit has not begun, it is dropped, done gets Code::abandoned (never
+  // inline) and what it held is freed now; once its commit has begun, nothing changes. A ticket
+  // that is 0, unknown or already committed is ignored. The default ignores every ticket.
+  virtual void abandon(WriteTicket ticket) { (void)ticket; }
   // Removes every key and every board row, durably, then calls done. Ordered with write():
   // writes queued before it
   // are applied before it, writes queued after it after it (a clear is an op of the group
@@ -231,9 +240,10 @@ struct Faults {
   std::int64_t write_error_after = -1;  // -1: never
   std::int64_t sync_error_after = -1;
   std::int64_t no_space_after = -1;
+  std::int64_t sync_hang_after = -1;  // the (N+1)th WAL sync never returns (a stuck fsync)
   bool any() const {
     return read_delay.count() > 0 || write_error_after >= 0 || sync_error_after >= 0 ||
-           no_space_after >= 0;
+           no_space_after >= 0 || sync_hang_after >= 0;
   }
 };
 // Empty string: no faults. Returns false and sets error on a bad spec.

@@ -47,17 +47,37 @@ class SimStore final : public store::Store {
     for (auto& t : closers_) t.join();
   }
 
-  void write(std::vector<store::Write> batch, store::WriteDone done) override {
+  store::WriteTicket write(std::vector<store::Write> batch, store::WriteDone done) override {
     hold_if_asked();
     std::lock_guard lock(mu_);
     if (closed_) {  // as the real stores: closed, on a thread of the store's
       closers_.emplace_back([done = std::move(done)] {
         done(store::WriteResult{{store::Code::closed, "closed"}, {}});
       });
+      return 0;
+    }
+    commits_.push_back(Op{false, std::move(batch), std::move(done), {}, ++tickets_});
+    changed_.notify_all();
+    return tickets_;
+  }
+  // As the group committer: a write not yet completed is dropped, answered abandoned on a
+  // thread of the store's.
+  void abandon(store::WriteTicket ticket) override {
+    std::lock_guard lock(mu_);
+    for (auto it = commits_.begin(); it != commits_.end(); ++it) {
+      if (it->clear || it->ticket != ticket) continue;
+      closers_.emplace_back([done = std::move(it->write_done)] {
+        done(store::WriteResult{{store::Code::abandoned, "abandoned"}, {}});
+      });
+      commits_.erase(it);
+      ++abandoned_;
+      changed_.notify_all();
       return;
     }
-    commits_.push_back(Op{false, std::move(batch), std::move(done), {}});
-    changed_.notify_all();
+  }
+  std::size_t abandoned() const {
+    std::lock_guard lock(mu_);
+    return abandoned_;
   }
   void clear(store::ClearDone done) override {
     hold_if_asked();
@@ -168,6 +188,7 @@ class SimStore final : public store::Store {
     std::vector<store::Write> batch;
     store::WriteDone write_done;
     store::ClearDone clear_done;
+    store::WriteTicket ticket = 0;
   };
 
   void hold_if_asked() {
@@ -213,6 +234,8 @@ class SimStore final : public store::Store {
   bool failed_ = false;
   bool closed_ = false;
   std::vector<std::thread> closers_;
+  store::WriteTicket tickets_ = 0;
+  std::size_t abandoned_ = 0;
 };
 
 }  // namespace sim

@@ -663,6 +663,28 @@ TEST(StoreTierFaults, WaitingWritesAreBounded) {
 }
 
 // Defect 4, reads: misses waiting on the store are bounded.
+// A write-through write answered 503 at --store-timeout while its commit has not begun leaves
+// the store's queue at once (Store::abandon), releasing what it held; it never takes effect, so
+// its key is not of unknown outcome and reads agree with the store.
+TEST(StoreTierFaults, AWriteAnsweredAtTheTimeoutLeavesTheStoreQueueAtOnce) {
+  Tier t(through(100ms));
+  OutcomeLater w;
+  EXPECT_FALSE(t.tier->put("k", std::string(4096, 'v'), w.callback()));
+  ASSERT_TRUE(w.wait(5s));
+  EXPECT_EQ(w.get().kind, StoreTier::Outcome::Kind::error);
+  EXPECT_NE(w.get().error.find("store timeout"), std::string::npos) << w.get().error;
+  for (int i = 0; i < 1000 && t.store->pending_commits() > 0; ++i) std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(t.store->pending_commits(), 0u) << "a write answered 503 still waits in the store";
+  EXPECT_EQ(t.store->abandoned(), 1u);
+  EXPECT_EQ(read_through(t, "k"), std::nullopt);
+  OutcomeLater again;  // the key is writable as ever
+  EXPECT_FALSE(t.tier->put("k", "v2", again.callback()));
+  t.store->complete_commit(Commit::ok);
+  ASSERT_TRUE(again.wait(5s));
+  EXPECT_EQ(again.get().kind, StoreTier::Outcome::Kind::created);
+  EXPECT_EQ(read_through(t, "k"), "v2");
+}
+
 TEST(StoreTierFaults, PendingReadsAreBounded) {
   TierOptions o = through();
   o.max_waiting = 4096;

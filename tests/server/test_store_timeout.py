@@ -7,7 +7,9 @@ partition would).
 """
 import time
 
-from rawhttp import exchange
+import pytest
+
+from rawhttp import Reader, exchange, request_bytes
 
 
 def put(srv, key, value):
@@ -75,19 +77,34 @@ def test_a_hung_postgres_answers_writes_503_at_the_timeout(start_server, pg, psq
 
 
 def test_write_through_backlog_is_bounded_by_max_dirty(start_server, pg, psql, store_table):
-    """Writes answered 503 at their deadline stay queued in a hung store; --max-dirty bounds
-    their bytes, and past it new writes are refused at once instead of piling up."""
+    """In a hung store, --max-dirty bounds the bytes of writes waiting on it: past it a new
+    write is refused at once instead of piling up. A write answered 503 at its deadline while
+    still queued leaves the queue then, so its bytes are free again at once (docs/api.md,
+    "Failures of the store"); only the one whose commit began stays until the store answers."""
     psql(f'DROP TABLE IF EXISTS "{store_table}"')
     srv = start_server("--store", f"postgres:{pg.conninfo}", "--store-table", store_table,
                        "--store-timeout", "300ms", "--max-value", "1K", "--max-dirty", "2500")
+    body = b"x" * 1000  # 1,001 bytes of key and value, plus 64 of bookkeeping: two fit in 2,500
     with pg.hung():
-        for key in ("a", "b"):  # 1,001 bytes each: both fit under 2,500 and wait, then time out
-            r, took = timed(put, srv, key, b"x" * 1000)
+        r = put(srv, "a", body)  # taken by the committer: its commit hangs
+        assert r.status == 503 and "store timeout" in r.json()["error"], r
+        with srv.connect() as s1, srv.connect() as s2:
+            s1.sendall(request_bytes("PUT", "/key/b", body=body))  # queued behind "a"
+            time.sleep(0.05)
+            start = time.monotonic()
+            s2.sendall(request_bytes("PUT", "/key/c", body=body))  # no room left
+            r = Reader(s2).read()
+            took = time.monotonic() - start
+            assert r.status == 503, r
+            assert "store backlog full" in r.json()["error"] and "--max-dirty 2500" in r.json()["error"]
+            assert took < 0.25, f"refused after {took:.2f}s: it should not wait for the deadline"
+            r = Reader(s1).read()
             assert r.status == 503 and "store timeout" in r.json()["error"], r
-        r, took = timed(put, srv, "c", b"x" * 1000)
-        assert r.status == 503, r
-        assert "store backlog full" in r.json()["error"] and "--max-dirty 2500" in r.json()["error"]
-        assert took < 0.25, f"refused after {took:.2f}s: it should not wait for the deadline"
+        # "b" was answered while queued: it left the queue then, so there is room again for one
+        # more write (which waits, and is answered at its deadline, not refused at once).
+        r, took = timed(put, srv, "e", body)
+        assert r.status == 503 and "store timeout" in r.json()["error"], r
+        assert took >= 0.25, f"answered after {took:.2f}s: refused, not waited for"
     # The backlog drains once PostgreSQL runs again; then writes are taken as before.
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -98,3 +115,28 @@ def test_write_through_backlog_is_bounded_by_max_dirty(start_server, pg, psql, s
     assert r.status == 201, r
     assert get(srv, "a").body == b"x" * 1000  # the timed-out writes did take effect
     assert get(srv, "c").status == 404  # the refused one did not
+
+
+@pytest.mark.rocksdb_only(reason="sync-hang-after is RocksDB's fault injection")
+@pytest.mark.parametrize("mode", ["through", "behind"])
+def test_a_stuck_fsync_does_not_hold_shutdown(start_server, store_flags, mode):
+    """A sync that never returns (a dead disk): the write waiting on it answers 503 at
+    --store-timeout, and SIGTERM still ends the process: the last flush gets --store-timeout,
+    close() --store-timeout + 5 s, then exit 1 saying why; the stuck commit's writes were never
+    acknowledged (docs/api.md, "Failures of the store")."""
+    srv = start_server(*store_flags, "--write-mode", mode, "--store-timeout", "300ms",
+                       "--flush-interval", "50ms", "--store-faults", "sync-hang-after=1")
+    assert put(srv, "a", b"1").status == 201  # the first sync succeeds
+    if mode == "behind":
+        time.sleep(0.5)  # its flush is done; the next one hangs
+        assert put(srv, "b", b"2").status == 201  # taken into the dirty buffer
+        time.sleep(0.5)  # its flush hangs
+    else:
+        r, took = timed(put, srv, "b", b"2")  # its commit hangs
+        assert r.status == 503 and "store timeout" in r.json()["error"], r
+        assert took < 2, f"answered after {took:.2f}s"
+    code, took, err = srv.stop()
+    assert took < 8.5, f"shutdown took {took:.1f}s with a stuck fsync"
+    assert code == 1 and "did not close within --store-timeout + 5 s" in err, (code, err)
+    if mode == "behind":
+        assert "1 write-behind writes could not be made durable" in err, err

@@ -252,6 +252,8 @@ TEST(Codes, HaveNames) {
   EXPECT_STREQ(store::to_string(Code::no_space), "no_space");
   EXPECT_STREQ(store::to_string(Code::failed), "failed");
   EXPECT_STREQ(store::to_string(Code::closed), "closed");
+  EXPECT_STREQ(store::to_string(Code::unavailable), "unavailable");
+  EXPECT_STREQ(store::to_string(Code::abandoned), "abandoned");
 }
 
 TEST(ParseFaults, AcceptsTheDocumentedSpecs) {
@@ -272,6 +274,9 @@ TEST(ParseFaults, AcceptsTheDocumentedSpecs) {
   EXPECT_EQ(f.write_error_after, -1);
   ASSERT_TRUE(store::parse_faults("read-delay=2s", f, error)) << error;
   EXPECT_EQ(f.read_delay, 2000ms);
+  ASSERT_TRUE(store::parse_faults("sync-hang-after=4", f, error)) << error;
+  EXPECT_EQ(f.sync_hang_after, 4);
+  EXPECT_TRUE(f.any());
 }
 
 TEST(ParseFaults, RejectsBadSpecsWithoutTouchingTheOutput) {
@@ -379,6 +384,43 @@ TEST(RocksStore, ExistedSeesEarlierBatchesOfTheSameGroup) {
   EXPECT_EQ(existed,
             (std::vector<std::vector<bool>>{{true}, {false}, {true}, {false}, {true, true}}));
   EXPECT_EQ(s->stats().commits, commits_before + 2);  // the gate's, then the whole group
+}
+
+// A write whose caller stopped waiting (the tier's --store-timeout answered it) and that is
+// still queued leaves the queue at once: its callback says abandoned before the committer moves,
+// and it is never applied; a write already taken, a clear, or an unknown ticket is not touched.
+TEST(RocksStore, AnAbandonedQueuedWriteIsDroppedAtOnceAndNeverApplied) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  std::promise<store::WriteResult> first, dropped, last;
+  auto dropped_result = dropped.get_future();
+  auto first_result = first.get_future(), last_result = last.get_future();
+  {
+    CommitterGate gate(*s);  // the writes below queue behind it
+    const store::WriteTicket t1 =
+        s->write({put("kept", "1")}, [&](store::WriteResult r) { first.set_value(std::move(r)); });
+    const store::WriteTicket t2 =
+        s->write({put("gone", std::string(1 << 20, 'x'))},
+                 [&](store::WriteResult r) { dropped.set_value(std::move(r)); });
+    const store::WriteTicket t3 = s->write(
+        {put("also-kept", "3")}, [&](store::WriteResult r) { last.set_value(std::move(r)); });
+    EXPECT_NE(t1, 0u);
+    EXPECT_EQ(t2, t1 + 1);
+    EXPECT_EQ(t3, t2 + 1);
+    s->abandon(t2);
+    s->abandon(t2);         // twice: nothing more
+    s->abandon(t3 + 1000);  // unknown: ignored
+    s->abandon(0);
+    // Answered while the committer is still held: released at once, not at the next commit.
+    const store::WriteResult r = wait_for(dropped_result);
+    EXPECT_EQ(r.status.code, Code::abandoned) << r.status.message;
+  }
+  EXPECT_TRUE(wait_for(first_result).status.ok());
+  EXPECT_TRUE(wait_for(last_result).status.ok());
+  EXPECT_EQ(read_sync(*s, "gone").status.code, Code::not_found);
+  EXPECT_TRUE(read_sync(*s, "kept").status.ok());
+  EXPECT_TRUE(read_sync(*s, "also-kept").status.ok());
+  EXPECT_EQ(s->stats().errors, 0u);  // abandoning is not a store error
 }
 
 TEST(RocksStore, BatchesApplyInCallOrderAndCallbacksRunInThatOrder) {
