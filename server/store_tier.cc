@@ -125,24 +125,27 @@ std::optional<StoreTier::Lookup> StoreTier::read_locked(std::string_view key,
 }
 
 void StoreTier::start_read_locked(const std::string& k, const LookupDone& answer) {
-  auto [it, inserted] = inflight_.try_emplace(k);
-  if (!inserted) {
-    it->second->waiters.push_back(answer);
+  KeyState& state = keys_[k];
+  if (state.read) {  // single-flight: wait on the read under way
+    state.read->waiters.push_back(answer);
     return;
   }
   auto entry = std::make_shared<Inflight>();
   entry->waiters.push_back(answer);
-  entry->void_fill = pending_writes_.contains(k);
-  it->second = entry;
+  entry->version = state.version;
+  entry->epoch = epoch_;
+  state.read = entry;
   store_->read(k, [this, k, entry](store::ReadResult r) {
     Lookup result;
     std::vector<LookupDone> waiters;
     {
       std::lock_guard lock(mu_);
-      if (auto it = inflight_.find(k); it != inflight_.end() && it->second == entry) {
-        inflight_.erase(it);
-      }
       result = on_read_locked(k, r, *entry);
+      // A reset may have detached this read already (a later miss then started its own).
+      if (auto it = keys_.find(k); it != keys_.end() && it->second.read == entry) {
+        it->second.read.reset();
+        erase_if_clean_locked(k);
+      }
       waiters.swap(entry->waiters);
     }
     for (auto& w : waiters) w(result);
@@ -166,7 +169,10 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
   }
   result.kind = Lookup::Kind::found;
   result.value = std::make_shared<const std::string>(std::move(r.value));
-  if (!entry.void_fill && may_fill_locked(key)) {
+  const auto it = keys_.find(key);
+  const bool unmoved =
+      entry.epoch == epoch_ && it != keys_.end() && it->second.version == entry.version;
+  if (unmoved && may_fill_locked(key)) {
     if (stored(cache_.set(key, *result.value))) ++fills_;
   }
   return result;
@@ -176,12 +182,17 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
 // than the store) does not hold the key, and the store is not in doubt about it (a write of
 // unknown outcome may still appear there, e.g. after PostgreSQL restarts).
 bool StoreTier::may_fill_locked(const std::string& key) const {
-  return !pending_writes_.contains(key) && !dirty_.contains(key) && !all_unknown_ &&
-         !unknown_.contains(key);
+  if (all_unknown_ || dirty_.contains(key)) return false;
+  const auto it = keys_.find(key);
+  return it == keys_.end() || (it->second.writing == 0 && !it->second.unknown);
 }
 
-void StoreTier::void_fills_locked(std::string_view key) {
-  if (auto it = inflight_.find(key); it != inflight_.end()) it->second->void_fill = true;
+void StoreTier::moved_locked(std::string_view key) {
+  if (auto it = keys_.find(key); it != keys_.end()) ++it->second.version;
+}
+
+void StoreTier::erase_if_clean_locked(std::string_view key) {
+  if (auto it = keys_.find(key); it != keys_.end() && it->second.clean()) keys_.erase(it);
 }
 
 // The key leaves the cache and is read through until a later write of it commits: the store
@@ -189,23 +200,26 @@ void StoreTier::void_fills_locked(std::string_view key) {
 // until a reset (every miss reads the store).
 void StoreTier::mark_unknown_locked(const std::string& key) {
   cache_.del(key);
-  void_fills_locked(key);
-  if (all_unknown_ || unknown_.contains(key)) return;
+  moved_locked(key);
+  if (all_unknown_) return;
+  if (auto it = keys_.find(key); it != keys_.end() && it->second.unknown) return;
   if (unknown_bytes_ + key.size() + kOpOverhead > options_.max_dirty) {
     all_unknown_ = true;
-    unknown_.clear();
+    for (auto& [k, state] : keys_) state.unknown = false;
+    std::erase_if(keys_, [](const auto& e) { return e.second.clean(); });
     unknown_bytes_ = 0;
     return;
   }
-  unknown_.emplace(key, true);
+  keys_[key].unknown = true;
   unknown_bytes_ += key.size() + kOpOverhead;
 }
 
 void StoreTier::clear_unknown_locked(const std::string& key) {
-  if (unknown_.empty()) return;
-  if (auto it = unknown_.find(key); it != unknown_.end()) {
+  if (unknown_bytes_ == 0) return;
+  if (auto it = keys_.find(key); it != keys_.end() && it->second.unknown) {
     unknown_bytes_ -= key.size() + kOpOverhead;
-    unknown_.erase(it);
+    it->second.unknown = false;
+    if (it->second.clean()) keys_.erase(it);
   }
 }
 
@@ -296,12 +310,13 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, st
     if (!done.settle()) return std::nullopt;
     return full;
   }
-  void_fills_locked(w.key);
   // A key in the cache with no write of it pending is in the store too (the cache holds only
   // committed writes and fills), so the store need not look it up: ask only about the others.
-  const bool pending = pending_writes_.contains(w.key);
+  KeyState& state = keys_[w.key];
+  const bool pending = state.writing > 0;
   w.want_existed = pending || !cache_.get(w.key, [](std::string_view) {});
-  ++pending_writes_[w.key];
+  ++state.writing;
+  ++state.version;
   std::vector<store::Write> batch(1);
   batch[0].kind = kind;
   batch[0].key = w.key;
@@ -332,9 +347,17 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, st
 StoreTier::Outcome StoreTier::on_through_commit_locked(const ThroughWrite& w,
                                                        const store::WriteResult& r) {
   through_bytes_ -= w.bytes;
-  if (auto it = pending_writes_.find(w.key); it != pending_writes_.end() && --it->second == 0) {
-    pending_writes_.erase(it);
+  if (auto it = keys_.find(w.key); it != keys_.end()) {  // there since its submission
+    --it->second.writing;
+    ++it->second.version;
   }
+  Outcome o = through_outcome_locked(w, r);
+  erase_if_clean_locked(w.key);
+  return o;
+}
+
+StoreTier::Outcome StoreTier::through_outcome_locked(const ThroughWrite& w,
+                                                     const store::WriteResult& r) {
   Outcome o;
   if (!r.status.ok()) {
     o.kind = Outcome::Kind::error;
@@ -422,7 +445,7 @@ bool StoreTier::store_failed_locked() const {
 StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key,
                                                  std::string_view value) {
   std::string k(key);
-  void_fills_locked(k);
+  moved_locked(k);
   if (nothing_dirty_locked()) dirty_since_ = std::chrono::steady_clock::now();
   auto [it, inserted] = dirty_.try_emplace(k);
   Dirty& d = it->second;
@@ -624,7 +647,7 @@ void StoreTier::on_clear(std::uint64_t version, store::Status& s) {
       s.message = "reset failed, nothing was emptied: " + s.message;
     } else {
       cache_.reset();
-      for (auto& [key, entry] : inflight_) entry->void_fill = true;
+      ++epoch_;  // no read under way fills
       all_unknown_ = true;
       s.message =
           "reset failed, its outcome is unknown (the store may have been emptied; no "
@@ -642,8 +665,12 @@ void StoreTier::on_clear(std::uint64_t version, store::Status& s) {
 // (a clear completes like a write), so a write-through write committed after the clear updates
 // the cache after this.
 void StoreTier::apply_reset_locked(std::uint64_t version) {
-  for (auto& [key, entry] : inflight_) entry->void_fill = true;
-  inflight_.clear();  // later misses start fresh reads, ordered after the clear
+  ++epoch_;  // no read under way fills
+  for (auto& [key, state] : keys_) {
+    state.read.reset();  // later misses start fresh reads, ordered after the clear
+    state.unknown = false;
+  }
+  std::erase_if(keys_, [](const auto& e) { return e.second.clean(); });
   std::erase_if(dirty_, [&](const auto& e) {
     if (e.second.version > version) return false;
     dirty_bytes_ -= dirty_size(e.first, e.second.value);
@@ -659,7 +686,6 @@ void StoreTier::apply_reset_locked(std::uint64_t version) {
     dirty_bytes_ -= e.first.size();
     return true;
   });
-  unknown_.clear();
   unknown_bytes_ = 0;
   all_unknown_ = false;
   flush_failing_ = false;  // the store just committed

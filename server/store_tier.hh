@@ -4,10 +4,12 @@
 // It binds cache/ and store/, which know nothing of each other, and owns the rules that keep
 // them consistent:
 // - Read-through with single-flight: a miss makes at most one store read per key at a time;
-//   later misses of that key wait on the first. A fill enters the cache only if no write to the
-//   key was submitted or still pending since the read began, no reset was applied, and the
-//   key's last write did not end with an unknown outcome (so a fill never overwrites a newer
-//   PUT or DELETE, and never caches what the store may not hold).
+//   later misses of that key wait on the first. Every key in flight has one explicit state
+//   (KeyState below: writing, unknown, a read under way, a version; write-behind's dirty keys
+//   are dirty_ entries): a fill enters the cache only if the key's version and the reset epoch
+//   are what they were when the read began and the key is neither writing, unknown nor dirty
+//   (so a fill never overwrites a newer PUT or DELETE, and never caches what the store may not
+//   hold).
 // - Write-through: the op is submitted to the store (group commit); when its commit succeeds the
 //   cache is updated, in commit order (store write callbacks run in commit order, on one thread),
 //   and only then is the request answered. A failed commit answers 503 and its outcome counts as
@@ -181,7 +183,27 @@ class StoreTier {
   using Kind = store::Write::Kind;
   struct Inflight {  // one store read and the misses waiting on it
     std::vector<LookupDone> waiters;
-    bool void_fill = false;  // a write or reset happened since the read began
+    std::uint64_t version = 0;  // the key's KeyState::version when the read began
+    std::uint64_t epoch = 0;    // epoch_ when the read began
+  };
+  // The state of a key in flight, the one record that writes, read fills and resets consult.
+  // A key absent from keys_ (and from write-behind's dirty_) is clean: nothing of it is
+  // pending, and the cache, if it holds the key, holds what the store holds.
+  //   clean ──write submitted──► writing (n > 0) ──commit──► clean
+  //                                             └──outcome unknown──► unknown ──a write of it
+  //                                                commits, or a reset──► clean
+  //   write-behind: clean ──write──► dirty(v) in dirty_ ──flushed at v──► clean
+  //                 (rewritten during its flush: dirty(v'), flushed later)
+  // Independently, a store read may be under way (single-flight). Its fill enters the cache only
+  // if the key's version and the reset epoch are what they were when the read began (no write
+  // was submitted, applied or completed meanwhile, no reset voided it) and the key is neither
+  // writing, unknown nor dirty.
+  struct KeyState {
+    std::uint32_t writing = 0;       // write-through: submitted, not yet answered by the store
+    bool unknown = false;            // the last write's outcome is unknown (in unknown_bytes_)
+    std::shared_ptr<Inflight> read;  // the store read under way, if any
+    std::uint64_t version = 0;       // bumped by every write submitted, applied or completed
+    bool clean() const { return writing == 0 && !unknown && !read; }
   };
   struct Dirty {  // write-behind: the latest state of one key not yet durable
     std::string value;
@@ -225,7 +247,9 @@ class StoreTier {
   std::optional<Lookup> read_locked(std::string_view key, const LookupDone& answer);
   void start_read_locked(const std::string& key, const LookupDone& answer);
   Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
-  void void_fills_locked(std::string_view key);
+  // A write of the key was submitted, applied or completed: a read under way may not fill.
+  void moved_locked(std::string_view key);
+  void erase_if_clean_locked(std::string_view key);  // forgets a key back to clean
   bool may_fill_locked(const std::string& key) const;
   void mark_unknown_locked(const std::string& key);
   void clear_unknown_locked(const std::string& key);
@@ -237,6 +261,7 @@ class StoreTier {
   std::optional<Outcome> submit_through_locked(Kind kind, std::string_view key,
                                                std::string_view value, const Answer& done);
   Outcome on_through_commit_locked(const ThroughWrite& w, const store::WriteResult& r);
+  Outcome through_outcome_locked(const ThroughWrite& w, const store::WriteResult& r);
   std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
                                        const Answer& done);
   std::optional<Outcome> queue_waiting_locked(Kind kind, std::string_view key,
@@ -290,12 +315,10 @@ class StoreTier {
   StoreDeadline deadline_;  // --store-timeout
 
   mutable std::mutex mu_;
-  KeyMap<std::shared_ptr<Inflight>> inflight_;
-  KeyMap<std::uint32_t> pending_writes_;  // write-through: submitted, not yet applied
-  // Keys whose last write's outcome is unknown (write error or lost commit): never filled.
-  KeyMap<bool> unknown_;
-  std::size_t unknown_bytes_ = 0;
-  bool all_unknown_ = false;  // unknown_ outgrew max_dirty: no key is filled until a reset
+  KeyMap<KeyState> keys_;    // every key in flight; the others are clean
+  std::uint64_t epoch_ = 0;  // bumped when a reset (or a reset of unknown outcome) voids reads
+  std::size_t unknown_bytes_ = 0;  // keys with KeyState::unknown, kOpOverhead each
+  bool all_unknown_ = false;       // unknown keys outgrew max_dirty: no key is filled until a reset
   KeyMap<Dirty> dirty_;
   // Write-behind board rows: key [board length byte][board][member] (row_key in the .cc).
   KeyMap<DirtyRow> dirty_rows_;
