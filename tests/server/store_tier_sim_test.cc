@@ -86,8 +86,8 @@ struct Later {
   std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
   std::function<void(const T&)> callback() const {
     return [slot = slot, calls = calls](const T& v) {
+      *slot = v;  // before the count: ready() then sees the value (the count publishes it)
       ++*calls;
-      *slot = v;
     };
   }
   bool ready() const { return calls->load() > 0; }

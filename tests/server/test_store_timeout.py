@@ -100,9 +100,16 @@ def test_write_through_backlog_is_bounded_by_max_dirty(start_server, pg, psql, s
             assert took < 0.25, f"refused after {took:.2f}s: it should not wait for the deadline"
             r = Reader(s1).read()
             assert r.status == 503 and "store timeout" in r.json()["error"], r
-        # "b" was answered while queued: it left the queue then, so there is room again for one
-        # more write (which waits, and is answered at its deadline, not refused at once).
-        r, took = timed(put, srv, "e", body)
+        # "b" was answered while queued: it left the queue then (its release reaches the tier a
+        # moment after the answer, from the store's timer thread), so there is room again for
+        # one more write, long before the hung commit of "a" ends: that write waits, and is
+        # answered at its deadline, not refused at once.
+        released_by = time.monotonic() + 2
+        while True:
+            r, took = timed(put, srv, "e", body)
+            if "store backlog full" not in r.json()["error"] or time.monotonic() > released_by:
+                break
+            time.sleep(0.02)
         assert r.status == 503 and "store timeout" in r.json()["error"], r
         assert took >= 0.25, f"answered after {took:.2f}s: refused, not waited for"
     # The backlog drains once PostgreSQL runs again; then writes are taken as before.
