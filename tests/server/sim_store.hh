@@ -98,8 +98,13 @@ class SimStore final : public store::Store {
     }
     auto reads = std::move(reads_);
     reads_.clear();
+    // As the real stores' close(): every completion already handed to a thread of the store's
+    // (abandoned writes, writes after close) has run when close() returns.
+    std::vector<std::thread> closers;
+    closers.swap(closers_);
     lock.unlock();
     for (auto& r : reads) r.done(store::ReadResult{{store::Code::closed, "closed"}, {}});
+    for (auto& t : closers) t.join();
   }
   store::StoreStats stats() const override {
     std::lock_guard lock(mu_);
