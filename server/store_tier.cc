@@ -950,7 +950,8 @@ std::size_t StoreTier::shutdown() {
 // close() joins the store's threads, and one stuck in a sync (a dead disk, a hung network file
 // system) never returns: the close runs on a thread of its own, waited for up to
 // --store-timeout + kCloseGrace. Past it the store is abandoned, open, and the process ends without
-// it (main.cc): the writes of the stuck commit were never acknowledged, so none is lost.
+// it (main.cc). A write-through write in the stuck commit was never acknowledged; write-behind's
+// dirty writes in it were, and shutdown() counts them as not made durable.
 void StoreTier::close_store_bounded() {
   if (store_abandoned_.load()) return;
   auto closed = std::make_shared<std::promise<void>>();
@@ -970,8 +971,8 @@ void StoreTier::close_store_bounded() {
   store_abandoned_.store(true);
   std::cerr << "cache_server: the store did not close within --store-timeout + 5 s ("
             << limit.count()
-            << "ms): a sync never returned; exiting without it (no acknowledged write was in "
-               "the stuck commit)\n";
+            << "ms): a sync never returned; exiting without it (its commit's writes may or may "
+               "not be durable)\n";
 }
 
 // Shutdown's last flush. A store that fails it may be reconnecting (PostgreSQL restarted): it
