@@ -40,7 +40,7 @@ inline constexpr std::chrono::milliseconds kLingerTime{1000};
 inline constexpr std::size_t kLingerMaxBytes = 4 << 20;
 
 template <class V>
-class Connection : public std::enable_shared_from_this<Connection<V>> {
+class Connection : public std::enable_shared_from_this<Connection<V>>, public SlotSink {
  public:
   // admission: this connection's place under --max-connections, held until it is destroyed.
   Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
@@ -50,6 +50,10 @@ class Connection : public std::enable_shared_from_this<Connection<V>> {
   Connection& operator=(const Connection&) = delete;
 
   void start();
+  // A response that waited on the store, finished: rendered here, on this connection's thread.
+  void complete_deferred(detail::Slot& slot) override {
+    if (!closed_) engine_.responses().complete(slot);
+  }
 
  private:
   using clock = std::chrono::steady_clock;

@@ -20,9 +20,8 @@ void DeferredResponse::finish(Render render) {
   if (!slot_) return;
   auto slot = std::move(slot_);
   slot_.reset();
-  post_([queue = queue_, slot = std::move(slot), render = std::move(render)] {
-    queue->complete(*slot, render);
-  });
+  slot->render = std::move(render);
+  route_->deliver(std::move(slot));
 }
 
 DeferredResponse ResponseQueue::defer(DeferKind kind, const ResponseWriter& writer) {
@@ -35,7 +34,7 @@ DeferredResponse ResponseQueue::defer(DeferKind kind, const ResponseWriter& writ
   if (kind != DeferKind::write) ++pending_reads_;
   if (kind != DeferKind::read) ++pending_writes_;
   slots_.push_back(slot);
-  return DeferredResponse(this, std::move(slot), post_);
+  return DeferredResponse(std::move(slot), route_);
 }
 
 void ResponseQueue::push_ready(std::string response) {
@@ -45,7 +44,8 @@ void ResponseQueue::push_ready(std::string response) {
   slots_.push_back(std::move(slot));
 }
 
-void ResponseQueue::complete(detail::Slot& slot, const Render& render) {
+void ResponseQueue::complete(detail::Slot& slot) {
+  const Render render = std::move(slot.render);  // what it holds goes with this call
   refresh_http_date();  // rendered outside the engine's consume(): this thread may be idle-stale
   ResponseWriter writer(slot.out);
   writer.set_served_by(served_by_);

@@ -5,7 +5,9 @@
 // output buffer, as it always did (the GET-hit path is unchanged: no allocation, no extra
 // syscall). A handler that needs the store calls defer(): that reserves a slot in request order
 // and returns a DeferredResponse, which the store side finishes later from any thread. finish()
-// posts the rendering to the connection's thread; the slot is rendered there and marked done.
+// stores the rendering in the slot and hands the slot to the connection's thread through its
+// DeliveryRoute (set by the connection: completion_inbox.hh batches them per worker thread);
+// the slot is rendered there and marked done.
 // Responses to later requests are rendered into slots of their own behind it. drain() (called
 // by the engine when the output buffer is not being written) moves every done slot at the head
 // into the output buffer, so responses on one connection still go out in request order.
@@ -45,12 +47,8 @@ enum class DeferKind : std::uint8_t {
 // Renders a deferred response on the connection's thread, as a handler would have; an error
 // result is rendered as the JSON error body.
 using Render = std::function<HandlerResult(ResponseWriter&)>;
-// Runs a function on the connection's thread, keeping the connection alive until it has run
-// (or drops it when the connection is already gone).
-using Post = std::function<void(std::function<void()>)>;
 
 class ResponseQueue;
-
 namespace detail {
 struct Slot {
   std::string out;
@@ -62,8 +60,27 @@ struct Slot {
   bool timed = false;    // time_last() tagged it: drain() records its duration
   RouteClass timing = RouteClass::other;
   std::chrono::steady_clock::time_point arrival{};
+  Render render;  // set by finish() on the store's side, run on the connection's thread
 };
 }  // namespace detail
+
+// The connection, as a finished slot's destination: renders the slot on its own thread.
+class SlotSink {
+ public:
+  virtual void complete_deferred(detail::Slot& slot) = 0;
+
+ protected:
+  ~SlotSink() = default;
+};
+
+// How a finished slot reaches its connection's thread (set by the connection, shared by its
+// DeferredResponses so that a completion after the connection is gone still has a way: the
+// slot is then dropped). deliver() is called from any thread.
+class DeliveryRoute {
+ public:
+  virtual ~DeliveryRoute() = default;
+  virtual void deliver(std::shared_ptr<detail::Slot> slot) = 0;
+};
 
 // The handle a handler hands to the store side. finish() must be called exactly once (a
 // DeferredResponse destroyed unfinished answers 500, so a lost completion cannot hang a
@@ -81,11 +98,10 @@ class DeferredResponse {
 
  private:
   friend class ResponseQueue;
-  DeferredResponse(ResponseQueue* queue, std::shared_ptr<detail::Slot> slot, Post post)
-      : queue_(queue), slot_(std::move(slot)), post_(std::move(post)) {}
-  ResponseQueue* queue_ = nullptr;
+  DeferredResponse(std::shared_ptr<detail::Slot> slot, std::shared_ptr<DeliveryRoute> route)
+      : slot_(std::move(slot)), route_(std::move(route)) {}
   std::shared_ptr<detail::Slot> slot_;
-  Post post_;
+  std::shared_ptr<DeliveryRoute> route_;
 };
 
 class ResponseQueue {
@@ -96,9 +112,9 @@ class ResponseQueue {
 
   // Set by the connection before any request runs: how to reach its thread, and what to do
   // there after a slot completes (resume writing).
-  void set_post(Post post) { post_ = std::move(post); }
+  void set_route(std::shared_ptr<DeliveryRoute> route) { route_ = std::move(route); }
   void set_on_complete(std::function<void()> f) { on_complete_ = std::move(f); }
-  bool can_defer() const { return static_cast<bool>(post_); }
+  bool can_defer() const { return route_ != nullptr; }
   // Where drain() records the durations of tagged slots (the worker's histograms).
   void set_timings(RequestTimings* timings) { timings_ = timings; }
   // --served-by: the header line every deferred response carries too (response_writer.hh).
@@ -130,16 +146,15 @@ class ResponseQueue {
   // Moves the done slots at the head into the output buffer. Call only while the output
   // buffer is not being written.
   void drain();
-
- private:
-  friend class DeferredResponse;
-  void complete(detail::Slot& slot, const Render& render);  // on the connection's thread
+  // Renders a slot its DeferredResponse finished (the connection's SlotSink calls it on the
+  // connection's thread).
+  void complete(detail::Slot& slot);
 
   std::string& out_;
   std::deque<std::shared_ptr<detail::Slot>> slots_;
   std::size_t pending_reads_ = 0;
   std::size_t pending_writes_ = 0;
-  Post post_;
+  std::shared_ptr<DeliveryRoute> route_;
   std::function<void()> on_complete_;
   RequestTimings* timings_ = nullptr;
   std::string_view served_by_;

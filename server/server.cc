@@ -123,6 +123,9 @@ std::string Server::listen() {
       per_thread ? BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO : static_cast<int>(config_.threads);
   for (std::size_t i = 0; i < n_contexts; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(hint));
+    if (per_thread) {
+      inboxes_.push_back(std::make_shared<CompletionInbox>(contexts_.back()->get_executor()));
+    }
   }
   const ConnectionStarter start_connection = connection_starter(config_);  // the variant
   std::string error;
@@ -170,7 +173,11 @@ void Server::start() {
   for (auto& listener : listeners_) listener->start();
   for (unsigned t = 0; t < config_.threads; ++t) {
     asio::io_context& ioc = *contexts_[t % contexts_.size()];
-    threads_.emplace_back([&ioc] { ioc.run(); });
+    CompletionInbox* inbox = inboxes_.empty() ? nullptr : inboxes_[t % inboxes_.size()].get();
+    threads_.emplace_back([&ioc, inbox] {
+      CompletionInbox::set_current(inbox);  // the connections this thread starts answer there
+      ioc.run();
+    });
   }
 }
 
@@ -189,6 +196,7 @@ void Server::stop() {
   threads_.clear();
   // Before the contexts go: store callbacks may still post completions into them.
   if (tier_) unflushed_ = tier_->shutdown();
+  for (auto& inbox : inboxes_) inbox->close();  // nothing more is posted into the contexts
   guards_.clear();
   listeners_.clear();
   contexts_.clear();  // destroys pending handlers, and with them the connections

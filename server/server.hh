@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cache/cache.hh"
+#include "server/completion_inbox.hh"
 #include "server/config.hh"
 #include "server/listener.hh"
 #include "server/server_context.hh"
@@ -62,6 +63,8 @@ class Server {
   std::unique_ptr<StoreTier> tier_;  // before the contexts: outlives every connection
   ServerContext ctx_;
   std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  // Per-thread model: one per context, where store threads hand its connections their answers.
+  std::vector<std::shared_ptr<CompletionInbox>> inboxes_;
   std::vector<WorkGuard> guards_;
   std::vector<std::shared_ptr<Listener>> listeners_;
   std::vector<std::thread> threads_;

@@ -54,9 +54,15 @@ class StoreDeadline {
 
   std::chrono::milliseconds timeout() const { return timeout_; }
 
+  // A request in the FIFO: fired at its deadline (answered then unless the store was first).
+  struct Pending {
+    virtual ~Pending() = default;
+    virtual void fire(const std::function<void(std::uint64_t)>& abandon) = 0;
+  };
+
   // A callback answering a request once: operator() passes the store's outcome on unless the
-  // deadline answered first; at the deadline, `on_timeout` is passed on unless the store
-  // answered first. Copyable (copies share the once).
+  // deadline answered first; at the deadline, arm()'s `on_timeout` is passed on unless the
+  // store answered first. Copyable (copies share the once).
   template <class Outcome>
   class Answer {
    public:
@@ -87,61 +93,61 @@ class StoreDeadline {
 
    private:
     friend class StoreDeadline;
-    struct State {
+    struct State final : Pending {
       std::atomic<bool> answered{false};
       std::atomic<std::uint64_t> ticket{0};
       std::function<void(const Outcome&)> done;
-      Outcome on_timeout;
-      // The winner of the exchange owns done and on_timeout from then on: it moves them out,
-      // so what they hold (the request's response slot) is freed now, not at the deadline.
+      const Outcome* on_timeout = nullptr;  // arm()'s: outlives the deadline
+      // The winner of the exchange owns done from then on: it moves it out, so what it holds
+      // (the request's response slot) is freed now, not at the deadline.
       void answer(const Outcome& outcome) {
         if (answered.exchange(true, std::memory_order_acq_rel)) return;
         auto d = std::move(done);
-        on_timeout = Outcome{};
         d(outcome);
       }
-      // True if this answered the request (the store had not).
-      bool time_out() {
-        if (answered.exchange(true, std::memory_order_acq_rel)) return false;
+      // At the deadline: answers the request unless the store did, and then has the store
+      // abandon it.
+      void fire(const std::function<void(std::uint64_t)>& abandon) override {
+        if (answered.exchange(true, std::memory_order_acq_rel)) return;
         auto d = std::move(done);
-        const Outcome o = std::move(on_timeout);
-        d(o);
-        return true;
+        d(*on_timeout);
+        if (!abandon) return;
+        if (const std::uint64_t t = ticket.load(std::memory_order_acquire); t != 0) abandon(t);
       }
     };
     explicit Answer(std::shared_ptr<State> s) : state_(std::move(s)) {}
     std::shared_ptr<State> state_;
   };
 
+  // on_timeout is kept by reference: it must outlive this deadline (the tier's members are
+  // built once, so arming a request allocates nothing but its State).
   template <class Outcome>
-  Answer<Outcome> arm(std::function<void(const Outcome&)> done, Outcome on_timeout) {
+  Answer<Outcome> arm(std::function<void(const Outcome&)> done, const Outcome& on_timeout) {
     using State = typename Answer<Outcome>::State;
     auto state = std::make_shared<State>();
     state->done = std::move(done);
-    state->on_timeout = std::move(on_timeout);
-    Answer<Outcome> answer(state);
-    push([this, state] {
-      if (!state->time_out() || !abandon_) return;
-      if (const std::uint64_t t = state->ticket.load(std::memory_order_acquire); t != 0)
-        abandon_(t);
-    });
-    return answer;
+    state->on_timeout = &on_timeout;
+    push(state);
+    return Answer<Outcome>(std::move(state));
   }
+  template <class Outcome>  // a temporary would dangle: pass a member of the caller
+  Answer<Outcome> arm(std::function<void(const Outcome&)> done,
+                      const Outcome&& on_timeout) = delete;
 
  private:
-  void push(std::function<void()> fire) {
+  void push(std::shared_ptr<Pending> pending) {
     bool was_empty;
     {
       std::lock_guard lock(mu_);
       was_empty = queue_.empty();
-      queue_.emplace_back(Clock::now() + timeout_, std::move(fire));
+      queue_.emplace_back(Clock::now() + timeout_, std::move(pending));
     }
     if (was_empty) wake_.notify_one();
   }
 
   void run() {
     std::unique_lock lock(mu_);
-    std::vector<std::function<void()>> due;
+    std::vector<std::shared_ptr<Pending>> due;
     while (!stopping_) {
       if (queue_.empty()) {
         wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -159,7 +165,7 @@ class StoreDeadline {
         queue_.pop_front();
       }
       lock.unlock();
-      for (auto& fire : due) fire();
+      for (auto& pending : due) pending->fire(abandon_);
       due.clear();
       lock.lock();
     }
@@ -170,7 +176,7 @@ class StoreDeadline {
   const Clock::duration slack_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::pair<Clock::time_point, std::function<void()>>> queue_;
+  std::deque<std::pair<Clock::time_point, std::shared_ptr<Pending>>> queue_;
   bool stopping_ = false;
   std::thread thread_;  // last: started once everything above exists
 };

@@ -66,6 +66,9 @@ StoreTier::StoreTier(cache::Cache& cache, std::unique_ptr<store::Store> store, T
     : cache_(cache),
       store_(std::move(store)),
       options_(options),
+      timeout_lookup_(timeout_lookup(options.store_timeout)),
+      timeout_outcome_(timeout_outcome()),
+      reset_timeout_(reset_timeout_status()),
       deadline_(options.store_timeout, [this](std::uint64_t ticket) { store_->abandon(ticket); }) {
   if (options_.mode == WriteMode::behind && options_.flush_interval.count() > 0) {
     flusher_ = std::thread([this] { flusher_main(); });
@@ -102,7 +105,7 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
         read_bytes_ -= cost;
         done(l);
       },
-      timeout_lookup(options_.store_timeout));
+      timeout_lookup_);
   if (resets_pending_ > 0) {  // the barrier: read once the clear has completed
     parked_reads_.push_back(ParkedRead{std::string(key), std::move(answer)});
     return std::nullopt;
@@ -262,7 +265,7 @@ std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone
 // long flush or reset — is dropped, never applied after its 503.
 std::optional<StoreTier::Outcome> StoreTier::write(Kind kind, std::string_view key,
                                                    std::string_view value, WriteDone done) {
-  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
+  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome_);
   std::lock_guard lock(mu_);
   if (answer.answered()) return std::nullopt;
   if (options_.mode == WriteMode::through) {
@@ -279,6 +282,11 @@ StoreTier::Outcome StoreTier::timeout_outcome() const {
                  timeout_text(options_.store_timeout) + (options_.mode == WriteMode::through
                                                              ? "; the write may still take effect"
                                                              : "; the write was not applied")};
+}
+
+store::Status StoreTier::reset_timeout_status() const {
+  return store::Status{store::Code::io_error,
+                       timeout_text(options_.store_timeout) + "; the reset may still take effect"};
 }
 
 StoreTier::Outcome StoreTier::refusal(std::string why) {
@@ -305,28 +313,28 @@ std::optional<StoreTier::Outcome> StoreTier::admit_through_locked(std::size_t by
 std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, std::string_view key,
                                                                    std::string_view value,
                                                                    const Answer& done) {
-  ThroughWrite w{kind, std::string(key), nullptr, false, dirty_size(key, value) + kOpOverhead};
+  ThroughWrite w{kind, nullptr, false, dirty_size(key, value) + kOpOverhead};
   if (auto full = admit_through_locked(w.bytes)) {  // nothing counted in
     if (!done.settle()) return std::nullopt;
     return full;
   }
   // A key in the cache with no write of it pending is in the store too (the cache holds only
   // committed writes and fills), so the store need not look it up: ask only about the others.
-  KeyState& state = keys_[w.key];
+  auto it = keys_.find(key);
+  if (it == keys_.end()) it = keys_.emplace(std::string(key), KeyState{}).first;
+  w.entry = &*it;
+  KeyState& state = w.entry->second;
   const bool pending = state.writing > 0;
-  w.want_existed = pending || !cache_.get(w.key, [](std::string_view) {});
+  w.want_existed = pending || !cache_.get(key, [](std::string_view) {});
   ++state.writing;
   ++state.version;
   std::vector<store::Write> batch(1);
   batch[0].kind = kind;
-  batch[0].key = w.key;
-  if (kind == Kind::put) {
-    w.value = std::make_shared<const std::string>(value);
-    batch[0].value = *w.value;
-  }
+  batch[0].key = key;
+  if (kind == Kind::put) batch[0].value = value;
   batch[0].want_existed = w.want_existed;
   const store::WriteTicket ticket =
-      store_->write(std::move(batch), [this, w = std::move(w), done](store::WriteResult r) {
+      store_->write(std::move(batch), [this, w, done](store::WriteResult r) {
         Outcome o;
         {
           std::lock_guard lock(mu_);
@@ -334,8 +342,6 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, st
         }
         done(o);
       });
-  // Answered 503 at --store-timeout while still queued: dropped from the store's queue then, so
-  // what it holds is released at once (its callback above answers nobody: the deadline did).
   done.set_ticket(ticket);
   return std::nullopt;
 }
@@ -347,35 +353,38 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, st
 StoreTier::Outcome StoreTier::on_through_commit_locked(const ThroughWrite& w,
                                                        const store::WriteResult& r) {
   through_bytes_ -= w.bytes;
-  if (auto it = keys_.find(w.key); it != keys_.end()) {  // there since its submission
-    --it->second.writing;
-    ++it->second.version;
-  }
+  // The entry stays while this write counts in `writing`: released last.
   Outcome o = through_outcome_locked(w, r);
-  erase_if_clean_locked(w.key);
+  --w.entry->second.writing;
+  ++w.entry->second.version;
+  erase_if_clean_locked(w.entry->first);
   return o;
 }
 
 StoreTier::Outcome StoreTier::through_outcome_locked(const ThroughWrite& w,
                                                      const store::WriteResult& r) {
+  const std::string& key = w.entry->first;
   Outcome o;
   if (!r.status.ok()) {
     o.kind = Outcome::Kind::error;
     o.error = "store write failed: " + r.status.message;
     if (r.status.code != store::Code::abandoned) log_error_locked(o.error);
     if (!refused_unapplied(r.status.code)) {
-      mark_unknown_locked(w.key);
+      mark_unknown_locked(key);
       o.error += "; the outcome is unknown (the key is read from the store until it is written)";
     }
     return o;
   }
-  clear_unknown_locked(w.key);
+  clear_unknown_locked(key);
   const bool existed = !w.want_existed || (!r.existed.empty() && r.existed[0]);
   if (w.kind == Kind::put) {
-    if (!stored(cache_.set(w.key, *w.value))) cache_.del(w.key);  // never leave an older value
+    // Never leave an older value: without its value back (not the store's contract), or when
+    // the cache cannot take it, the key leaves the cache and is read through.
+    const bool set = r.batch.size() == 1 && stored(cache_.set(key, r.batch[0].value));
+    if (!set) cache_.del(key);
     o.kind = existed ? Outcome::Kind::replaced : Outcome::Kind::created;
   } else {
-    cache_.del(w.key);
+    cache_.del(key);
     o.kind = existed ? Outcome::Kind::deleted : Outcome::Kind::absent;
   }
   return o;
@@ -564,7 +573,7 @@ std::optional<StoreTier::Outcome> StoreTier::board_write(store::Write row, std::
 std::optional<StoreTier::Outcome> StoreTier::board_through_locked(store::Write row,
                                                                   std::size_t bytes,
                                                                   WriteDone done) {
-  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome());
+  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome_);
   std::vector<store::Write> batch;
   batch.push_back(std::move(row));
   store_->write(std::move(batch), [this, bytes, answer](store::WriteResult r) {
@@ -615,10 +624,7 @@ void StoreTier::board_behind_locked(const store::Write& row) {
 // --- reset --------------------------------------------------------------------------------------
 
 void StoreTier::reset(ResetDone done, std::function<void(bool)> settled) {
-  auto answer = deadline_.arm<store::Status>(
-      std::move(done),
-      store::Status{store::Code::io_error,
-                    timeout_text(options_.store_timeout) + "; the reset may still take effect"});
+  auto answer = deadline_.arm<store::Status>(std::move(done), reset_timeout_);
   std::lock_guard lock(mu_);
   ++resets_pending_;
   // Under mu_: every write submitted before this point is committed before the clear, and

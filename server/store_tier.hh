@@ -228,10 +228,11 @@ class StoreTier {
     LookupDone answer;
   };
   // A write-through op between its submission and its commit's callback.
+  // A write-through write in the store's hands. Its key is its keys_ entry's (kept there while
+  // writing > 0), its value the batch's (the store hands the batch back with the result).
   struct ThroughWrite {
     Kind kind;
-    std::string key;
-    std::shared_ptr<const std::string> value;  // put
+    std::pair<const std::string, KeyState>* entry;
     bool want_existed = false;
     std::size_t bytes = 0;  // counted in through_bytes_
   };
@@ -243,6 +244,7 @@ class StoreTier {
   static constexpr std::chrono::milliseconds kCloseGrace{5000};
 
   Outcome timeout_outcome() const;
+  store::Status reset_timeout_status() const;
   Outcome refusal(std::string why);
   std::optional<Lookup> read_locked(std::string_view key, const LookupDone& answer);
   void start_read_locked(const std::string& key, const LookupDone& answer);
@@ -312,6 +314,10 @@ class StoreTier {
   cache::Cache& cache_;
   std::unique_ptr<store::Store> store_;
   const TierOptions options_;
+  // What a request the deadline answers gets, built once (deadline_ keeps them by reference).
+  const Lookup timeout_lookup_;
+  const Outcome timeout_outcome_;
+  const store::Status reset_timeout_;
   StoreDeadline deadline_;  // --store-timeout
 
   mutable std::mutex mu_;

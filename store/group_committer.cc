@@ -96,7 +96,7 @@ void GroupCommitter::abandon(WriteTicket ticket) {
   }
   timer_.post([callback] {
     callback->on_write(
-        WriteResult{{Code::abandoned, "abandoned before its commit began: not applied"}, {}});
+        WriteResult{{Code::abandoned, "abandoned before its commit began: not applied"}, {}, {}});
   });
 }
 
@@ -130,7 +130,7 @@ void GroupCommitter::complete_closed(bool is_clear, Callback callback) {
     if (is_clear) {
       cb->on_clear(std::move(closed));
     } else {
-      cb->on_write(WriteResult{std::move(closed), {}});
+      cb->on_write(WriteResult{std::move(closed), {}, {}});
     }
   });
 }
@@ -265,7 +265,8 @@ void GroupCommitter::completer_main() {
         if (group.ops[i].is_clear) {
           cb.on_clear(std::move(group.results[i]));
         } else {
-          cb.on_write(WriteResult{std::move(group.results[i]), std::move(group.ops[i].existed)});
+          cb.on_write(WriteResult{std::move(group.results[i]), std::move(group.ops[i].existed),
+                                  std::move(group.ops[i].batch)});
         }
       }
     }

@@ -159,6 +159,10 @@ struct WriteResult {
   // existed[i]: op i's key had a value just before op i (only for ops with want_existed; false
   // otherwise). Same length as the batch when ok; empty on error.
   std::vector<bool> existed;
+  // The batch handed to write(), given back once the write is settled (ok or error), so that
+  // a caller can use what it wrote (e.g. put the values in its cache) without keeping a copy.
+  // Empty when the write never reached a commit: closed, abandoned.
+  std::vector<Write> batch;
 };
 
 using ReadDone = std::function<void(ReadResult)>;

@@ -52,7 +52,7 @@ class SimStore final : public store::Store {
     std::lock_guard lock(mu_);
     if (closed_) {  // as the real stores: closed, on a thread of the store's
       closers_.emplace_back([done = std::move(done)] {
-        done(store::WriteResult{{store::Code::closed, "closed"}, {}});
+        done(store::WriteResult{{store::Code::closed, "closed"}, {}, {}});
       });
       return 0;
     }
@@ -67,7 +67,7 @@ class SimStore final : public store::Store {
     for (auto it = commits_.begin(); it != commits_.end(); ++it) {
       if (it->clear || it->ticket != ticket) continue;
       closers_.emplace_back([done = std::move(it->write_done)] {
-        done(store::WriteResult{{store::Code::abandoned, "abandoned"}, {}});
+        done(store::WriteResult{{store::Code::abandoned, "abandoned"}, {}, {}});
       });
       commits_.erase(it);
       ++abandoned_;
@@ -226,7 +226,11 @@ class SimStore final : public store::Store {
     if (op.clear) {
       op.clear_done(std::move(s));
     } else {
-      op.write_done(store::WriteResult{std::move(s), std::move(existed)});
+      // As the real stores: the batch comes back with a settled commit, not when closed.
+      const bool settled = s.code != store::Code::closed;
+      op.write_done(
+          store::WriteResult{std::move(s), std::move(existed),
+                             settled ? std::move(op.batch) : std::vector<store::Write>{}});
     }
   }
 

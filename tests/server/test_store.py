@@ -250,8 +250,11 @@ def test_connection_close_after_pending_response(with_store):
         assert rd.at_eof()
 
 
-def test_concurrent_writers_group_commit(with_store):
-    srv = with_store("-t", "2")
+# Both ways an answer the store finished reaches its connection: the worker's completion inbox
+# (per-thread, one post per group) and one post per answer to the connection's strand (shared).
+@pytest.mark.parametrize("io_model", ["per-thread", "shared"])
+def test_concurrent_writers_group_commit(with_store, io_model):
+    srv = with_store("-t", "2", "--io-model", io_model)
     n_threads, per_thread = 16, 40
     errors = []
 

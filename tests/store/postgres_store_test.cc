@@ -340,6 +340,11 @@ TEST_F(PostgresStoreTest, PutGetDeleteAndExisted) {
   auto r = write_sync(*s, {put("a", "1")});
   ASSERT_TRUE(r.status.ok()) << r.status.message;
   EXPECT_EQ(r.existed, std::vector<bool>{false});
+  // The batch comes back with its result (store.hh, WriteResult::batch): the tier caches the
+  // value from it instead of keeping a copy.
+  ASSERT_EQ(r.batch.size(), 1u);
+  EXPECT_EQ(r.batch[0].key, "a");
+  EXPECT_EQ(r.batch[0].value, "1");
   EXPECT_EQ(value_of(*s, "a"), "1");
 
   r = write_sync(*s, {put("a", "2")});

@@ -1,0 +1,54 @@
+// completion_inbox.hh — the answers that store threads finish for one worker thread's
+// connections, handed to that thread in batches (per-thread I/O model).
+//
+// A write-through group commit finishes dozens of requests at once on the store's completer
+// thread. Posting each to its connection's executor costs an Asio operation (allocated on a
+// thread Asio does not recycle for), the scheduler's lock and a std::function per response.
+// The inbox instead appends {connection, slot} to a vector under its own lock and posts one
+// drain when the vector goes from empty to not: a group's answers for this thread cross in one
+// post, and the vectors keep their capacity (no allocation per answer in steady state).
+// Thread safety: push() and close() from any thread; the drain runs on the inbox's thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "server/response_queue.hh"
+
+namespace server {
+
+class CompletionInbox : public std::enable_shared_from_this<CompletionInbox> {
+ public:
+  explicit CompletionInbox(boost::asio::io_context::executor_type executor) : executor_(executor) {}
+  CompletionInbox(const CompletionInbox&) = delete;
+  CompletionInbox& operator=(const CompletionInbox&) = delete;
+
+  // Hands `slot` to `sink` on the inbox's thread (dropped if the sink is gone by then, or the
+  // inbox closed).
+  void push(std::weak_ptr<SlotSink> sink, std::shared_ptr<detail::Slot> slot);
+  // Before the io_context goes: later pushes are dropped (no post into a dead context).
+  void close();
+
+  // The inbox of the calling worker thread (nullptr on other threads, and in the shared model,
+  // where a connection's handlers run on its strand, not on one thread).
+  static CompletionInbox* current();
+  static void set_current(CompletionInbox* inbox);
+
+ private:
+  struct Delivery {
+    std::weak_ptr<SlotSink> sink;
+    std::shared_ptr<detail::Slot> slot;
+  };
+  void drain();
+
+  boost::asio::io_context::executor_type executor_;
+  std::mutex mu_;
+  std::vector<Delivery> pending_;  // guarded by mu_
+  bool posted_ = false;            // guarded by mu_: a drain is on its way
+  bool closed_ = false;            // guarded by mu_
+  std::vector<Delivery> running_;  // the drain's, on the thread: keeps its capacity
+};
+
+}  // namespace server
