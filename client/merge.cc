@@ -161,6 +161,8 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
   p.hit_rate = rd.number_or_nan(o, "hit_rate", dot);
   p.server_cpu_pct = rd.number_or_nan(o, "server_cpu_pct", dot);
   p.client_cpu_pct = rd.number_or_nan(o, "client_cpu_pct", dot);
+  p.client_cpu_us_per_response = rd.number_or_nan(o, "client_cpu_us_per_response", dot);
+  p.verified = rd.u64_or(o, "verified", dot, 0);  // absent in runs older than --verify
   p.gets = rd.u64(o, "gets", dot);
   p.get_hits = rd.u64(o, "get_hits", dot);
   p.sets = rd.u64(o, "sets", dot);
@@ -168,14 +170,14 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
   p.errors_by_code = rd.codes(o, dot);
   p.above_range = rd.u64_or(o, "latency_above_range", dot, 0);
   p.open_loop = rd.boolean(o, "open_loop", dot);
+  p.valid = rd.boolean(o, "valid", dot, true);  // absent in runs older than the field
+  if (const json::value* r = o.if_contains("invalid_reason"); r != nullptr && r->is_string())
+    p.invalid_reason = r->get_string().c_str();
   if (p.open_loop) {
     p.target_rps = rd.number(o, "target_rps", dot);
     p.rate_sustained = rd.boolean(o, "rate_sustained", dot, true);
     p.send_lag_p99_us = rd.number_or_nan(o, "send_lag_p99_us", dot);
     p.unsent = rd.u64_or(o, "unsent_planned", dot, 0);
-    p.valid = rd.boolean(o, "valid", dot, true);  // absent in runs older than the field
-    if (const json::value* r = o.if_contains("invalid_reason"); r != nullptr && r->is_string())
-      p.invalid_reason = r->get_string().c_str();
     if (const json::value* u = o.if_contains("uncorrected"); u != nullptr && u->is_object())
       p.uncorrected = read_summary(rd, u->get_object(), dot + "uncorrected.");
   }
@@ -386,6 +388,7 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   out.rate_sustained = true;
   auto hist = std::make_unique<Histogram>();  // 34 KiB: not on the stack
   std::map<std::uint32_t, SeriesPoint> series;
+  double client_cpu_us = 0;
   for (const LoadedRun& run : runs) {
     const PointResult& p = run.result.points[i];
     hist->merge(p.histogram);
@@ -400,14 +403,17 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
     add_codes(out.errors_by_code, p.errors_by_code);
     out.server_cpu_pct = max_finite(out.server_cpu_pct, p.server_cpu_pct);
     out.client_cpu_pct += p.client_cpu_pct;  // a NaN (not sampled) anywhere stays NaN
+    out.verified += p.verified;
+    // The machines' CPU time summed (a NaN anywhere stays NaN), per request of the merged point.
+    client_cpu_us += p.client_cpu_us_per_response * static_cast<double>(p.requests);
     if (p.open_loop) {
       out.target_rps += p.target_rps;
       out.rate_sustained = out.rate_sustained && p.rate_sustained;
       out.unsent += p.unsent;
-      if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
-        out.valid = false;
-        out.invalid_reason = run.file + ": " + p.invalid_reason;
-      }
+    }
+    if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
+      out.valid = false;
+      out.invalid_reason = run.file + ": " + p.invalid_reason;
     }
     for (const SeriesPoint& s : p.series) {
       SeriesPoint& m = series[s.second];
@@ -430,6 +436,8 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   out.above_range = hist->above_range();
   out.hit_rate =
       out.gets > 0 ? static_cast<double>(out.get_hits) / static_cast<double>(out.gets) : kNaN;
+  out.client_cpu_us_per_response =
+      out.requests > 0 ? client_cpu_us / static_cast<double>(out.requests) : kNaN;
   if (out.open_loop) {
     // Only the corrected histogram is in the JSON: these cannot be merged exactly.
     out.uncorrected = unknown_summary();

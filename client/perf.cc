@@ -120,11 +120,19 @@ std::uint64_t requests_of_thread(std::uint64_t requests_total, std::uint64_t nre
   return requests_total / nthreads + (thread < requests_total % nthreads ? 1 : 0);
 }
 
-// The validity of an open-loop point (docs/client.md, "Validity of a point"): invalid when the
-// achieved rate misses the planned one by more than 1%, or when the client's schedule slipped:
-// more than 1% of the planned sends were never issued, or the send lag's p99 (actual - planned
-// send time) exceeds max(1 ms, 10% of the window).
+// The validity of a point (docs/client.md, "Validity of a point"): invalid when an answer was
+// wrong (a "mismatch": a body that failed its check, or a board read answered 404 after the
+// preload), in either loop. An open-loop point is also invalid when the achieved rate misses the
+// planned one by more than 1%, or when the client's schedule slipped: more than 1% of the planned
+// sends were never issued, or the send lag's p99 (actual - planned send time) exceeds
+// max(1 ms, 10% of the window).
 void mark_point_validity(PointResult& p) {
+  if (const auto wrong = p.errors_by_code.find("mismatch");
+      wrong != p.errors_by_code.end() && wrong->second > 0) {
+    p.valid = false;
+    p.invalid_reason = std::to_string(wrong->second) + " wrong answer(s) (mismatch)";
+    return;
+  }
   if (!p.open_loop) return;
   const double planned = static_cast<double>(p.requests + p.errors + p.unsent);
   const double lag_limit_us = std::max(kMaxSendLagUs, kMaxSendLagWindowShare * p.duration_s * 1e6);
@@ -220,6 +228,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
     result.get_hits += s.get_hits;
     result.sets += s.sets;
     result.deletes += s.deletes;
+    result.verified += s.verified;
     add_codes(result.errors_by_code, s);
     if (s.last_completion > window_end) window_end = s.last_completion;
     if (s.fatal && !result.aborted) {
@@ -233,6 +242,7 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
     if (result.abort_reason.empty()) result.abort_reason = "no worker reached the measured phase";
     result.hit_rate = std::numeric_limits<double>::quiet_NaN();
     result.server_cpu_pct = result.client_cpu_pct = std::numeric_limits<double>::quiet_NaN();
+    result.client_cpu_us_per_response = std::numeric_limits<double>::quiet_NaN();
     return result;
   }
   result.duration_s = std::chrono::duration<double>(window_end - gate.t0()).count();
@@ -253,12 +263,16 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
     result.server_cpu_pct = i == 0 ? server_cpu[i] : result.server_cpu_pct + server_cpu[i];
   }
   result.client_cpu_pct = cpu_percent(gate.client_cpu_start(), client_cpu_end, cpu_window);
+  result.client_cpu_us_per_response =
+      gate.client_cpu_start() && result.requests > 0
+          ? (client_cpu_end - *gate.client_cpu_start()) * 1e6 / static_cast<double>(result.requests)
+          : std::numeric_limits<double>::quiet_NaN();
   if (result.open_loop) {
     result.uncorrected = summarize(*uncorrected);
     result.send_lag_p99_us = static_cast<double>(lag->percentile_ns(99)) / kNsPerUs;
     result.rate_sustained = result.throughput_rps >= kRateSustainedShare * rate_rps;
-    mark_point_validity(result);
   }
+  mark_point_validity(result);
   result.series = merge_series(workers, result.duration_s);
   if (routing_ != nullptr) {
     // Per node: the workers' node stats merged; percentiles from the merged node histogram.
