@@ -377,6 +377,66 @@ LatencySummary unknown_summary() {
   return LatencySummary{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
 }
 
+// Adds one run's point p (from `file`) to the merged counts, flags and series of out.
+void add_point(PointResult& out, const PointResult& p, const std::string& file,
+               std::map<std::uint32_t, SeriesPoint>& series) {
+  out.requests += p.requests;
+  out.errors += p.errors;
+  out.duration_s = std::max(out.duration_s, p.duration_s);
+  out.throughput_rps += p.throughput_rps;  // the machines ran at the same time
+  out.gets += p.gets;
+  out.get_hits += p.get_hits;
+  out.sets += p.sets;
+  out.deletes += p.deletes;
+  add_codes(out.errors_by_code, p.errors_by_code);
+  out.server_cpu_pct = max_finite(out.server_cpu_pct, p.server_cpu_pct);
+  out.client_cpu_pct += p.client_cpu_pct;  // a NaN (not sampled) anywhere stays NaN
+  out.verified += p.verified;
+  if (p.open_loop) {
+    out.target_rps += p.target_rps;
+    out.rate_sustained = out.rate_sustained && p.rate_sustained;
+    out.unsent += p.unsent;
+  }
+  if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
+    out.valid = false;
+    out.invalid_reason = file + ": " + p.invalid_reason;
+  }
+  for (const SeriesPoint& s : p.series) {
+    SeriesPoint& m = series[s.second];
+    m.second = s.second;
+    m.requests += s.requests;
+    m.throughput_rps += s.throughput_rps;
+    m.timed_out += s.timed_out;
+    m.unsent += s.unsent;
+    m.p99_us = kNaN;  // percentiles of the second were not kept: never averaged
+  }
+  if (p.aborted && !out.aborted) {
+    out.aborted = true;
+    out.abort_reason = file + ": " + p.abort_reason;
+  }
+}
+
+// Node n of point i, merged over the runs (hist: scratch).
+NodeResult merge_node(const std::vector<LoadedRun>& runs, std::size_t i, std::size_t n,
+                      Histogram& hist) {
+  NodeResult node;
+  node.target = runs.front().result.points[i].nodes[n].target;
+  node.server_cpu_pct = kNaN;
+  hist.reset();
+  for (const LoadedRun& run : runs) {
+    const NodeResult& in = run.result.points[i].nodes[n];
+    hist.merge(in.histogram);
+    node.requests += in.requests;
+    node.errors += in.errors;
+    node.throughput_rps += in.throughput_rps;
+    add_codes(node.errors_by_code, in.errors_by_code);
+    node.server_cpu_pct = max_finite(node.server_cpu_pct, in.server_cpu_pct);
+  }
+  node.latency = summarize(hist);
+  node.histogram = hist.snapshot();
+  return node;
+}
+
 PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   const PointResult& first = runs.front().result.points[i];
   PointResult out;
@@ -392,42 +452,9 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   for (const LoadedRun& run : runs) {
     const PointResult& p = run.result.points[i];
     hist->merge(p.histogram);
-    out.requests += p.requests;
-    out.errors += p.errors;
-    out.duration_s = std::max(out.duration_s, p.duration_s);
-    out.throughput_rps += p.throughput_rps;  // the machines ran at the same time
-    out.gets += p.gets;
-    out.get_hits += p.get_hits;
-    out.sets += p.sets;
-    out.deletes += p.deletes;
-    add_codes(out.errors_by_code, p.errors_by_code);
-    out.server_cpu_pct = max_finite(out.server_cpu_pct, p.server_cpu_pct);
-    out.client_cpu_pct += p.client_cpu_pct;  // a NaN (not sampled) anywhere stays NaN
-    out.verified += p.verified;
+    add_point(out, p, run.file, series);
     // The machines' CPU time summed (a NaN anywhere stays NaN), per request of the merged point.
     client_cpu_us += p.client_cpu_us_per_response * static_cast<double>(p.requests);
-    if (p.open_loop) {
-      out.target_rps += p.target_rps;
-      out.rate_sustained = out.rate_sustained && p.rate_sustained;
-      out.unsent += p.unsent;
-    }
-    if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
-      out.valid = false;
-      out.invalid_reason = run.file + ": " + p.invalid_reason;
-    }
-    for (const SeriesPoint& s : p.series) {
-      SeriesPoint& m = series[s.second];
-      m.second = s.second;
-      m.requests += s.requests;
-      m.throughput_rps += s.throughput_rps;
-      m.timed_out += s.timed_out;
-      m.unsent += s.unsent;
-      m.p99_us = kNaN;  // percentiles of the second were not kept: never averaged
-    }
-    if (p.aborted && !out.aborted) {
-      out.aborted = true;
-      out.abort_reason = run.file + ": " + p.abort_reason;
-    }
   }
   // The same code path as a run's point (perf.cc): summary, snapshot and above-range count of the
   // one histogram.
@@ -444,24 +471,8 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
     out.send_lag_p99_us = kNaN;
   }
   for (auto& [second, s] : series) out.series.push_back(s);
-  for (std::size_t n = 0; n < first.nodes.size(); ++n) {
-    NodeResult node;
-    node.target = first.nodes[n].target;
-    node.server_cpu_pct = kNaN;
-    hist->reset();
-    for (const LoadedRun& run : runs) {
-      const NodeResult& in = run.result.points[i].nodes[n];
-      hist->merge(in.histogram);
-      node.requests += in.requests;
-      node.errors += in.errors;
-      node.throughput_rps += in.throughput_rps;
-      add_codes(node.errors_by_code, in.errors_by_code);
-      node.server_cpu_pct = max_finite(node.server_cpu_pct, in.server_cpu_pct);
-    }
-    node.latency = summarize(*hist);
-    node.histogram = hist->snapshot();
-    out.nodes.push_back(std::move(node));
-  }
+  for (std::size_t n = 0; n < first.nodes.size(); ++n)
+    out.nodes.push_back(merge_node(runs, i, n, *hist));
   return out;
 }
 

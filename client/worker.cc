@@ -584,21 +584,24 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
       if (!expected) ++node.unexpected_status[status_slot];
     }
   }
-  if (response.close) {
-    // The server answers nothing after this response: the requests behind it are lost.
-    if (measured) {
-      stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
-      if (routing_ != nullptr)
-        stats_.nodes[link.node].io_errors[static_cast<std::size_t>(IoResult::kClosed)] +=
-            link.pending.size();
-    }
-    link.pending.clear();
-    std::string err;
-    if (!reopen(link, err)) {
-      stats_.fatal = true;
-      stats_.fatal_message = "server closed the connection; reconnect failed: " + err;
-      return false;
-    }
+  return !response.close || closed_by_server(link, measured);
+}
+
+// The server answers nothing after a "Connection: close" response: the requests behind it are
+// lost, and the connection is opened again.
+bool Worker::closed_by_server(Link& link, bool measured) {
+  if (measured) {
+    stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
+    if (routing_ != nullptr)
+      stats_.nodes[link.node].io_errors[static_cast<std::size_t>(IoResult::kClosed)] +=
+          link.pending.size();
+  }
+  link.pending.clear();
+  std::string err;
+  if (!reopen(link, err)) {
+    stats_.fatal = true;
+    stats_.fatal_message = "server closed the connection; reconnect failed: " + err;
+    return false;
   }
   return true;
 }

@@ -195,6 +195,9 @@ class Worker {
   void check_value(Link& link, const Op& op, const Response& response);
   // Counts the answer to a board op; returns whether its status was an expected one.
   bool finish_board(Link& link, const Op& op, const Response& response);
+  // The answer just finished said "Connection: close": the rest are lost, the link re-opened.
+  // False on a fatal error.
+  bool closed_by_server(Link& link, bool measured);
   // The link's connection is opened again (after a failure or the server's close).
   bool reopen(Link& link, std::string& err);
   // The connection failed: its outstanding requests are lost (the last `unsent` of them never
