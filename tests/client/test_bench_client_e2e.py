@@ -188,6 +188,22 @@ def test_value_corruption_is_counted_as_errors(tmp_path):
         srv.stop()
 
 
+def test_a_short_value_is_caught_on_every_answer_even_unchecked(tmp_path):
+    """Every 5th GET hit comes back one byte short (well framed): the answers not checked in full
+    are still checked in length, so with --verify off every short one is a mismatch."""
+    srv = fake_server("--short", "5")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys", "300",
+                      "--workload", "uniform", "--verify", "off", "--json", out)
+        assert r.returncode == 6, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["verified"] == 0
+        assert point["errors_by_code"] == {"mismatch": point["get_hits"] // 5}, point
+    finally:
+        srv.stop()
+
+
 def test_server_without_stats_and_fixed_get(tmp_path):
     srv = fake_server("--no-stats")
     try:
