@@ -31,7 +31,7 @@ void fill_stream(std::uint64_t seed, char* out, std::size_t n) {
   }
 }
 
-// Whole words are compared as integers (a memcmp call per 8 bytes cost ~80 us per 100 KiB value,
+// Whole words are compared as integers (a memcmp call per 8 bytes cost ~100 us per 100 KiB value,
 // the whole client's time on large GETs); the tail, if any, bytewise.
 bool stream_equals(std::uint64_t seed, const char* data, std::size_t n) {
   std::uint64_t counter = 0;
