@@ -338,6 +338,7 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     want_ = std::exchange(other.want_, 0);
     skip_left_ = std::exchange(other.skip_left_, 0);
     skipped_ = other.skipped_;
+    kernel_discard_ = other.kernel_discard_;
     scratch_ = std::move(other.scratch_);
   }
   return *this;
@@ -412,6 +413,7 @@ bool Connection::connect(const Endpoint& ep, std::chrono::milliseconds timeout, 
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   fd_ = fd;
+  kernel_discard_ = ep.addr.ss_family == AF_INET || ep.addr.ss_family == AF_INET6;
   if (in_.size() < kInitialBuffer) in_.resize(kInitialBuffer);
   begin_ = end_ = pending_consume_ = want_ = 0;
   skip_left_ = 0;
@@ -538,8 +540,12 @@ IoResult Connection::discard(ReadMode mode) {
     if (mode == ReadMode::kBufferedOnly) return IoResult::kNeedMore;
     const bool blocking = mode == ReadMode::kBlocking;
     // TCP with MSG_TRUNC: up to len bytes are dropped from the socket, none copied (no buffer).
-    const ssize_t n = ::recv(fd_, nullptr, std::min(skip_left_, kMaxDiscard),
-                             MSG_TRUNC | (blocking ? MSG_WAITALL : MSG_DONTWAIT));
+    // Otherwise they are read into the buffer, empty here (what it held was consumed above).
+    const int wait = blocking ? MSG_WAITALL : MSG_DONTWAIT;
+    const ssize_t n =
+        kernel_discard_
+            ? ::recv(fd_, nullptr, std::min(skip_left_, kMaxDiscard), MSG_TRUNC | wait)
+            : ::recv(fd_, in_.data(), std::min<std::uint64_t>(skip_left_, in_.size()), wait);
     if (n > 0) {
       skip_left_ -= std::min<std::uint64_t>(static_cast<std::uint64_t>(n), skip_left_);
       continue;

@@ -120,7 +120,9 @@ class Connection {
   // Frames the response at begin_: kComplete fills out (and, for a body being discarded past the
   // buffer, sets skip_left_), kNeedMore asks for more bytes.
   ParseResult frame(bool head, BodyUse use, Response& out);
-  // Discards skip_left_ bytes of a body from the socket (MSG_TRUNC); kOk once all are gone.
+  // Discards skip_left_ bytes of a body from the socket (TCP: MSG_TRUNC, in the kernel; other
+  // sockets, e.g. a Unix-domain one, which do not support it: read into the empty buffer and
+  // dropped); kOk once all are gone.
   IoResult discard(ReadMode mode);
   // One recv into the buffer (at most kReadChunk bytes unless a kept body needs more).
   IoResult fill(ReadMode mode);
@@ -139,6 +141,7 @@ class Connection {
   // (as skipped_) once they are gone.
   std::uint64_t skip_left_ = 0;
   Response skipped_;
+  bool kernel_discard_ = true;  // the socket is TCP: recv(MSG_TRUNC) drops bytes uncopied
   std::string scratch_;
 };
 
