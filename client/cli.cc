@@ -221,6 +221,16 @@ Workload
                                 (board reads then count a 404 as a miss, not an error)
       --no-reset                do not POST /reset before the preload (keep other data)
 
+Answer checking
+      --verify all|N|off        which answers are checked in full (a GET's bytes against the
+                                value it must return; a board answer parsed, its count, ranks,
+                                order and names checked): the first answer of every connection,
+                                then one in N (default 64; N 1..1000000000); all = every answer;
+                                off = none in full. Every answer's status and framing (and a
+                                GET's length) is checked whatever the setting. A wrong answer
+                                (mismatch) makes its point invalid and the exit status 6.
+                                JSON: each point's "verified" is the number checked in full
+
 Output
       --json FILE               write {"meta": {...}, "points": [...]} to FILE
       --csv FILE                write one CSV row per point to FILE
@@ -241,7 +251,8 @@ bench_client place --targets LIST < keys prints the node of each key, as nginx p
 Exit status: 0 success (also when responses had errors, e.g. parse errors: see the errors
 column); 1 bad flags; 2 server unreachable; 3 run aborted (a point failed, e.g. the server died or
 a ppoll/socket call of the client failed) or interrupted (Ctrl-C/SIGTERM), the finished points
-saved; 4 output file could not be written.
+saved; 4 output file could not be written; 6 a wrong answer (mismatch): a point is invalid, all
+points saved.
 )";
 }
 
@@ -546,6 +557,12 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
                                     cfg.slo.precision = *f;
                                     return true;
                                   });
+  flags.add("--verify", "all, off or a count", "all, off or a count N 1..1000000000",
+            [&](const std::string& v) {
+              const auto policy = VerifyPolicy::parse(v);
+              if (policy) cfg.verify = *policy;
+              return policy.has_value();
+            });
   flags.add("--pin-cpus", "a CPU list", "a comma-separated CPU list like 0,1",
             [&](const std::string& v) {
               auto list = parse_list<int>(v, ',');

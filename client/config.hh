@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "verify_sampler.hh"
+
 namespace bench {
 
 enum class WorkloadKind {
@@ -73,10 +75,10 @@ struct WorkloadConfig {
 // percentile P meets BOUND (slo_search.hh). Empty text = no search.
 struct SloConfig {
   static constexpr double kDefaultPrecision = 0.02;  // stop when hi/lo - 1 is below this
-  std::string text;                   // as given, e.g. "p99=1ms"
-  double percentile = 0.0;            // 99 for p99, 99.9 for p99.9
-  std::chrono::nanoseconds bound{0};  // the latency the percentile must not exceed
-  double max_rate_rps = 0.0;          // --slo-max-rate: upper end of the search; 0 = measured
+  std::string text;                                  // as given, e.g. "p99=1ms"
+  double percentile = 0.0;                           // 99 for p99, 99.9 for p99.9
+  std::chrono::nanoseconds bound{0};                 // the latency the percentile must not exceed
+  double max_rate_rps = 0.0;             // --slo-max-rate: upper end of the search; 0 = measured
   double precision = kDefaultPrecision;  // --slo-precision
 };
 
@@ -86,7 +88,7 @@ struct Config {
   static constexpr unsigned kMaxThreadsLimit = 1024;
   static constexpr unsigned kMaxConnectionsPerThread = 4096;
   static constexpr unsigned kMaxPipeline = 1024;
-  static constexpr std::uint64_t kMaxRequestsTotal = 1'000'000'000'000;  // --requests-total  // requests outstanding per connection
+  static constexpr std::uint64_t kMaxRequestsTotal = 1'000'000'000'000;  // --requests-total
   static constexpr std::uint64_t kDefaultRequestsPerThread = 50'000;
   static constexpr std::uint64_t kDefaultWarmupRequests = 1'000;
   static constexpr std::chrono::milliseconds kDefaultTimeout{5'000};
@@ -131,6 +133,7 @@ struct Config {
   std::string csv_path;
   std::string record_trace_path;  // --record-trace: every request's key (trace_record.hh)
   bool quiet = false;
+  VerifyPolicy verify;  // --verify all|N|off: which answers are checked in full
   SloConfig slo;
   WorkloadConfig workload;
 };

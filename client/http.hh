@@ -2,8 +2,9 @@
 // parsing responses out of a reused receive buffer. The parser is minimal (status line,
 // Content-Length, chunked bodies, Connection tokens, 1xx interims skipped) but strict wherever a
 // lenient reading of a hostile server could misframe the stream (see parse_response), and
-// allocation-free on the common path: a response body is a view into the receive buffer, valid
-// until the next read on the connection.
+// allocation-free on the common path: a response body the caller keeps is a view into the receive
+// buffer, valid until the next read on the connection; a body the caller does not want is counted
+// and discarded in the kernel (recv with MSG_TRUNC), never copied into the client.
 // Every socket has send/receive timeouts, so a dead or stopped server cannot hang a thread.
 #pragma once
 
@@ -31,8 +32,17 @@ bool resolve(const std::string& host, std::uint16_t port, Endpoint& out, std::st
 
 struct Response {
   int status = 0;
-  std::string_view body;
-  bool close = false;  // the server asked to close the connection
+  std::string_view body;         // empty when the body was discarded (BodyUse)
+  std::uint64_t body_bytes = 0;  // the body's framed length, kept or discarded
+  bool close = false;            // the server asked to close the connection
+};
+
+// What a read does with a response body. Discarded bodies are counted (Response::body_bytes) and
+// dropped unread: a Content-Length body past the receive buffer is discarded by the kernel.
+enum class BodyUse {
+  kKeep,      // every body is kept (Response::body)
+  kKeepIfOk,  // a 200's body is kept, any other discarded
+  kDiscard,   // no body is kept
 };
 
 enum class ParseResult { kComplete, kNeedMore, kBad };
@@ -48,6 +58,18 @@ enum class ParseResult { kComplete, kNeedMore, kBad };
 // Never reads past data; kNeedMore only while the bounds can still be met.
 ParseResult parse_response(std::string_view data, bool head, Response& out, std::size_t& consumed,
                            std::string& scratch);
+
+// The framing parse_response found in a response head: what follows the head.
+struct ResponseHead {
+  int status = 0;
+  bool close = false;
+  enum class Framing { kNone, kLength, kChunked } framing = Framing::kNone;
+  std::uint64_t length = 0;  // Framing::kLength: the body's bytes
+};
+// The head alone (1xx interims skipped): on kComplete, head_bytes is the length of everything
+// before the final response's body. Same rules and bounds as parse_response.
+ParseResult parse_response_head(std::string_view data, bool head, ResponseHead& out,
+                                std::size_t& head_bytes);
 
 enum class IoResult { kOk, kNeedMore, kClosed, kTimeout, kError, kBadResponse };
 // The error kind of a result as reported in errors_by_code: "closed", "timeout", "io_error",
@@ -86,17 +108,27 @@ class Connection {
   // returned without a system call). blocking=false reads without waiting, as long as data is
   // there, and returns kNeedMore once the socket has nothing more and the response is still
   // incomplete.
-  IoResult read_response(bool blocking, bool head, Response& out);
+  IoResult read_response(bool blocking, bool head, Response& out, BodyUse use = BodyUse::kKeep);
   // The next complete response already in the receive buffer, without any system call; kNeedMore
-  // when the buffer holds none (pipelining: the responses that arrived with the last read).
-  IoResult buffered_response(bool head, Response& out);
+  // when the buffer holds none (pipelining: the responses that arrived with the last read). A
+  // response whose discarded body is still partly in the socket is finished by read_response.
+  IoResult buffered_response(bool head, Response& out, BodyUse use = BodyUse::kKeep);
 
  private:
   enum class ReadMode { kBlocking, kNonBlocking, kBufferedOnly };
-  IoResult next_response(ReadMode mode, bool head, Response& out);
+  IoResult next_response(ReadMode mode, bool head, BodyUse use, Response& out);
+  // Frames the response at begin_: kComplete fills out (and, for a body being discarded past the
+  // buffer, sets skip_left_), kNeedMore asks for more bytes.
+  ParseResult frame(bool head, BodyUse use, Response& out);
+  // Discards skip_left_ bytes of a body from the socket (TCP: MSG_TRUNC, in the kernel; other
+  // sockets, e.g. a Unix-domain one, which do not support it: read into the empty buffer and
+  // dropped); kOk once all are gone.
+  IoResult discard(ReadMode mode);
+  // One recv into the buffer (at most kReadChunk bytes unless a kept body needs more).
+  IoResult fill(ReadMode mode);
   IoResult error_result(int err, bool writing);
   void drop_consumed();
-  void make_room();
+  void make_room(std::size_t need);
 
   int fd_ = -1;
   int last_errno_ = 0;
@@ -104,6 +136,12 @@ class Connection {
   std::size_t begin_ = 0;            // first unconsumed byte
   std::size_t end_ = 0;              // one past the last received byte
   std::size_t pending_consume_ = 0;  // length of the response last returned, dropped on next read
+  std::size_t want_ = 0;  // bytes from begin_ the response being framed needs (0: unknown)
+  // A response whose discarded body still has skip_left_ bytes in the socket: it is returned
+  // (as skipped_) once they are gone.
+  std::uint64_t skip_left_ = 0;
+  Response skipped_;
+  bool kernel_discard_ = true;  // the socket is TCP: recv(MSG_TRUNC) drops bytes uncopied
   std::string scratch_;
 };
 

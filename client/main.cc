@@ -20,6 +20,16 @@ constexpr int kExitUnreachable = 2;
 constexpr int kExitAborted = 3;
 constexpr int kExitOutput = 4;
 constexpr int kExitNotMergeable = 5;  // bench_client merge: the inputs cannot be merged
+constexpr int kExitWrongAnswer = 6;   // a point had a wrong answer (mismatch): it is invalid
+
+// Whether any point of the run saw a wrong answer (docs/client.md, "Validity of a point").
+bool any_wrong_answer(const bench::SweepResult& r) {
+  for (const auto& p : r.points) {
+    const auto it = p.errors_by_code.find("mismatch");
+    if (it != p.errors_by_code.end() && it->second > 0) return true;
+  }
+  return false;
+}
 
 // `bench_client merge A.json B.json ...`: read the runs, merge them, print the table, write
 // --json/--csv (merge.hh).
@@ -149,6 +159,9 @@ int main(int argc, char** argv) {
               << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " (partial results saved)")
               << "\n";
     code = kExitAborted;
+  } else if (any_wrong_answer(result)) {
+    std::cerr << "bench_client: wrong answers (mismatch): the point(s) are invalid\n";
+    code = kExitWrongAnswer;
   }
   if (!cfg.json_path.empty() && !bench::write_json(result, cfg.json_path, error)) {
     std::cerr << "bench_client: " << error << "\n";

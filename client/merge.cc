@@ -161,6 +161,8 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
   p.hit_rate = rd.number_or_nan(o, "hit_rate", dot);
   p.server_cpu_pct = rd.number_or_nan(o, "server_cpu_pct", dot);
   p.client_cpu_pct = rd.number_or_nan(o, "client_cpu_pct", dot);
+  p.client_cpu_us_per_response = rd.number_or_nan(o, "client_cpu_us_per_response", dot);
+  p.verified = rd.u64_or(o, "verified", dot, 0);  // absent in runs older than --verify
   p.gets = rd.u64(o, "gets", dot);
   p.get_hits = rd.u64(o, "get_hits", dot);
   p.sets = rd.u64(o, "sets", dot);
@@ -168,14 +170,14 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
   p.errors_by_code = rd.codes(o, dot);
   p.above_range = rd.u64_or(o, "latency_above_range", dot, 0);
   p.open_loop = rd.boolean(o, "open_loop", dot);
+  p.valid = rd.boolean(o, "valid", dot, true);  // absent in runs older than the field
+  if (const json::value* r = o.if_contains("invalid_reason"); r != nullptr && r->is_string())
+    p.invalid_reason = r->get_string().c_str();
   if (p.open_loop) {
     p.target_rps = rd.number(o, "target_rps", dot);
     p.rate_sustained = rd.boolean(o, "rate_sustained", dot, true);
     p.send_lag_p99_us = rd.number_or_nan(o, "send_lag_p99_us", dot);
     p.unsent = rd.u64_or(o, "unsent_planned", dot, 0);
-    p.valid = rd.boolean(o, "valid", dot, true);  // absent in runs older than the field
-    if (const json::value* r = o.if_contains("invalid_reason"); r != nullptr && r->is_string())
-      p.invalid_reason = r->get_string().c_str();
     if (const json::value* u = o.if_contains("uncorrected"); u != nullptr && u->is_object())
       p.uncorrected = read_summary(rd, u->get_object(), dot + "uncorrected.");
   }
@@ -375,6 +377,66 @@ LatencySummary unknown_summary() {
   return LatencySummary{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
 }
 
+// Adds one run's point p (from `file`) to the merged counts, flags and series of out.
+void add_point(PointResult& out, const PointResult& p, const std::string& file,
+               std::map<std::uint32_t, SeriesPoint>& series) {
+  out.requests += p.requests;
+  out.errors += p.errors;
+  out.duration_s = std::max(out.duration_s, p.duration_s);
+  out.throughput_rps += p.throughput_rps;  // the machines ran at the same time
+  out.gets += p.gets;
+  out.get_hits += p.get_hits;
+  out.sets += p.sets;
+  out.deletes += p.deletes;
+  add_codes(out.errors_by_code, p.errors_by_code);
+  out.server_cpu_pct = max_finite(out.server_cpu_pct, p.server_cpu_pct);
+  out.client_cpu_pct += p.client_cpu_pct;  // a NaN (not sampled) anywhere stays NaN
+  out.verified += p.verified;
+  if (p.open_loop) {
+    out.target_rps += p.target_rps;
+    out.rate_sustained = out.rate_sustained && p.rate_sustained;
+    out.unsent += p.unsent;
+  }
+  if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
+    out.valid = false;
+    out.invalid_reason = file + ": " + p.invalid_reason;
+  }
+  for (const SeriesPoint& s : p.series) {
+    SeriesPoint& m = series[s.second];
+    m.second = s.second;
+    m.requests += s.requests;
+    m.throughput_rps += s.throughput_rps;
+    m.timed_out += s.timed_out;
+    m.unsent += s.unsent;
+    m.p99_us = kNaN;  // percentiles of the second were not kept: never averaged
+  }
+  if (p.aborted && !out.aborted) {
+    out.aborted = true;
+    out.abort_reason = file + ": " + p.abort_reason;
+  }
+}
+
+// Node n of point i, merged over the runs (hist: scratch).
+NodeResult merge_node(const std::vector<LoadedRun>& runs, std::size_t i, std::size_t n,
+                      Histogram& hist) {
+  NodeResult node;
+  node.target = runs.front().result.points[i].nodes[n].target;
+  node.server_cpu_pct = kNaN;
+  hist.reset();
+  for (const LoadedRun& run : runs) {
+    const NodeResult& in = run.result.points[i].nodes[n];
+    hist.merge(in.histogram);
+    node.requests += in.requests;
+    node.errors += in.errors;
+    node.throughput_rps += in.throughput_rps;
+    add_codes(node.errors_by_code, in.errors_by_code);
+    node.server_cpu_pct = max_finite(node.server_cpu_pct, in.server_cpu_pct);
+  }
+  node.latency = summarize(hist);
+  node.histogram = hist.snapshot();
+  return node;
+}
+
 PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   const PointResult& first = runs.front().result.points[i];
   PointResult out;
@@ -386,42 +448,13 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   out.rate_sustained = true;
   auto hist = std::make_unique<Histogram>();  // 34 KiB: not on the stack
   std::map<std::uint32_t, SeriesPoint> series;
+  double client_cpu_us = 0;
   for (const LoadedRun& run : runs) {
     const PointResult& p = run.result.points[i];
     hist->merge(p.histogram);
-    out.requests += p.requests;
-    out.errors += p.errors;
-    out.duration_s = std::max(out.duration_s, p.duration_s);
-    out.throughput_rps += p.throughput_rps;  // the machines ran at the same time
-    out.gets += p.gets;
-    out.get_hits += p.get_hits;
-    out.sets += p.sets;
-    out.deletes += p.deletes;
-    add_codes(out.errors_by_code, p.errors_by_code);
-    out.server_cpu_pct = max_finite(out.server_cpu_pct, p.server_cpu_pct);
-    out.client_cpu_pct += p.client_cpu_pct;  // a NaN (not sampled) anywhere stays NaN
-    if (p.open_loop) {
-      out.target_rps += p.target_rps;
-      out.rate_sustained = out.rate_sustained && p.rate_sustained;
-      out.unsent += p.unsent;
-      if (!p.valid && out.valid) {  // a merged point is valid when every machine's point is
-        out.valid = false;
-        out.invalid_reason = run.file + ": " + p.invalid_reason;
-      }
-    }
-    for (const SeriesPoint& s : p.series) {
-      SeriesPoint& m = series[s.second];
-      m.second = s.second;
-      m.requests += s.requests;
-      m.throughput_rps += s.throughput_rps;
-      m.timed_out += s.timed_out;
-      m.unsent += s.unsent;
-      m.p99_us = kNaN;  // percentiles of the second were not kept: never averaged
-    }
-    if (p.aborted && !out.aborted) {
-      out.aborted = true;
-      out.abort_reason = run.file + ": " + p.abort_reason;
-    }
+    add_point(out, p, run.file, series);
+    // The machines' CPU time summed (a NaN anywhere stays NaN), per request of the merged point.
+    client_cpu_us += p.client_cpu_us_per_response * static_cast<double>(p.requests);
   }
   // The same code path as a run's point (perf.cc): summary, snapshot and above-range count of the
   // one histogram.
@@ -430,30 +463,16 @@ PointResult merge_point(const std::vector<LoadedRun>& runs, std::size_t i) {
   out.above_range = hist->above_range();
   out.hit_rate =
       out.gets > 0 ? static_cast<double>(out.get_hits) / static_cast<double>(out.gets) : kNaN;
+  out.client_cpu_us_per_response =
+      out.requests > 0 ? client_cpu_us / static_cast<double>(out.requests) : kNaN;
   if (out.open_loop) {
     // Only the corrected histogram is in the JSON: these cannot be merged exactly.
     out.uncorrected = unknown_summary();
     out.send_lag_p99_us = kNaN;
   }
   for (auto& [second, s] : series) out.series.push_back(s);
-  for (std::size_t n = 0; n < first.nodes.size(); ++n) {
-    NodeResult node;
-    node.target = first.nodes[n].target;
-    node.server_cpu_pct = kNaN;
-    hist->reset();
-    for (const LoadedRun& run : runs) {
-      const NodeResult& in = run.result.points[i].nodes[n];
-      hist->merge(in.histogram);
-      node.requests += in.requests;
-      node.errors += in.errors;
-      node.throughput_rps += in.throughput_rps;
-      add_codes(node.errors_by_code, in.errors_by_code);
-      node.server_cpu_pct = max_finite(node.server_cpu_pct, in.server_cpu_pct);
-    }
-    node.latency = summarize(*hist);
-    node.histogram = hist->snapshot();
-    out.nodes.push_back(std::move(node));
-  }
+  for (std::size_t n = 0; n < first.nodes.size(); ++n)
+    out.nodes.push_back(merge_node(runs, i, n, *hist));
   return out;
 }
 

@@ -50,6 +50,8 @@ boost::json::object point_json(const PointResult& p) {
   o["hit_rate"] = num(p.hit_rate);
   o["server_cpu_pct"] = num3(p.server_cpu_pct);
   o["client_cpu_pct"] = num3(p.client_cpu_pct);
+  o["client_cpu_us_per_response"] = num3(p.client_cpu_us_per_response);
+  o["verified"] = p.verified;  // answers checked in full (--verify)
   o["gets"] = p.gets;
   o["get_hits"] = p.get_hits;
   o["sets"] = p.sets;

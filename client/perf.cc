@@ -120,11 +120,19 @@ std::uint64_t requests_of_thread(std::uint64_t requests_total, std::uint64_t nre
   return requests_total / nthreads + (thread < requests_total % nthreads ? 1 : 0);
 }
 
-// The validity of an open-loop point (docs/client.md, "Validity of a point"): invalid when the
-// achieved rate misses the planned one by more than 1%, or when the client's schedule slipped:
-// more than 1% of the planned sends were never issued, or the send lag's p99 (actual - planned
-// send time) exceeds max(1 ms, 10% of the window).
+// The validity of a point (docs/client.md, "Validity of a point"): invalid when an answer was
+// wrong (a "mismatch": a body that failed its check, or a board read answered 404 after the
+// preload), in either loop. An open-loop point is also invalid when the achieved rate misses the
+// planned one by more than 1%, or when the client's schedule slipped: more than 1% of the planned
+// sends were never issued, or the send lag's p99 (actual - planned send time) exceeds
+// max(1 ms, 10% of the window).
 void mark_point_validity(PointResult& p) {
+  if (const auto wrong = p.errors_by_code.find("mismatch");
+      wrong != p.errors_by_code.end() && wrong->second > 0) {
+    p.valid = false;
+    p.invalid_reason = std::to_string(wrong->second) + " wrong answer(s) (mismatch)";
+    return;
+  }
   if (!p.open_loop) return;
   const double planned = static_cast<double>(p.requests + p.errors + p.unsent);
   const double lag_limit_us = std::max(kMaxSendLagUs, kMaxSendLagWindowShare * p.duration_s * 1e6);
@@ -158,6 +166,121 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs) 
   return threaded_performance(nthreads, nreqs, cfg_.rate_rps);
 }
 
+namespace {
+
+// The plan of worker i of a point of nthreads threads.
+WorkerPlan plan_of(const Config& cfg, unsigned nthreads, std::uint64_t nreqs, double rate_rps,
+                   unsigned i) {
+  WorkerPlan plan;
+  plan.thread_index = i;
+  plan.nthreads = nthreads;
+  plan.connections = cfg.connections_per_thread;
+  plan.pipeline = cfg.pipeline;
+  plan.requests = requests_of_thread(cfg.requests_total, nreqs, nthreads, i);
+  plan.duration = cfg.duration;
+  plan.warmup_requests = cfg.warmup_requests;
+  plan.warmup_time = cfg.warmup_time;
+  plan.rate_rps = rate_rps / nthreads;
+  if (rate_rps > 0.0)
+    plan.schedule_offset = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 * i / rate_rps));
+  plan.timeout = cfg.timeout;
+  plan.seed = cfg.workload.seed;
+  plan.pin_cpu = cfg.pin_cpus.empty() ? -1 : cfg.pin_cpus[i % cfg.pin_cpus.size()];
+  return plan;
+}
+
+// The three histograms of a point, merged over its workers.
+struct PointHistograms {
+  Histogram latency, uncorrected, lag;
+};
+
+// Adds the workers' counts, histograms and failures to result; returns the end of the measured
+// window (the last completion, or t0).
+Clock::time_point add_workers(PointResult& result,
+                              const std::vector<std::unique_ptr<Worker>>& workers,
+                              PointHistograms& h, Clock::time_point t0) {
+  Clock::time_point window_end = t0;
+  for (const auto& w : workers) {
+    const WorkerStats& s = w->stats();
+    h.latency.merge(s.latency);
+    h.uncorrected.merge(s.latency_uncorrected);
+    h.lag.merge(s.send_lag);
+    result.requests += s.completed;
+    result.unsent += s.unsent;
+    result.errors += s.errors();
+    result.gets += s.gets;
+    result.get_hits += s.get_hits;
+    result.sets += s.sets;
+    result.deletes += s.deletes;
+    result.verified += s.verified;
+    add_codes(result.errors_by_code, s);
+    if (s.last_completion > window_end) window_end = s.last_completion;
+    if (s.fatal && !result.aborted) {
+      result.aborted = true;
+      result.abort_reason = s.fatal_message;
+    }
+    if (s.interrupted) result.interrupted = true;
+  }
+  return window_end;
+}
+
+// The server's and the client's CPU over the window; returns the server CPU % of each PID.
+std::vector<double> set_cpu_figures(PointResult& result, const StartGate& gate,
+                                    const std::vector<std::optional<double>>& server_cpu_end,
+                                    double client_cpu_end, double cpu_window) {
+  // Several PIDs: the sum (NaN when any is missing or none was given).
+  std::vector<double> server_cpu(server_cpu_end.size());
+  result.server_cpu_pct = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t i = 0; i < server_cpu.size(); ++i) {
+    server_cpu[i] = cpu_percent(gate.server_cpu_starts()[i], server_cpu_end[i], cpu_window);
+    result.server_cpu_pct = i == 0 ? server_cpu[i] : result.server_cpu_pct + server_cpu[i];
+  }
+  result.client_cpu_pct = cpu_percent(gate.client_cpu_start(), client_cpu_end, cpu_window);
+  result.client_cpu_us_per_response =
+      gate.client_cpu_start() && result.requests > 0
+          ? (client_cpu_end - *gate.client_cpu_start()) * 1e6 / static_cast<double>(result.requests)
+          : std::numeric_limits<double>::quiet_NaN();
+  return server_cpu;
+}
+
+// --targets: per node, the workers' node stats merged; percentiles from the merged histogram.
+std::vector<NodeResult> node_results(const Config& cfg,
+                                     const std::vector<std::unique_ptr<Worker>>& workers,
+                                     double duration_s, const std::vector<double>& server_cpu) {
+  std::vector<NodeResult> nodes;
+  auto hist = std::make_unique<Histogram>();
+  for (std::size_t n = 0; n < cfg.targets.size(); ++n) {
+    NodeResult node;
+    node.target = cfg.targets[n].text;
+    hist->reset();
+    for (const auto& w : workers) {
+      const NodeStats& s = w->stats().nodes[n];
+      hist->merge(s.latency);
+      node.requests += s.completed;
+      node.errors += s.errors();
+      add_codes(node.errors_by_code, s);
+    }
+    node.throughput_rps = duration_s > 0 ? static_cast<double>(node.requests) / duration_s : 0.0;
+    node.latency = summarize(*hist);
+    node.histogram = hist->snapshot();
+    node.server_cpu_pct =
+        n < server_cpu.size() ? server_cpu[n] : std::numeric_limits<double>::quiet_NaN();
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+// No worker reached the measured phase: a failed point (unless a signal stopped it), no figures.
+PointResult not_started(PointResult result) {
+  result.aborted = !result.interrupted;
+  if (result.abort_reason.empty()) result.abort_reason = "no worker reached the measured phase";
+  result.hit_rate = result.server_cpu_pct = result.client_cpu_pct =
+      result.client_cpu_us_per_response = std::numeric_limits<double>::quiet_NaN();
+  return result;
+}
+
+}  // namespace
+
 PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
                                         double rate_rps) const {
   PointResult result;
@@ -170,25 +293,9 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
   StartGate gate(static_cast<std::ptrdiff_t>(nthreads), cfg_.server_pids);
   std::vector<std::unique_ptr<Worker>> workers;
   workers.reserve(nthreads);
-  for (unsigned i = 0; i < nthreads; ++i) {
-    WorkerPlan plan;
-    plan.thread_index = i;
-    plan.nthreads = nthreads;
-    plan.connections = cfg_.connections_per_thread;
-    plan.pipeline = cfg_.pipeline;
-    plan.requests = requests_of_thread(cfg_.requests_total, nreqs, nthreads, i);
-    plan.duration = cfg_.duration;
-    plan.warmup_requests = cfg_.warmup_requests;
-    plan.warmup_time = cfg_.warmup_time;
-    plan.rate_rps = rate_rps / nthreads;
-    if (rate_rps > 0.0)
-      plan.schedule_offset =
-          std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 * i / rate_rps));
-    plan.timeout = cfg_.timeout;
-    plan.seed = cfg_.workload.seed;
-    plan.pin_cpu = cfg_.pin_cpus.empty() ? -1 : cfg_.pin_cpus[i % cfg_.pin_cpus.size()];
-    workers.push_back(std::make_unique<Worker>(cfg_, ep_, keys_, plan, gate, routing_.get()));
-  }
+  for (unsigned i = 0; i < nthreads; ++i)
+    workers.push_back(std::make_unique<Worker>(
+        cfg_, ep_, keys_, plan_of(cfg_, nthreads, nreqs, rate_rps, i), gate, routing_.get()));
   {
     std::vector<std::jthread> threads;
     threads.reserve(nthreads);
@@ -204,85 +311,30 @@ PointResult Bench::threaded_performance(unsigned nthreads, std::uint64_t nreqs,
   for (int pid : cfg_.server_pids) server_cpu_end.push_back(process_cpu_seconds(pid));
   const double client_cpu_end = self_cpu_seconds();
 
-  auto latency = std::make_unique<Histogram>();
-  auto uncorrected = std::make_unique<Histogram>();
-  auto lag = std::make_unique<Histogram>();
-  Clock::time_point window_end = gate.t0();
-  for (const auto& w : workers) {
-    const WorkerStats& s = w->stats();
-    latency->merge(s.latency);
-    uncorrected->merge(s.latency_uncorrected);
-    lag->merge(s.send_lag);
-    result.requests += s.completed;
-    result.unsent += s.unsent;
-    result.errors += s.errors();
-    result.gets += s.gets;
-    result.get_hits += s.get_hits;
-    result.sets += s.sets;
-    result.deletes += s.deletes;
-    add_codes(result.errors_by_code, s);
-    if (s.last_completion > window_end) window_end = s.last_completion;
-    if (s.fatal && !result.aborted) {
-      result.aborted = true;
-      result.abort_reason = s.fatal_message;
-    }
-    if (s.interrupted) result.interrupted = true;
-  }
-  if (!gate.started()) {
-    result.aborted = !result.interrupted;
-    if (result.abort_reason.empty()) result.abort_reason = "no worker reached the measured phase";
-    result.hit_rate = std::numeric_limits<double>::quiet_NaN();
-    result.server_cpu_pct = result.client_cpu_pct = std::numeric_limits<double>::quiet_NaN();
-    return result;
-  }
+  auto h = std::make_unique<PointHistograms>();  // ~100 KiB: not on the stack
+  const Clock::time_point window_end = add_workers(result, workers, *h, gate.t0());
+  if (!gate.started()) return not_started(std::move(result));
   result.duration_s = std::chrono::duration<double>(window_end - gate.t0()).count();
   result.throughput_rps =
       result.duration_s > 0 ? static_cast<double>(result.requests) / result.duration_s : 0.0;
-  result.latency = summarize(*latency);
-  result.histogram = latency->snapshot();
-  result.above_range = latency->above_range();
+  result.latency = summarize(h->latency);
+  result.histogram = h->latency.snapshot();
+  result.above_range = h->latency.above_range();
   result.hit_rate = result.gets > 0
                         ? static_cast<double>(result.get_hits) / static_cast<double>(result.gets)
                         : std::numeric_limits<double>::quiet_NaN();
   const double cpu_window = std::chrono::duration<double>(sampled_at - gate.t0()).count();
-  // Several PIDs: the sum (NaN when any is missing or none was given).
-  std::vector<double> server_cpu(server_cpu_end.size());
-  result.server_cpu_pct = std::numeric_limits<double>::quiet_NaN();
-  for (std::size_t i = 0; i < server_cpu.size(); ++i) {
-    server_cpu[i] = cpu_percent(gate.server_cpu_starts()[i], server_cpu_end[i], cpu_window);
-    result.server_cpu_pct = i == 0 ? server_cpu[i] : result.server_cpu_pct + server_cpu[i];
-  }
-  result.client_cpu_pct = cpu_percent(gate.client_cpu_start(), client_cpu_end, cpu_window);
+  const std::vector<double> server_cpu =
+      set_cpu_figures(result, gate, server_cpu_end, client_cpu_end, cpu_window);
   if (result.open_loop) {
-    result.uncorrected = summarize(*uncorrected);
-    result.send_lag_p99_us = static_cast<double>(lag->percentile_ns(99)) / kNsPerUs;
+    result.uncorrected = summarize(h->uncorrected);
+    result.send_lag_p99_us = static_cast<double>(h->lag.percentile_ns(99)) / kNsPerUs;
     result.rate_sustained = result.throughput_rps >= kRateSustainedShare * rate_rps;
-    mark_point_validity(result);
   }
+  mark_point_validity(result);
   result.series = merge_series(workers, result.duration_s);
-  if (routing_ != nullptr) {
-    // Per node: the workers' node stats merged; percentiles from the merged node histogram.
-    auto hist = std::make_unique<Histogram>();
-    for (std::size_t n = 0; n < routing_->endpoints.size(); ++n) {
-      NodeResult node;
-      node.target = cfg_.targets[n].text;
-      hist->reset();
-      for (const auto& w : workers) {
-        const NodeStats& s = w->stats().nodes[n];
-        hist->merge(s.latency);
-        node.requests += s.completed;
-        node.errors += s.errors();
-        add_codes(node.errors_by_code, s);
-      }
-      node.throughput_rps =
-          result.duration_s > 0 ? static_cast<double>(node.requests) / result.duration_s : 0.0;
-      node.latency = summarize(*hist);
-      node.histogram = hist->snapshot();
-      node.server_cpu_pct =
-          n < server_cpu.size() ? server_cpu[n] : std::numeric_limits<double>::quiet_NaN();
-      result.nodes.push_back(std::move(node));
-    }
-  }
+  if (routing_ != nullptr)
+    result.nodes = node_results(cfg_, workers, result.duration_s, server_cpu);
   return result;
 }
 

@@ -54,6 +54,7 @@ struct WorkerStats {
   // GET hits whose bytes differ from the derived value; board reads whose answer fails its check
   // (board_workload.hh), and, after the preload, board reads answered 404.
   std::uint64_t mismatches = 0;
+  std::uint64_t verified = 0;  // answers checked in full (--verify)
   std::array<std::uint64_t, kStatusSlots> unexpected_status{};
   std::array<std::uint64_t, 6> io_errors{};  // indexed by IoResult
   Clock::time_point last_completion{};

@@ -56,6 +56,9 @@ struct PointResult {
   std::map<std::string, std::uint64_t> errors_by_code;  // "http_500", "mismatch", "timeout", ...
   double server_cpu_pct = 0;                            // NaN when not sampled
   double client_cpu_pct = 0;
+  // The client's CPU time (all threads) over the window, per completed request; NaN when unknown.
+  double client_cpu_us_per_response = 0;
+  std::uint64_t verified = 0;     // answers checked in full (--verify); the rest by status/framing
   std::uint64_t above_range = 0;  // latencies above the histogram's 1000 s range (not clamped)
 
   bool open_loop = false;

@@ -131,6 +131,7 @@ boost::json::value mode_json(const Config& cfg) {
   }
   o["connections_per_thread"] = cfg.connections_per_thread;
   o["pipeline"] = cfg.pipeline;
+  o["verify"] = cfg.verify.text();  // --verify: all, off or N (the first answer, then 1 in N)
   o["timeout_ms"] = cfg.timeout.count();
   boost::json::array counts;
   for (unsigned t : cfg.thread_counts) counts.push_back(t);

@@ -87,14 +87,16 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
   if (plan_.rate_rps > 0.0 || plan_.pipeline == 0) plan_.pipeline = 1;
   if (routing_ == nullptr) {
     links_.reserve(plan_.connections);
-    for (unsigned i = 0; i < plan_.connections; ++i) links_.emplace_back(plan_.pipeline, ep_, 0);
+    for (unsigned i = 0; i < plan_.connections; ++i)
+      links_.emplace_back(plan_.pipeline, ep_, 0, cfg_.verify);
   } else {
     // Grouped by node: node n's links are [n * connections, (n + 1) * connections).
     const std::size_t nodes = routing_->endpoints.size();
     links_.reserve(nodes * plan_.connections);
     for (std::size_t n = 0; n < nodes; ++n)
       for (unsigned i = 0; i < plan_.connections; ++i)
-        links_.emplace_back(plan_.pipeline, routing_->endpoints[n], static_cast<std::uint32_t>(n));
+        links_.emplace_back(plan_.pipeline, routing_->endpoints[n], static_cast<std::uint32_t>(n),
+                            cfg_.verify);
     node_cursor_.assign(nodes, 0);
     stats_.nodes.resize(nodes);
   }
@@ -463,7 +465,7 @@ bool Worker::send(Link& link, std::string_view bytes, std::size_t first, std::si
 bool Worker::write_failed(Link& link, IoResult what, bool measured) {
   Response response;
   while (!link.pending.empty()) {
-    const IoResult r = link.conn.read_response(false, false, response);
+    const IoResult r = link.conn.read_response(false, false, response, body_use(link, measured));
     if (r == IoResult::kBadResponse) what = r;
     if (r != IoResult::kOk) break;
     const bool closed = response.close;
@@ -501,8 +503,7 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
     return false;
   }
   std::string err;
-  ++link.opened;
-  if (!link.conn.connect(*link.ep, plan_.timeout, err)) {
+  if (!reopen(link, err)) {
     stats_.fatal = true;
     stats_.fatal_message =
         std::string("connection lost (") + io_result_name(what) + "), reconnect failed: " + err;
@@ -515,20 +516,20 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
 // response that the same read brought in, without another system call.
 bool Worker::complete(Link& link, bool blocking, bool measured) {
   Response response;
-  IoResult r = link.conn.read_response(blocking, false, response);
+  IoResult r = link.conn.read_response(blocking, false, response, body_use(link, measured));
   for (;;) {
     if (r == IoResult::kNeedMore) return true;
     if (r != IoResult::kOk) return fail(link, r, measured);
     if (!finish(link, response, measured)) return false;
     if (link.pending.empty()) return true;
-    r = link.conn.buffered_response(false, response);
+    r = link.conn.buffered_response(false, response, body_use(link, measured));
   }
 }
 
 bool Worker::complete_buffered(Link& link, bool measured) {
   Response response;
   while (!link.pending.empty()) {
-    const IoResult r = link.conn.buffered_response(false, response);
+    const IoResult r = link.conn.buffered_response(false, response, body_use(link, measured));
     if (r == IoResult::kNeedMore) return true;
     if (r != IoResult::kOk) return fail(link, r, measured);
     if (!finish(link, response, measured)) return false;
@@ -550,7 +551,7 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
         ++stats_.gets;
         if (response.status == 200) {
           ++stats_.get_hits;
-          if (verify_ && !keys_.verify(request.op.key, response.body)) ++stats_.mismatches;
+          if (verify_) check_value(link, request.op, response);
         } else if (response.status == 404 && fixed_request_.empty()) {
           ++stats_.get_misses;
         } else {
@@ -568,7 +569,7 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
       case OpType::kBoardSet:
       case OpType::kBoardTop:
       case OpType::kBoardScore:
-        expected = finish_board(request.op, response);
+        expected = finish_board(link, request.op, response);
         break;
     }
     const std::size_t status_slot =
@@ -583,30 +584,57 @@ bool Worker::finish(Link& link, const Response& response, bool measured) {
       if (!expected) ++node.unexpected_status[status_slot];
     }
   }
-  if (response.close) {
-    // The server answers nothing after this response: the requests behind it are lost.
-    if (measured) {
-      stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
-      if (routing_ != nullptr)
-        stats_.nodes[link.node].io_errors[static_cast<std::size_t>(IoResult::kClosed)] +=
-            link.pending.size();
-    }
-    link.pending.clear();
-    std::string err;
-    ++link.opened;
-    if (!link.conn.connect(*link.ep, plan_.timeout, err)) {
-      stats_.fatal = true;
-      stats_.fatal_message = "server closed the connection; reconnect failed: " + err;
-      return false;
-    }
+  return !response.close || closed_by_server(link, measured);
+}
+
+// The server answers nothing after a "Connection: close" response: the requests behind it are
+// lost, and the connection is opened again.
+bool Worker::closed_by_server(Link& link, bool measured) {
+  if (measured) {
+    stats_.io_errors[static_cast<std::size_t>(IoResult::kClosed)] += link.pending.size();
+    if (routing_ != nullptr)
+      stats_.nodes[link.node].io_errors[static_cast<std::size_t>(IoResult::kClosed)] +=
+          link.pending.size();
+  }
+  link.pending.clear();
+  std::string err;
+  if (!reopen(link, err)) {
+    stats_.fatal = true;
+    stats_.fatal_message = "server closed the connection; reconnect failed: " + err;
+    return false;
   }
   return true;
 }
 
+BodyUse Worker::body_use(const Link& link, bool measured) const {
+  if (!measured || link.pending.empty()) return BodyUse::kDiscard;
+  const bool full = checkable(link.pending.front().op) && link.sampler.next_sampled();
+  return full ? BodyUse::kKeepIfOk : BodyUse::kDiscard;
+}
+
+bool Worker::checkable(const Op& op) const {
+  if (board_verifier_) return op.type == OpType::kBoardTop || op.type == OpType::kBoardScore;
+  return verify_ && op.type == OpType::kGet;
+}
+
+// A GET hit of a verifying workload. Sampled (body_use kept it): every byte against the derived
+// value; otherwise the length the server framed against the value's size, which needs no byte.
+void Worker::check_value(Link& link, const Op& op, const Response& response) {
+  const bool full = link.sampler.next_sampled();
+  link.sampler.advance();
+  if (full) {
+    ++stats_.verified;
+    if (!keys_.verify(op.key, response.body)) ++stats_.mismatches;
+  } else if (response.body_bytes != keys_.value_size(op.key)) {
+    ++stats_.mismatches;
+  }
+}
+
 // Updates count as sets (200 or 201 expected; 507, a full board memory budget, is an unexpected
-// status like any other). Reads count as gets: 200 is a hit and its body is checked, 404 a miss,
-// which after the preload is also a verification failure (every member and board was stored).
-bool Worker::finish_board(const Op& op, const Response& response) {
+// status like any other). Reads count as gets: 200 is a hit and its body is checked when the
+// sampler picks it (--verify), 404 a miss, which after the preload is also a verification failure
+// (every member and board was stored).
+bool Worker::finish_board(Link& link, const Op& op, const Response& response) {
   if (op.type == OpType::kBoardSet) {
     ++stats_.sets;
     return response.status == 200 || response.status == 201;
@@ -619,6 +647,10 @@ bool Worker::finish_board(const Op& op, const Response& response) {
   }
   if (response.status != 200) return false;
   ++stats_.get_hits;
+  const bool full = link.sampler.next_sampled();
+  link.sampler.advance();
+  if (!full) return true;
+  ++stats_.verified;
   char name[kMaxBoardNameBytes];
   BoardVerdict verdict;
   if (op.type == OpType::kBoardTop) {
@@ -631,6 +663,12 @@ bool Worker::finish_board(const Op& op, const Response& response) {
   }
   if (verdict != BoardVerdict::kOk) ++stats_.mismatches;
   return true;
+}
+
+bool Worker::reopen(Link& link, std::string& err) {
+  ++link.opened;
+  link.sampler.restart();  // a new connection: its first answer is checked in full
+  return link.conn.connect(*link.ep, plan_.timeout, err);
 }
 
 }  // namespace bench

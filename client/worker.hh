@@ -33,6 +33,7 @@
 #include "http.hh"
 #include "placement.hh"
 #include "recorder.hh"
+#include "verify_sampler.hh"
 #include "workload.hh"
 
 namespace bench {
@@ -122,6 +123,7 @@ class Worker {
     bool empty() const { return size_ == 0; }
     std::size_t free() const { return ring_.size() - size_; }
     Pending& front() { return ring_[head_]; }
+    const Pending& front() const { return ring_[head_]; }
     Pending& at(std::size_t i) { return ring_[(head_ + i) % ring_.size()]; }  // 0 = oldest
     void push_back(const Pending& p) { ring_[(head_ + size_++) % ring_.size()] = p; }
     void pop_front() {
@@ -136,10 +138,11 @@ class Worker {
   };
   // One keep-alive connection, its outstanding requests and its write buffer.
   struct Link {
-    Link(unsigned depth, const Endpoint& endpoint, std::uint32_t node_index)
-        : pending(depth), ep(&endpoint), node(node_index) {}
+    Link(unsigned depth, const Endpoint& endpoint, std::uint32_t node_index, VerifyPolicy verify)
+        : pending(depth), sampler(verify), ep(&endpoint), node(node_index) {}
     Connection conn;
     PendingQueue pending;
+    VerifySampler sampler;     // --verify: which of this connection's answers are checked in full
     std::string request;       // the bytes of the last write (one or more requests back to back)
     std::uint64_t opened = 0;  // times the connection was re-opened
     const Endpoint* ep;        // where it connects and reconnects
@@ -183,8 +186,20 @@ class Worker {
   // Returns false on a fatal error.
   bool complete_buffered(Link& link, bool measured);
   bool finish(Link& link, const Response& response, bool measured);
+  // What the link's next read keeps of the body: the answer to its oldest request is kept only
+  // when it will be checked in full (measured, checkable, sampled), else it is only counted.
+  BodyUse body_use(const Link& link, bool measured) const;
+  // Whether the answer to op has a body to check (under --verify all).
+  bool checkable(const Op& op) const;
+  // Checks a GET hit: in full when sampled, else its length only.
+  void check_value(Link& link, const Op& op, const Response& response);
   // Counts the answer to a board op; returns whether its status was an expected one.
-  bool finish_board(const Op& op, const Response& response);
+  bool finish_board(Link& link, const Op& op, const Response& response);
+  // The answer just finished said "Connection: close": the rest are lost, the link re-opened.
+  // False on a fatal error.
+  bool closed_by_server(Link& link, bool measured);
+  // The link's connection is opened again (after a failure or the server's close).
+  bool reopen(Link& link, std::string& err);
   // The connection failed: its outstanding requests are lost (the last `unsent` of them never
   // went out: a timeout does not record those in the histogram). Counts them, re-opens the
   // connection; false when the thread must stop.

@@ -554,3 +554,38 @@ TEST(Cli, HelpDocumentsTheSloAndTheNewFlags) {
 
 }  // namespace
 }  // namespace bench
+
+namespace bench {
+namespace {
+
+TEST(Cli, VerifyDefaultsToOneInSixtyFourAndTakesAllOffOrN) {
+  Config def;
+  std::string err;
+  ASSERT_EQ(parse({}, def, err), CliOutcome::kRun);
+  EXPECT_EQ(def.verify.every, 64u);
+  for (const auto& [text, every] : std::vector<std::pair<std::string, std::uint32_t>>{
+           {"all", 1}, {"off", 0}, {"1", 1}, {"8", 8}, {"1000000000", 1'000'000'000}}) {
+    Config cfg;
+    ASSERT_EQ(parse({"--verify", text}, cfg, err), CliOutcome::kRun) << err;
+    EXPECT_EQ(cfg.verify.every, every) << text;
+  }
+}
+
+TEST(Cli, VerifyRefusesBadValuesWithOneLineErrors) {
+  expect_one_line_errors({{{"--verify", "0"}, "invalid value '0' for --verify"},
+                          {{"--verify", "abc"}, "invalid value 'abc' for --verify"},
+                          {{"--verify", "-1"}, "--verify"},
+                          {{"--verify", ""}, "--verify"},
+                          {{"--verify", "1000000001"}, "--verify"},
+                          {{"--verify"}, "--verify needs all, off or a count"}});
+}
+
+TEST(Cli, HelpDocumentsVerify) {
+  const std::string h = help_text();
+  for (const char* s :
+       {"--verify all|N|off", "default 64", "\"verified\"", "first answer of every"})
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace bench

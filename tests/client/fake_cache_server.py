@@ -5,6 +5,7 @@ Implements the cache server's HTTP API (GET/PUT/DELETE/HEAD /key/{k}, POST /rese
 with HTTP/1.1 keep-alive, one thread per connection, and prints "listening on HOST:PORT" when
 ready, like the real server. Options: -p PORT (0 = pick a free port), --no-stats (answer 404 on
 /stats, like a non-cache server), --corrupt N (every Nth GET hit returns a flipped byte),
+--short N (every Nth GET hit returns its value without the last byte, well framed),
 --close-after N (close each connection abruptly after answering N requests, dropping any
 pipelined requests it has already received), --rcvbuf BYTES (SO_RCVBUF of every connection, so
 that a client's large write blocks as soon as the server stops reading), --stall-after N with
@@ -91,6 +92,8 @@ def handle(conn, store, args):
                             gets += 1
                             if args.corrupt and gets % args.corrupt == 0 and value:
                                 value = bytes([value[0] ^ 0xFF]) + value[1:]
+                            if args.short and gets % args.short == 0 and value:
+                                value = value[:-1]
                             out = reply(200, "OK", value, head=method == "HEAD")
                     elif method == "PUT":
                         existed = key in store.data
@@ -133,6 +136,7 @@ def main():
     parser.add_argument("-p", "--port", type=int, default=8080)
     parser.add_argument("--no-stats", action="store_true")
     parser.add_argument("--corrupt", type=int, default=0)
+    parser.add_argument("--short", type=int, default=0)
     parser.add_argument("--close-after", type=int, default=0)
     parser.add_argument("--rcvbuf", type=int, default=0)
     parser.add_argument("--stall-after", type=int, default=0)

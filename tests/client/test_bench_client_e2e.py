@@ -170,16 +170,36 @@ def test_duration_mode_and_time_series(tmp_path):
 
 
 def test_value_corruption_is_counted_as_errors(tmp_path):
+    """Every 10th GET hit has a flipped byte: --verify all checks every hit, so about a tenth are
+    mismatches; the point is invalid and the exit status 6 (a wrong answer)."""
     srv = fake_server("--corrupt", "10")
     try:
         out = tmp_path / "r.json"
         r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys", "300",
-                      "--workload", "uniform", "--json", out)
-        assert r.returncode == 0, r.stderr
+                      "--workload", "uniform", "--verify", "all", "--json", out)
+        assert r.returncode == 6, r.stderr
         point = json.loads(out.read_text())["points"][0]
+        assert point["verified"] == point["get_hits"]
+        assert point["valid"] is False and "mismatch" in point["invalid_reason"]
         assert point["errors_by_code"].get("mismatch", 0) > 50
         assert point["errors"] == point["errors_by_code"]["mismatch"]
         assert "mismatch=" in r.stdout
+    finally:
+        srv.stop()
+
+
+def test_a_short_value_is_caught_on_every_answer_even_unchecked(tmp_path):
+    """Every 5th GET hit comes back one byte short (well framed): the answers not checked in full
+    are still checked in length, so with --verify off every short one is a mismatch."""
+    srv = fake_server("--short", "5")
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys", "300",
+                      "--workload", "uniform", "--verify", "off", "--json", out)
+        assert r.returncode == 6, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["verified"] == 0
+        assert point["errors_by_code"] == {"mismatch": point["get_hits"] // 5}, point
     finally:
         srv.stop()
 

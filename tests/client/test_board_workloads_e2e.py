@@ -162,7 +162,8 @@ def test_reads_without_preload_are_misses_not_errors(server, tmp_path):
 def test_a_full_board_budget_is_counted(tmp_path):
     """--board-maxmem at its minimum: updates answered 507 count as http_507 errors; the
     preload's 507s are preload errors, and top-N reads of the boards it could not fill are
-    verification failures (mismatch)."""
+    verification failures (mismatch; --verify all, so each read of a partly filled board is
+    checked in full), which make the point invalid (exit 6)."""
     srv = start_server("--board-maxmem", "4096")
     try:
         out = tmp_path / "budget.json"
@@ -176,8 +177,8 @@ def test_a_full_board_budget_is_counted(tmp_path):
 
         r = run_bench("-p", srv.port, "--threads", "1", "-n", "500", "--warmup", "0",
                       "--workload", "board-top", "--boards", "2", "--members", "20000",
-                      "--json", out)
-        assert r.returncode == 0, r.stderr
+                      "--verify", "all", "--json", out)
+        assert r.returncode == 6, r.stderr  # wrong answers: the point is invalid
         doc = json.loads(out.read_text())
         assert doc["meta"]["preload"]["errors"] > 0
         point = doc["points"][0]

@@ -52,12 +52,14 @@ def test_pipeline_count_mode_is_exact_clean_and_verified(tmp_path, conns):
         threads, n, warmup, keys = 2, 2003, 101, 300
         doc, answered = requests_sent_by(
             srv.port, tmp_path / "r.json", "--threads", threads, "--connections-per-thread", conns, "--pipeline", 8,
-            "-n", n, "--warmup", warmup, "--workload", "uniform", "--keys", keys, "--no-reset")
+            "-n", n, "--warmup", warmup, "--workload", "uniform", "--keys", keys, "--no-reset",
+            "--verify", "all")
         point = doc["points"][0]
         assert doc["meta"]["mode"]["pipeline"] == 8
         assert point["requests"] == threads * n
         assert point["errors"] == 0, point["errors_by_code"]
         assert point["gets"] > 0 and point["get_hits"] == point["gets"]  # all verified hits
+        assert point["verified"] == point["get_hits"]
         assert point["gets"] + point["sets"] + point["deletes"] == point["requests"]
         assert sum(s["requests"] for s in point["series"]) == point["requests"]
         # The server saw the probe, the preload, the warm-up and the measured requests: no more.
@@ -190,15 +192,17 @@ def test_responses_read_during_a_blocked_write_are_parsed_when_it_returns(tmp_pa
 
 
 def test_pipeline_still_verifies_every_get_hit(tmp_path):
-    """The stand-in flips a byte in every 10th GET hit: pipelined responses are still checked."""
+    """The stand-in flips a byte in every 10th GET hit: pipelined responses are still checked
+    (--verify all); a wrong answer makes the point invalid and the exit status 6."""
     srv = fake_server("--corrupt", "10")
     try:
         out = tmp_path / "r.json"
         r = run_bench("-p", srv.port, "--threads", 1, "--pipeline", 8, "-n", 1000, "--warmup", 0,
-                      "--keys", 300, "--workload", "uniform", "--json", out)
-        assert r.returncode == 0, r.stderr
+                      "--keys", 300, "--workload", "uniform", "--verify", "all", "--json", out)
+        assert r.returncode == 6, r.stderr
         point = json.loads(out.read_text())["points"][0]
         assert point["requests"] == 1000
+        assert point["verified"] == point["get_hits"] and point["valid"] is False
         assert point["errors_by_code"].get("mismatch", 0) > 50
         assert point["errors"] == point["errors_by_code"]["mismatch"]
     finally:

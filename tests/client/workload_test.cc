@@ -116,6 +116,23 @@ TEST(Workload, ValuesVerifyAndCorruptionIsDetected) {
   }
 }
 
+// Every byte counts: in the whole words and in the tail of a length that is not a multiple of 8.
+TEST(Workload, AFlipAtAnyByteOfAnySizeIsDetected) {
+  for (std::uint32_t size = 1; size <= 41; ++size) {
+    WorkloadConfig cfg;
+    cfg.value_bytes = size;
+    KeySpace keys(cfg);
+    std::string v;
+    keys.make_value(3, 77, v);
+    ASSERT_TRUE(keys.verify(3, v)) << size;
+    for (std::size_t at = 0; at < v.size(); ++at) {
+      std::string bad = v;
+      bad[at] = static_cast<char>(bad[at] ^ 0x40);
+      EXPECT_FALSE(keys.verify(3, bad)) << "size " << size << " byte " << at;
+    }
+  }
+}
+
 TEST(Workload, FixedValueSizeIsHonoured) {
   WorkloadConfig cfg;
   cfg.kind = WorkloadKind::kUniform;
