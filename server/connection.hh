@@ -40,7 +40,7 @@ inline constexpr std::chrono::milliseconds kLingerTime{1000};
 inline constexpr std::size_t kLingerMaxBytes = 4 << 20;
 
 template <class V>
-class Connection : public std::enable_shared_from_this<Connection<V>>, public SlotSink {
+class Connection final : public std::enable_shared_from_this<Connection<V>>, public SlotSink {
  public:
   // admission: this connection's place under --max-connections, held until it is destroyed.
   Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
