@@ -16,7 +16,8 @@ namespace store {
 namespace {
 
 constexpr std::string_view kKnown =
-    "read-delay, write-error-after, sync-error-after, no-space-after, sync-hang-after";
+    "read-delay, write-error-after, sync-error-after, no-space-after, sync-hang-after, "
+    "sync-delay";
 
 // "50ms", "2s", "0.5s": a non-negative decimal and a unit, to whole milliseconds.
 bool parse_delay(std::string_view text, std::chrono::milliseconds& out) {
@@ -64,7 +65,7 @@ bool parse_count(std::string_view text, std::int64_t& out) {
 
 bool parse_faults(std::string_view spec, Faults& out, std::string& error) {
   Faults f;
-  bool seen[5] = {false, false, false, false, false};
+  bool seen[6] = {};
   while (!spec.empty()) {
     const auto comma = spec.find(',');
     const std::string_view item = spec.substr(0, comma);
@@ -98,6 +99,9 @@ bool parse_faults(std::string_view spec, Faults& out, std::string& error) {
     } else if (name == "sync-hang-after") {
       index = 4;
       ok = parse_count(value, f.sync_hang_after);
+    } else if (name == "sync-delay") {
+      index = 5;
+      ok = parse_delay(value, f.sync_delay);
     } else {
       error = "store faults: unknown fault '" + std::string(name) +
               "' (known: " + std::string(kKnown) + ")";
@@ -110,8 +114,8 @@ bool parse_faults(std::string_view spec, Faults& out, std::string& error) {
     seen[index] = true;
     if (!ok) {
       error = "store faults: " + std::string(name) + "='" + std::string(value) + "' is not " +
-              (index == 0 ? "a duration in whole milliseconds like 50ms or 0.5s"
-                          : "a non-negative integer");
+              (index == 0 || index == 5 ? "a duration in whole milliseconds like 50ms or 0.5s"
+                                        : "a non-negative integer");
       return false;
     }
   }
@@ -184,14 +188,18 @@ class FaultWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
       // A stuck fsync (a dead disk, a hung NFS server): this thread never comes back.
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     }
+    fs_.delay_sync();
     if (fs_.sync_should_fail()) {
       // What a failed fsync can leave: the pages it should have written are gone.
       (void)target()->Truncate(synced_size_.load(), options, dbg);
       return rocksdb::IOStatus::IOError("injected fsync failure (sync-error-after)");
     }
+    // What the sync covers: the bytes appended before it began (were anything appended while
+    // it ran, from another thread, that would not be covered).
+    const std::uint64_t covered = target()->GetFileSize(options, dbg);
     auto s = real_sync();
     if (s.ok()) {
-      synced_size_.store(target()->GetFileSize(options, dbg));
+      synced_size_.store(covered);
       fs_.sync_succeeded();
     }
     return s;
@@ -258,6 +266,12 @@ bool FaultFileSystem::sync_should_fail() const {
 bool FaultFileSystem::sync_should_hang() const {
   return armed_.load(std::memory_order_acquire) && faults_.sync_hang_after >= 0 &&
          good_syncs_.load() >= faults_.sync_hang_after;
+}
+
+void FaultFileSystem::delay_sync() const {
+  if (armed_.load(std::memory_order_acquire) && faults_.sync_delay.count() > 0) {
+    std::this_thread::sleep_for(faults_.sync_delay);
+  }
 }
 
 void FaultFileSystem::sync_succeeded() {

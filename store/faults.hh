@@ -8,7 +8,8 @@
 // - sync-error-after N:  the (N+1)th WAL sync fails, and the file is cut back to what the last
 //                        good sync covered (a failed fsync on Linux can drop the dirty pages:
 //                        the refused write must not come back at the next open);
-// - sync-hang-after N:   the (N+1)th WAL sync never returns (a stuck fsync: a dead disk).
+// - sync-hang-after N:   the (N+1)th WAL sync never returns (a stuck fsync: a dead disk);
+// - sync-delay D:        every WAL sync takes D longer (a slow disk).
 // With sync = true every commit ends in exactly one WAL sync, so "N syncs" is "N commits".
 // Nothing is counted or injected before arm(): opening (recovery, the first WAL) stays clean.
 // Thread safety: the counters are atomics; RocksDB may call in from any of its threads.
@@ -36,7 +37,8 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   // Whether the faults given need this file system at all (read-delay does not).
   static bool needed(const Faults& faults) {
     return faults.write_error_after >= 0 || faults.sync_error_after >= 0 ||
-           faults.no_space_after >= 0 || faults.sync_hang_after >= 0;
+           faults.no_space_after >= 0 || faults.sync_hang_after >= 0 ||
+           faults.sync_delay.count() > 0;
   }
 
   rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
@@ -54,6 +56,7 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus check_append() const;
   bool sync_should_fail() const;
   bool sync_should_hang() const;
+  void delay_sync() const;
   void sync_succeeded();
 
  private:

@@ -65,10 +65,11 @@ std::unique_ptr<Store> open_postgres(std::string_view conninfo, const OpenOption
                                      std::string& error) {
   // The injected write faults fail RocksDB's own files; PostgreSQL's are the server's.
   if (o.faults.write_error_after >= 0 || o.faults.sync_error_after >= 0 ||
-      o.faults.no_space_after >= 0 || o.faults.sync_hang_after >= 0) {
+      o.faults.no_space_after >= 0 || o.faults.sync_hang_after >= 0 ||
+      o.faults.sync_delay.count() > 0) {
     error =
         "store 'postgres:' supports only the read-delay fault (write-error-after, "
-        "sync-error-after, no-space-after and sync-hang-after are RocksDB's)";
+        "sync-error-after, no-space-after, sync-hang-after and sync-delay are RocksDB's)";
     return nullptr;
   }
   PostgresOptions options;

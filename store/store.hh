@@ -235,6 +235,7 @@ class Store {
 //   write-error-after  commits after the first N fail with io_error (the write is refused)
 //   sync-error-after   the (N+1)th WAL sync fails as an fsync error would (the store fails)
 //   no-space-after     WAL appends fail with "no space" once N commits have succeeded
+//   sync-delay         every WAL sync takes this duration longer (a slow disk)
 // Durations take a unit: "50ms", "2s", "0.5s". Counts are non-negative integers. A commit is a
 // durable write of the engine (one group commit, or a clear); counting starts once the store is
 // open. sync-error-after also drops what the failed sync should have covered, as a failed fsync
@@ -244,10 +245,11 @@ struct Faults {
   std::int64_t write_error_after = -1;  // -1: never
   std::int64_t sync_error_after = -1;
   std::int64_t no_space_after = -1;
-  std::int64_t sync_hang_after = -1;  // the (N+1)th WAL sync never returns (a stuck fsync)
+  std::int64_t sync_hang_after = -1;        // the (N+1)th WAL sync never returns (a stuck fsync)
+  std::chrono::milliseconds sync_delay{0};  // every WAL sync takes this much longer (a slow disk)
   bool any() const {
     return read_delay.count() > 0 || write_error_after >= 0 || sync_error_after >= 0 ||
-           no_space_after >= 0 || sync_hang_after >= 0;
+           no_space_after >= 0 || sync_hang_after >= 0 || sync_delay.count() > 0;
   }
 };
 // Empty string: no faults. Returns false and sets error on a bad spec.

@@ -277,16 +277,34 @@ TEST(ParseFaults, AcceptsTheDocumentedSpecs) {
   ASSERT_TRUE(store::parse_faults("sync-hang-after=4", f, error)) << error;
   EXPECT_EQ(f.sync_hang_after, 4);
   EXPECT_TRUE(f.any());
+  ASSERT_TRUE(store::parse_faults("sync-delay=20ms", f, error)) << error;
+  EXPECT_EQ(f.sync_delay, 20ms);
+  EXPECT_TRUE(f.any());
 }
 
 TEST(ParseFaults, RejectsBadSpecsWithoutTouchingTheOutput) {
-  for (const char* bad :
-       {"read-delay=abc", "read-delay=50", "read-delay=-5ms", "read-delay=1.5ms",
-        "read-delay=", "read-delay=ms", "write-error-after=-1", "write-error-after=x",
-        "write-error-after=", "sync-error-after=1.0", "no-space-after=+3",
-        "no-space-after=99999999999999999999", "bogus=1", "read-delay", "read-delay=5ms,",
-        ",read-delay=5ms", "read-delay=5ms,read-delay=6ms", "read-delay=5ms,,no-space-after=1",
-        "read-delay = 5ms"}) {
+  for (const char* bad : {"read-delay=abc",
+                          "read-delay=50",
+                          "read-delay=-5ms",
+                          "read-delay=1.5ms",
+                          "read-delay=",
+                          "read-delay=ms",
+                          "write-error-after=-1",
+                          "write-error-after=x",
+                          "write-error-after=",
+                          "sync-error-after=1.0",
+                          "no-space-after=+3",
+                          "no-space-after=99999999999999999999",
+                          "bogus=1",
+                          "read-delay",
+                          "read-delay=5ms,",
+                          ",read-delay=5ms",
+                          "read-delay=5ms,read-delay=6ms",
+                          "read-delay=5ms,,no-space-after=1",
+                          "read-delay = 5ms",
+                          "sync-delay=5",
+                          "sync-delay=x",
+                          "sync-delay=1ms,sync-delay=2ms"}) {
     store::Faults f;
     f.write_error_after = 7;
     std::string error;
@@ -1417,6 +1435,27 @@ TEST(Faults, DelayedReadsOverlap) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   EXPECT_EQ(value_of(*s, "k0"), "v");
   s->close();  // waits for delayed reads issued before it
+}
+
+// A write the engine has applied but not yet made durable (its WAL sync is slow) is invisible
+// to reads until its sync ends: a crash could still lose it.
+TEST(Faults, ReadsNeverSeeAWriteBeforeItsSyncEnds) {
+  TempDir dir;
+  auto s = open_ok(dir.uri(), faults_of("sync-delay=400ms"));
+  ASSERT_TRUE(write_sync(*s, {put("k", "old")}).status.ok());
+  std::promise<store::Status> acked;
+  s->write({put("k", "new"), put("fresh", "v")},
+           [&](store::WriteResult r) { acked.set_value(std::move(r.status)); });
+  auto f = acked.get_future();
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(100ms);  // applied by now; its sync ends at ~400 ms
+    ASSERT_EQ(f.wait_for(0s), std::future_status::timeout) << "acknowledged before its sync";
+    EXPECT_EQ(value_of(*s, "k"), "old") << i;
+    EXPECT_EQ(value_of(*s, "fresh"), "<absent>") << i;
+  }
+  EXPECT_TRUE(wait_for(f).ok());
+  EXPECT_EQ(value_of(*s, "k"), "new");
+  EXPECT_EQ(value_of(*s, "fresh"), "v");
 }
 
 TEST(Faults, CloseWaitsForDelayedReads) {
