@@ -141,14 +141,16 @@ def method_note(levels, total, steady_s) -> str:
     most = max(levels)
     return (f"Two measurements per level. **ab-like** (the seed's method, kept): `--requests-total "
             f"{total:,}` over all connections, no warm-up. At {most:,} connections that is "
-            f"{total / most:g} requests per connection: bench_client opens every connection "
-            "before the timed window (ab, without `-k`, would even open one per request inside "
-            "it), but the window holds each connection's first requests (the server's first read "
-            "on a fresh connection, its buffers, the first scheduling of each socket) and the "
-            "ramp-up and drain of the whole set, and lasts only a fraction of a second, so at "
-            "that size connection setup, not the steady request path, dominates what it "
-            f"measures. **Steady state**: the same connections, `-d {steady_s:g}` after a warm-up "
-            f"of a third of it ({steady_s / 3:.2f} s, not recorded): the request path alone. "
+            f"{total / most:g} requests per connection. bench_client opens every connection "
+            "before the timed window (ab without `-k` opens one per request inside it), so no "
+            "handshake is timed, but a third or more of the requests are a connection's first "
+            "(the server's first read on a fresh socket) and the window, ramp-up and drain "
+            "included, lasts a fraction of a second: connection setup weighs on the figure as "
+            "it would not in a longer run. **Steady state**: the same connections, "
+            f"`-d {steady_s:g}` after a warm-up of a third of it ({steady_s / 3:.2f} s, not "
+            "recorded): the request path alone. The gap between the two columns is what the "
+            "short window costs; what both lose from the fewest to the most connections is the "
+            "cost of many sockets per wake-up, on both sides. "
             "The capacity search runs at the steady saturation level.")
 
 
