@@ -152,7 +152,9 @@ Sweep and load
       --pipeline N              requests outstanding per connection, 1..1024 (default 1): each
                                 write carries as many requests as there are free slots, back to
                                 back; a request's latency runs from the write that carried it to
-                                its parsed response. Closed loop only (not with --rate)
+                                its parsed response. With --rate (or --slo) a write carries the
+                                sends that are due, up to the free slots, each timed from its
+                                own planned time
   -n, --requests N              measured requests per thread per point (default 50000)
       --requests-total N        measured requests per point across all threads, like ab -n
                                 (split evenly; not with -n or --duration)
@@ -174,7 +176,8 @@ Capacity at an SLO
                                 the saturation rate, then open-loop steps bisect up to 1.1 x that;
                                 a step counts only when its point is valid (achieved rate within
                                 1% of the planned one, the schedule kept). Prints each step and
-                                the capacity; JSON "slo". Not with --rate or --pipeline > 1
+                                the capacity; JSON "slo". Not with --rate; with --pipeline N
+                                both the closed-loop point and the steps run at depth N
       --slo-max-rate R          top of the search instead of 1.1 x the saturation rate
       --slo-precision F         stop when the bracket hi/lo - 1 is below F, 0 < F <= 0.5
                                 (default 0.02)
@@ -408,8 +411,6 @@ void finish_config(Config& cfg, const Given& g) {
   if (cfg.workload.value_bytes > cfg.workload.max_value_bytes)
     cfg.workload.max_value_bytes = cfg.workload.value_bytes;
   const unsigned max_count = *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
-  if (cfg.pipeline > 1 && cfg.rate_rps > 0)
-    fail("--pipeline above 1 works in the closed loop only; it cannot be combined with --rate");
   if (cfg.rate_rps > 0 && cfg.rate_rps < max_count)
     fail("--rate must be at least one request/s per thread");
   if (g.requests_total && (g.requests || g.duration))
@@ -424,10 +425,6 @@ void finish_config(Config& cfg, const Given& g) {
     if (cfg.thread_counts.size() != 1)
       fail("--slo searches at one load level: give --threads N (one value)");
     if (cfg.rate_rps > 0) fail("--slo chooses the open-loop rates itself: it takes no --rate");
-    if (cfg.pipeline > 1)
-      fail(
-          "--slo runs open-loop steps, one request outstanding per connection: no --pipeline "
-          "above 1");
     if (!cfg.targets.empty()) fail("--slo searches against one server: not with --targets");
   }
 }

@@ -113,7 +113,7 @@ struct Config {
   unsigned target_weight = kDefaultTargetWeight;  // nginx's weight= of every node
   std::vector<unsigned> thread_counts;  // the sweep's points, after --threads/--max-threads
   unsigned connections_per_thread = 1;
-  unsigned pipeline = 1;  // requests outstanding per connection (> 1: closed loop only)
+  unsigned pipeline = 1;  // requests outstanding per connection (closed and open loop)
   std::uint64_t requests_per_thread = kDefaultRequestsPerThread;  // ignored when duration > 0
   // --requests-total: the point's measured requests across all threads (like ab -n), split as
   // evenly as possible; 0 = requests_per_thread per thread. Ignored when duration > 0.

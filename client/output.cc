@@ -304,7 +304,7 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
          "target_rps,"
          "uncorrected_p50_us,uncorrected_p99_us,uncorrected_p999_us,uncorrected_max_us,rate_"
          "sustained,aborted,"
-         "errors_by_code,pipeline,valid\n";
+         "errors_by_code,pipeline,valid,verified,client_cpu_us_per_response\n";
   for (const auto& p : result.points) {
     std::string codes;
     for (const auto& [code, n] : p.errors_by_code) {
@@ -328,7 +328,8 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
         << (p.open_loop ? csv_num(p.uncorrected.p999_us) : "") << ','
         << (p.open_loop ? csv_num(p.uncorrected.max_us) : "") << ',' << (p.rate_sustained ? 1 : 0)
         << ',' << (p.aborted ? 1 : 0) << ',' << codes << ',' << p.pipeline << ','
-        << (p.valid ? 1 : 0) << '\n';
+        << (p.valid ? 1 : 0) << ',' << p.verified << ',' << csv_num(p.client_cpu_us_per_response)
+        << '\n';
   }
   out.close();
   if (!out) {

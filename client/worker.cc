@@ -82,9 +82,8 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
       gate_(gate),
       ops_(cfg.workload, plan.seed, plan.thread_index),
       recorder_(plan.rate_rps > 0.0) {
-  // The open loop plans one send time per request: it runs with a pipeline of 1 (the command
-  // line rejects --pipeline above 1 with --rate; this keeps any other caller honest too).
-  if (plan_.rate_rps > 0.0 || plan_.pipeline == 0) plan_.pipeline = 1;
+  if (plan_.pipeline == 0) plan_.pipeline = 1;
+  due_.reserve(plan_.pipeline);
   if (routing_ == nullptr) {
     links_.reserve(plan_.connections);
     for (unsigned i = 0; i < plan_.connections; ++i)
@@ -182,7 +181,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
                    Clock::time_point schedule_start, bool measured) {
   if (routing_ != nullptr) return routed_phase(limit, deadline, schedule_start, measured);
   OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
-  const bool open = schedule.open();  // the open loop runs with a pipeline of 1
+  const bool open = schedule.open();
   std::uint64_t issued = 0;
 
   for (;;) {
@@ -208,6 +207,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
           idle_left = true;
           break;
         }
+        if (open && count > 1) count = take_due_sends(schedule, *planned, now, count);
         const std::size_t outstanding = link.pending.size() + count;
         const bool written = issue(link, count, *planned, open, measured);
         if (stats_.fatal) return false;
@@ -296,7 +296,7 @@ Worker::Link* Worker::free_link(std::size_t node) {
 bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
                           Clock::time_point schedule_start, bool measured) {
   OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
-  const bool open = schedule.open();  // the open loop runs with a pipeline of 1
+  const bool open = schedule.open();
   std::uint64_t issued = 0;
 
   for (;;) {
@@ -395,6 +395,20 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
 }
 
 // Sends `count` requests (at most the link's free slots) back to back in one write.
+// Open loop, pipelined: the first due send (planned at `first`) and the others already due at
+// `now`, up to `slots` of them, into due_ (one planned time each); how many.
+std::size_t Worker::take_due_sends(OpenLoopSchedule& schedule, Clock::time_point first,
+                                   Clock::time_point now, std::size_t slots) {
+  due_.clear();
+  due_.push_back(first);
+  while (due_.size() < slots) {
+    const auto more = schedule.take_due(now);
+    if (!more) break;
+    due_.push_back(*more);
+  }
+  return due_.size();
+}
+
 bool Worker::issue(Link& link, std::size_t count, Clock::time_point planned, bool open,
                    bool measured) {
   const std::size_t first = link.pending.size();
@@ -431,10 +445,12 @@ bool Worker::send(Link& link, std::string_view bytes, std::size_t first, std::si
                   Clock::time_point planned, bool open, bool measured) {
   // Stamped after building the requests: latency covers the wire and the server.
   const auto sent = Clock::now();
+  const bool each = open && due_.size() == count;
   for (std::size_t i = first; i < link.pending.size(); ++i) {
     link.pending.at(i).sent = sent;
-    link.pending.at(i).planned = open ? planned : sent;
+    link.pending.at(i).planned = !open ? sent : each ? due_[i - first] : planned;
   }
+  due_.clear();
   if (plan_.pipeline == 1) {
     const IoResult r = link.conn.send_all(bytes);
     if (r != IoResult::kOk) {

@@ -4,11 +4,12 @@
 // runs a warm-up (not recorded), meets the other workers at the start gate, then the measured
 // phase, closed loop (next request as soon as a connection is free) or open loop (each request has
 // a planned send time on a constant-rate schedule; latency is measured from the planned time, as
-// wrk2 does, and the uncorrected figure from the actual send is kept as well). Pipelining (closed
-// loop): each connection keeps up to `pipeline` requests outstanding; the free slots are filled by
-// one write carrying the requests back to back, and every complete response a read brought in is
-// parsed before the freed slots are refilled (also the responses read while a write is blocked, as
-// soon as they are read).
+// wrk2 does, and the uncorrected figure from the actual send is kept as well). Pipelining: each
+// connection keeps up to `pipeline` requests outstanding; the free slots are filled by one write
+// carrying the requests back to back (closed loop: as many as there are free slots; open loop: the
+// sends that are due, up to the free slots, each keeping its own planned time), and every
+// complete response a read brought in is parsed before the freed slots are refilled (also the
+// responses read while a write is blocked, as soon as they are read).
 // With --targets (a Routing), the worker opens its connections to every node and sends each
 // operation to the node the consistent-hash ring gives it (placement.hh); see Worker::routed_phase.
 // This file is the connection loop; the open loop's planned send times are in
@@ -37,6 +38,8 @@
 #include "workload.hh"
 
 namespace bench {
+
+class OpenLoopSchedule;
 
 // Where all workers of one point meet after warm-up; the completion step stamps the common start
 // of the measured window and takes the starting CPU samples.
@@ -74,7 +77,7 @@ struct WorkerPlan {
   unsigned thread_index = 0;
   unsigned nthreads = 1;
   unsigned connections = 1;
-  unsigned pipeline = 1;  // requests outstanding per connection (closed loop; the open loop uses 1)
+  unsigned pipeline = 1;                 // requests outstanding per connection (both loops)
   std::uint64_t requests = 0;            // measured requests; 0 = until duration
   std::chrono::nanoseconds duration{0};  // measured window when requests == 0
   std::uint64_t warmup_requests = 0;
@@ -164,9 +167,15 @@ class Worker {
   // link's requests are then accounted for and the connection re-opened; stats_.fatal says
   // whether the thread must stop). Pipelined, handles the responses that arrive during the write.
   bool issue(Link& link, std::size_t count, Clock::time_point planned, bool open, bool measured);
+  // Open loop, pipelined: the sends due at `now` (the first planned at `first`), up to `slots`,
+  // with their planned times in due_; how many.
+  std::size_t take_due_sends(OpenLoopSchedule& schedule, Clock::time_point first,
+                             Clock::time_point now, std::size_t slots);
   // issue() of one given operation (--targets).
   bool issue_op(Link& link, const Op& op, Clock::time_point planned, bool open, bool measured);
   // Stamps the requests [first, pending.size()) of the link and writes bytes (issue's second half).
+  // Open loop: request first + i was planned at due_[i] when due_ holds count times, else at
+  // `planned`.
   bool send(Link& link, std::string_view bytes, std::size_t first, std::size_t count,
             Clock::time_point planned, bool open, bool measured);
   // A pipelined write failed with `what`: finishes the requests whose responses arrived before
@@ -221,6 +230,7 @@ class Worker {
   OpGenerator ops_;
   std::vector<Link> links_;
   std::vector<pollfd> poll_fds_;  // await_links()'s scratch, kept to avoid allocating per wait
+  std::vector<Clock::time_point> due_;  // open loop, pipelined: the planned times of one write
   std::vector<Link*> polled_;
   Recorder recorder_;
   WorkerStats& stats_ = recorder_.stats();  // the recorder's: counts by operation and error

@@ -89,7 +89,10 @@ def bottleneck(s: Series, run: dict) -> str:
     if server_full:
         return f"**CPU-bound server** ({usage})"
     if client_full:
-        return f"**the client, not the server, is the limit** ({usage})"
+        left = 100 - srv / server_cores if srv is not None and server_cores else None
+        flag = (" — **measured the client** (the server had more than 15% of its CPU left)"
+                if left is not None and left > 15 else "")
+        return f"**the client, not the server, is the limit** ({usage}){flag}"
     return (f"neither side's CPU is saturated ({usage}): the limit is latency "
             "(round trips, wake-ups), not CPU")
 

@@ -5,6 +5,7 @@
 #include "server/board_service.hh"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,10 +148,16 @@ BoardRead not_found(std::string_view what) {
 }
 
 // Asks the store (ask(done)) and answers with render(page) later: not_found with the store's
-// "board not found" / "member not found", error for a store error.
+// "board not found" / "member not found", error for a store error. A read that found its board
+// (answered, or "member not found") counts in *found (board_reads), unless found is null (the
+// render counts it).
 template <class Ask, class Render>
-void from_store(Reply<BoardRead>& reply, Ask ask, Render render) {
-  ask([deliver = reply.later(DeferKind::read), render](store::BoardPage page) {
+void from_store(Reply<BoardRead>& reply, std::atomic<std::uint64_t>* found, Ask ask,
+                Render render) {
+  ask([deliver = reply.later(DeferKind::read), render, found](store::BoardPage page) {
+    if (found != nullptr && (page.status.ok() || page.status.message == kMemberNotFound)) {
+      found->fetch_add(1, std::memory_order_relaxed);
+    }
     if (page.status.code == store::Code::not_found) {
       return deliver(BoardRead{BoardRead::Kind::not_found, page.status.message});
     }
@@ -160,6 +167,12 @@ void from_store(Reply<BoardRead>& reply, Ask ask, Render render) {
 }
 
 }  // namespace
+
+std::size_t BoardService::members_of(std::string_view board, std::size_t at_least) const {
+  std::size_t members = 0;
+  boards_.read(board, [&](const boards::Board& b) { members = b.size(); });
+  return std::max(members, at_least);
+}
 
 void BoardService::update(std::string_view board, std::string_view member, boards::Op op,
                           double value, Reply<BoardChange>& reply) {
@@ -187,7 +200,7 @@ void BoardService::member(std::string_view board, std::string_view member,
                           Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
     return from_store(
-        reply,
+        reply, &store_reads_,
         [&](store::BoardPageDone done) {
           source_->board_member(std::string(board), std::string(member), std::move(done));
         },
@@ -217,13 +230,18 @@ void BoardService::top(std::string_view board, std::uint64_t offset, std::uint64
   if (source_ != nullptr) {
     // SQL's OFFSET is a bigint: anything past it is past every board's end anyway.
     const std::uint64_t sql_offset = std::min<std::uint64_t>(offset, INT64_MAX);
+    // The page's rows are the database's; its member count is the board's in memory (the
+    // count the updates keep, which every mode has), not a count(*) of the board per page.
+    // Reading it counts the read in board_reads (found in memory), so from_store does not.
     return from_store(
-        reply,
+        reply, nullptr,
         [&](store::BoardPageDone done) {
           source_->board_top(std::string(board), sql_offset, n, std::move(done));
         },
-        [b = std::string(board)](const store::BoardPage& page) {
-          return render_window(b, page.members, page_entries(page));
+        [this, b = std::string(board), offset](const store::BoardPage& page) {
+          // (At least the ranks the page holds, should memory lag the database.)
+          const std::size_t shown = page.entries.empty() ? 0 : offset + page.entries.size();
+          return render_window(b, members_of(b, shown), page_entries(page));
         });
   }
   // The entries come from the board's top-N cache when no update has moved a member within
@@ -249,7 +267,7 @@ void BoardService::around(std::string_view board, std::string_view member, std::
                           Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
     return from_store(
-        reply,
+        reply, &store_reads_,
         [&](store::BoardPageDone done) {
           source_->board_around(std::string(board), std::string(member), n, std::move(done));
         },
@@ -275,7 +293,7 @@ void BoardService::around(std::string_view board, std::string_view member, std::
 void BoardService::info(std::string_view board, Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
     return from_store(
-        reply,
+        reply, &store_reads_,
         [&](store::BoardPageDone done) {
           source_->board_info(std::string(board), std::move(done));
         },

@@ -11,10 +11,13 @@
 // and the board in memory keeps the change: docs/api.md, "Failures of the store").
 // Reads are the registry's (rendered under the board's shared lock, board_json.hh), or with
 // --board-source store the database's (SQL, the baseline the in-memory boards are measured
-// against), answered later.
+// against), answered later; a top page from the database takes its member count from memory
+// (the database is not made to count the board per page). Either way a read that found its
+// board counts in board_reads.
 // Thread safety: as the registry and the tier, every method may be called from any worker.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -76,10 +79,19 @@ class BoardService {
   // GET /board/{b}: {"board", "members", "top_score", "bottom_score"}.
   void info(std::string_view board, Reply<BoardRead>& reply);
 
+  // Reads the store answered (--board-source store) that found their board, except top pages
+  // (their member count is read from memory, which counts them): /stats adds them to the
+  // registry's board_reads.
+  std::uint64_t store_reads() const { return store_reads_.load(std::memory_order_relaxed); }
+
  private:
+  // The member count of a board in memory (board_reads counts the read), at least at_least.
+  std::size_t members_of(std::string_view board, std::size_t at_least) const;
+
   boards::Registry& boards_;
   StoreTier* const tier_;
   store::BoardSource* const source_;  // the store's board reads, or nullptr (memory answers)
+  std::atomic<std::uint64_t> store_reads_{0};
 };
 
 }  // namespace server

@@ -215,6 +215,7 @@ Snapshot take_snapshot(const ServerContext& ctx) {
   Snapshot s{ctx, ctx.cache.stats(), ctx.stats.sum(), {}, 0, {}};
   s.tier = ctx.key_service.tier_stats();
   s.boards = ctx.boards.stats();
+  s.boards.reads += ctx.board_service.store_reads();  // --board-source store
   s.uptime_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   return s;

@@ -32,23 +32,33 @@ constexpr const char* kBoardTop = "cache_board_top";
 constexpr const char* kBoardMember = "cache_board_member";
 constexpr const char* kBoardAround = "cache_board_around";
 constexpr const char* kBoardInfo = "cache_board_info";
+// Whether board $1 has a row: its top score read from the index (PostgreSQL plans max() on an
+// index's leading order as a one-entry index-only scan; an EXISTS subquery it estimated to match
+// most rows was planned as a sequential scan, which reads the whole table for a small board).
+std::string board_exists_sql(const std::string& bt) {
+  return "(SELECT max(score) FROM " + bt + " WHERE board = $1) IS NOT NULL";
+}
 std::string rank_sql(const std::string& bt, const std::string& row) {  // row: (score, seq)
   return "(SELECT count(*) FROM " + bt + " o WHERE o.board = $1 AND o.score > " + row +
          ".score) + (SELECT count(*) FROM " + bt + " o WHERE o.board = $1 AND o.score = " + row +
          ".score AND o.seq < " + row + ".seq) + 1";
 }
-// $1 board, $2 offset, $3 n -> (members, member, score), a row of NULLs past the end.
+// $1 board, $2 offset, $3 n -> (board exists, member, score), a row of NULLs past the end. The
+// page is an index-only scan of (board, score DESC, seq) INCLUDE (member) with LIMIT/OFFSET; the
+// board's existence one probe of that index (an InitPlan). No count(*): counting the board
+// would read all of its index entries for every page (the caller knows the member count).
 std::string board_top_sql(const std::string& bt) {
-  return "SELECT c.members, r.member, r.score FROM (SELECT count(*) AS members FROM " + bt +
-         " WHERE board = $1) c LEFT JOIN LATERAL (SELECT member, score, seq FROM " + bt +
+  return "SELECT " + board_exists_sql(bt) +
+         ", r.member, r.score FROM (VALUES (1)) one(x) LEFT JOIN LATERAL "
+         "(SELECT member, score, seq FROM " +
+         bt +
          " WHERE board = $1 ORDER BY score DESC, seq LIMIT $3 OFFSET $2) r ON true"
          " ORDER BY r.score DESC, r.seq";
 }
 // $1 board, $2 member -> (board exists, score, rank), score NULL if the member is absent.
 std::string board_member_sql(const std::string& bt) {
-  return "SELECT EXISTS (SELECT 1 FROM " + bt + " WHERE board = $1), m.score, " +
-         rank_sql(bt, "m") + " FROM (VALUES (1)) one(x) LEFT JOIN " + bt +
-         " m ON m.board = $1 AND m.member = $2";
+  return "SELECT " + board_exists_sql(bt) + ", m.score, " + rank_sql(bt, "m") +
+         " FROM (VALUES (1)) one(x) LEFT JOIN " + bt + " m ON m.board = $1 AND m.member = $2";
 }
 // $1 board, $2 member, $3 n -> (members, rank, member, score): the member's rank by COUNT, then
 // the window around it, clipped at both ends by itself: up to n rows ranked just above it and
@@ -101,10 +111,9 @@ bool bool_at(const PGresult* r, int row, int col) {
 const Status kBoardAbsent{Code::not_found, "board not found"};
 const Status kMemberAbsent{Code::not_found, "member not found"};
 
-// (members, member, score), NULLs past the end.
+// (board exists, member, score), NULLs past the end. members is not filled.
 Status read_top(const PGresult* r, std::uint64_t offset, BoardPage& page) {
-  page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-  if (page.members == 0) return kBoardAbsent;
+  if (!bool_at(r, 0, 0)) return kBoardAbsent;
   for (int i = 0, rows = PQntuples(r); i < rows; ++i) {
     if (PQgetisnull(r, i, 1)) continue;
     page.entries.push_back({.rank = offset + page.entries.size() + 1,

@@ -533,7 +533,8 @@ bool probe_table(PgConnection& setup, const std::string& table, const std::strin
 
 // The tables (created if missing, checked if not). The board rows: the primary key serves the
 // upsert and the removes, the index the ranking (WHERE board = $1 ORDER BY score DESC, seq:
-// top, rank counts, around, max/min).
+// top, rank counts, around, max/min); it includes member so that a top page is an index-only
+// scan (postgres_boards.cc).
 bool create_tables(PgConnection& setup, const Names& n, std::string& error) {
   return run_ddl(setup,
                  "CREATE TABLE IF NOT EXISTS " + n.table +
@@ -549,7 +550,7 @@ bool create_tables(PgConnection& setup, const Names& n, std::string& error) {
                  "board table " + n.board_table, error) &&
          run_ddl(setup,
                  "CREATE INDEX IF NOT EXISTS " + n.board_index + " ON " + n.board_table +
-                     "(board, score DESC, seq)",
+                     "(board, score DESC, seq) INCLUDE (member)",
                  "board table " + n.board_table, error) &&
          probe_table(setup, n.board_table, "board, member, score, seq",
                      {kByteaOid, kByteaOid, kFloat8Oid, kInt8Oid},

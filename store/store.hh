@@ -142,7 +142,8 @@ using BoardPageDone = std::function<void(BoardPage)>;
 class BoardSource {
  public:
   virtual ~BoardSource() = default;
-  // Ranks offset+1 .. offset+n (n >= 1): entries, and members. Past the end: no entries.
+  // Ranks offset+1 .. offset+n (n >= 1): entries (members is not filled: counting the board per
+  // page is what a top page must not cost). Past the end: no entries.
   virtual void board_top(std::string board, std::uint64_t offset, std::uint64_t n,
                          BoardPageDone done) = 0;
   // One member: entries[0] holds its rank and score (members is not filled).

@@ -13,6 +13,8 @@ bottleneck from those figures. What they share lives here:
   exited backends included through cutime/cstime) and the disk's %util as iostat computes it
   (/proc/diskstats io_ticks), over a with-block;
 - verdict(): the saturated resource, from those figures and the client's own CPU;
+  measured_the_client(): whether such a verdict names the client while the server had more than
+  15% of its CPU left (the row measured bench_client, not the server: flagged in the report);
 - slo_figures(), fnum(), md_table(), write_section(): reading bench_client --slo and writing a
   study's section.md + summary.json.
 
@@ -35,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUND_PCT = 85.0  # a resource this busy (% of its cores, % of the disk's time) is saturated
+HEADROOM_PCT = 15.0  # a server with more CPU left than this was not measured by a client-bound row
+MEASURED_CLIENT = "measured the client"
 LISTENING = re.compile(r"listening on ([0-9.]+):(\d+)")
 READY_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 10
@@ -195,10 +199,12 @@ def measure_point(client: Path, bench_args: list[str], json_path: Path, cpu: int
     (pt,) = doc["points"]
     fig = res.figures()
     fig["client_cpu_pct"] = pt["client_cpu_pct"]
-    who, why = verdict(fig, cores or {"server": 1, "client": 1})
+    cores = cores or {"server": 1, "client": 1}
+    who, why = verdict(fig, cores)
     return {"throughput_rps": pt["throughput_rps"], "requests": pt["requests"],
             "errors": pt["errors"], "mean_us": pt["mean_us"], "p99_us": pt["p99_us"], **fig,
-            "verdict": who, "verdict_why": why}
+            "verdict": who, "verdict_why": why,
+            "measured_client": measured_the_client(fig, cores, who)}
 
 
 # --- /proc arithmetic (pure, unit-tested) ----------------------------------------------------
@@ -384,6 +390,33 @@ def verdict(fig: dict, cores: dict) -> tuple[str, str]:
         f" (all below {BOUND_PCT:.0f}%)"
 
 
+def server_cpu_left_pct(fig: dict, cores: dict) -> float | None:
+    """The share of the server's cores its CPU left idle at a point (100 - busy %): the server's
+    CPU, plus the database's when PostgreSQL shares the server's CPU (as verdict() counts them).
+    None when the server's CPU was not sampled (a --target server without a PID)."""
+    srv, db = fig.get("server_cpu_pct"), fig.get("db_cpu_pct")
+    if srv is None:
+        return None
+    busy = srv + ((db or 0.0) if cores.get("db_shares_server_cpu", True) else 0.0)
+    return 100.0 - busy / (cores.get("server", 1) or 1)
+
+
+def measured_the_client(fig: dict, cores: dict, who: str | None = None) -> bool:
+    """True when a point's verdict (`who`, else verdict(fig, cores)) names the client CPU while the
+    server had more than HEADROOM_PCT (15%) of its CPU left: the row measured bench_client, not
+    the server, and the report flags it "measured the client". A server whose CPU was not
+    sampled is never flagged (nothing says it had CPU left)."""
+    if who is None:
+        who = verdict(fig, cores)[0]
+    left = server_cpu_left_pct(fig, cores)
+    return "client CPU" in who.split(" + ") and left is not None and left > HEADROOM_PCT
+
+
+def bottleneck_cell(who: str, flagged: bool) -> str:
+    """A table's bottleneck cell: the verdict, and the flag when the row measured the client."""
+    return f"{who} — **{MEASURED_CLIENT}**" if flagged else who
+
+
 def saturation(points: list[dict], key: str = "throughput_rps", share: float = 0.95) -> dict:
     """The saturation point of a sweep: the first point reaching `share` of the peak throughput
     (beyond it, more load adds latency, not throughput)."""
@@ -424,14 +457,15 @@ def write_section(out: Path, markdown: str, summary: dict) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
-def pg_cluster(cpu: int | None, max_connections: int = 100):
+def pg_cluster(cpu: int | None, max_connections: int = 100, settings: dict | None = None):
     """A throwaway PostgreSQL cluster (tests/support/pg_cluster.py), its postmaster pinned to
-    `cpu` (its backends inherit the affinity). Context manager: .conninfo, .postmaster_pid."""
+    `cpu` (its backends inherit the affinity), with extra server `settings`. Context manager:
+    .conninfo, .postmaster_pid, .log (the server's log file)."""
     sys.path.insert(0, str(ROOT / "tests" / "support"))
     import pg_cluster as pgc  # noqa: E402
 
     cluster = pgc.PgCluster(settings={"max_connections": max_connections,
-                                      "shared_buffers": "256MB"})
+                                      "shared_buffers": "256MB", **(settings or {})})
 
     @contextlib.contextmanager
     def managed():
@@ -448,6 +482,15 @@ def pg_cluster(cpu: int | None, max_connections: int = 100):
         finally:
             cluster.cleanup()
     return managed()
+
+
+def psql(conninfo: str, sql: str, timeout_s: float = 120) -> str:
+    """Runs SQL with psql against `conninfo`; its output (unaligned, tuples only)."""
+    r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", conninfo,
+                        "-c", sql], capture_output=True, text=True, timeout=timeout_s)
+    if r.returncode != 0:
+        raise StudyError(f"psql failed: {sql}\n{r.stderr[-1000:]}")
+    return r.stdout
 
 
 def child_pids(pid: int) -> list[int]:

@@ -7,9 +7,10 @@ run's files plus one measurement per configuration:
   - the published numbers beside ours (the optimized -t 1, the baseline -t 1, the optimized -t 4);
   - the saturation point as the other studies define it (the first client thread count reaching
     95% of the peak) beside the peak;
-  - the capacity at the SLO (default p99=1ms): each depth-1 configuration's server started again
-    with the same flags and pinning, bench_client --slo at that configuration's saturation
-    thread count (pipelined configurations are not searched: the open loop runs depth 1);
+  - the capacity at the SLO (default p99=1ms): each configuration's server started again with the
+    same flags and pinning, bench_client --slo at that configuration's saturation thread count,
+    pipelined configurations at their depth (--pipeline N: the open loop at depth N sends what is
+    due, up to N outstanding per connection, each request timed from its planned send);
   - the bottleneck verdict at that point from the server's and the client's CPU.
 Writes RUN_DIR/crank/section.md and summary.json.
 
@@ -62,10 +63,12 @@ def analyse(cfg: dict) -> dict:
     sat = c.saturation(cfg["points"])
     fig = {"server_cpu_pct": sat.get("server_cpu_pct"), "client_cpu_pct": sat.get("client_cpu_pct")}
     who, why = c.verdict(fig, {"server": 1, "client": 1})
+    flagged = c.measured_the_client(fig, {"server": 1, "client": 1}, who)
     return {"peak_rps": peak["throughput_rps"], "peak_threads": peak["threads"],
             "saturation_threads": sat["threads"], "saturation_rps": sat["throughput_rps"],
             "saturation_p95_us": sat["p95_us"], "server_cpu_pct": fig["server_cpu_pct"],
-            "client_cpu_pct": fig["client_cpu_pct"], "verdict": who, "verdict_why": why}
+            "client_cpu_pct": fig["client_cpu_pct"], "verdict": who, "verdict_why": why,
+            "measured_client": flagged}
 
 
 def main(argv=None) -> int:
@@ -83,15 +86,17 @@ def main(argv=None) -> int:
         for cfg in configs:
             a = analyse(cfg)
             a["slo"] = None
-            if cfg["pipeline"] == 1 and cfg["flags"] and cfg["flags"].startswith("-t"):
-                c.log(STUDY, f"{cfg['label']}: capacity at {spec}, {a['saturation_threads']} threads")
+            if cfg["flags"] and cfg["flags"].startswith("-t"):
+                c.log(STUDY, f"{cfg['label']}: capacity at {spec}, {a['saturation_threads']} threads"
+                             f", depth {cfg['pipeline']}")
+                depth = ["--pipeline", str(cfg["pipeline"])] if cfg["pipeline"] > 1 else []
                 with c.Server([str(server_bin), "-p", "0"] + cfg["flags"].split(),
                               cpu=args.server_cpu, log_dir=args.out,
                               name=f"cache_server-{cfg['file'][:-5]}") as srv:
                     doc = c.run_bench(client_bin, ["-p", str(srv.port), "--threads",
                                                    str(a["saturation_threads"]), "-d", duration,
                                                    "--warmup", "0.5s", "--slo", spec,
-                                                   "--slo-precision", str(precision)],
+                                                   "--slo-precision", str(precision)] + depth,
                                       args.out / "raw" / f"{cfg['file'][:-5]}-slo.json",
                                       cpu=args.client_cpu, timeout_s=900)
                 a["slo"] = c.slo_figures(doc)
@@ -111,8 +116,12 @@ def render(rows: dict, spec: str) -> str:
          "The experiment above is this study; here are the published numbers beside ours, the "
          "saturation point as every study defines it (the first client thread count reaching 95% "
          "of the peak), the capacity at the SLO (bench_client --slo at that thread count, the "
-         "server started again with the same flags and pinning) and the bottleneck verdict from "
-         "the server's and the client's CPU at that point.", "",
+         "server started again with the same flags and pinning; a pipelined configuration "
+         "(`-P N`) is searched at its depth: the open loop sends the requests that are due, up to "
+         "N outstanding per connection, each timed from its planned send, docs/client.md "
+         "\"Pipelining\") and the bottleneck verdict from the server's and the client's CPU at "
+         "that point; a client-bound row whose server had more than "
+         f"{c.HEADROOM_PCT:.0f}% of its CPU left is flagged \"{c.MEASURED_CLIENT}\".", "",
          "### Published beside ours", ""]
     prow = []
     for label, what, rps, p95, sat_threads in PUBLISHED:
@@ -130,9 +139,10 @@ def render(rows: dict, spec: str) -> str:
     for label, a in rows.items():
         slo = a["slo"]
         trow.append([label, c.fnum(a["peak_rps"]), a["saturation_threads"], c.fnum(a["saturation_rps"]),
-                     c.fnum(a["saturation_p95_us"]), slo["spec"] if slo else "not searched (pipelined)",
+                     c.fnum(a["saturation_p95_us"]), slo["spec"] if slo else "not searched",
                      c.fnum(slo["capacity_rps"]) if slo else "–", c.fnum(a["server_cpu_pct"], 1),
-                     c.fnum(a["client_cpu_pct"], 1), a["verdict"]])
+                     c.fnum(a["client_cpu_pct"], 1),
+                     c.bottleneck_cell(a["verdict"], a["measured_client"])])
     L.append(c.md_table(["configuration", "peak req/s", "saturation (client threads)", "req/s",
                          "p95 µs", "SLO", "capacity at SLO req/s", "server CPU %", "client CPU %",
                          "bottleneck"], trow))

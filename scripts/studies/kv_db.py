@@ -189,7 +189,9 @@ def render(results: dict, levels: list[int], args, duration: str, figures: dict)
             rows.append([name, s["connections"], c.fnum(s["throughput_rps"], 0), slo["spec"],
                          c.fnum(slo["capacity_rps"], 0), c.fnum(s["server_cpu_pct"], 1),
                          c.fnum(s["db_cpu_pct"], 1), c.fnum(s["client_cpu_pct"], 1),
-                         c.fnum(s["disk_util_pct"], 1), f"{s['verdict']} ({s['verdict_why']})"])
+                         c.fnum(s["disk_util_pct"], 1),
+                         c.bottleneck_cell(f"{s['verdict']} ({s['verdict_why']})",
+                                           s["measured_client"])])
             summary["configurations"][name] = r
     L.append(c.md_table(headers, rows))
     disk_notes = {results[s][w]["saturation"]["disk_note"] for s in results for w in WORKLOADS}

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,6 +49,16 @@ QUICK_LEVELS, FULL_LEVELS = [4, 64], [1, 4, 16, 32, 64]
 QUICK_MEMBERS, FULL_MEMBERS = 20_000, 100_000
 SCORE_MAX = 50_000
 DEFAULT_SLO = "p99=5ms"
+BOARD_TABLE = "leaderboard"  # cache_server's default --store-board-table
+# auto_explain is loaded, off (its log_min_duration defaults to -1; set it here and ALTER SYSTEM
+# could not override it); mode 0's plan probe turns it on for three requests. random_page_cost
+# 1.1, as a PostgreSQL expert sets it when the data is in memory or on SSD (the default 4 prices
+# an index page as a disk seek: at 20,000 members PostgreSQL then read a page mid-board with a
+# sequential scan and a sort of the whole board, 17.7 ms, instead of the index).
+PG_SETTINGS = {"shared_preload_libraries": "auto_explain", "random_page_cost": "1.1"}
+PLAN_PROBES = [("top page (top 100)", "/board/b0/top?n=100"),
+               ("a page mid-board (ranks N/2+1..N/2+100)", "/board/b0/top?n=100&offset={mid}"),
+               ("a member's rank", "/board/b0/member/m{mid}")]
 # Published (issue 15).
 PUBLISHED_PG = [
     ("mode 2, update-only, peak", "8,878 req/s, I/O 72% busy"),
@@ -80,7 +93,8 @@ def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration,
     uses_pg = mode != 1
     board = ["--boards", "1", "--members", str(members), "--score-max", str(SCORE_MAX),
              "--timeout", "20s"]
-    ctx = c.pg_cluster(args.server_cpu) if uses_pg else contextlib.nullcontext()
+    ctx = (c.pg_cluster(args.server_cpu, settings=PG_SETTINGS) if uses_pg
+           else contextlib.nullcontext())
     result = {}
     with ctx as pg:
         conninfo = pg.conninfo if pg else None
@@ -95,6 +109,8 @@ def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration,
             db_pid = pg.postmaster_pid if pg else None
             disk = Path(pg.dir) if pg else None
             for wl, wl_args in WORKLOADS.items():
+                if pg:  # what autovacuum does within a minute of a load; a point lasts seconds
+                    c.psql(pg.conninfo, f"VACUUM (ANALYZE) {BOARD_TABLE}")
                 points = []
                 for conns in levels:
                     c.log(STUDY, f"mode {mode} {wl} {conns} connections")
@@ -118,7 +134,56 @@ def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration,
                                       cpu=args.client_cpu, timeout_s=900)
                 srv.drain()
                 result[wl] = {"points": points, "saturation": sat, "slo": c.slo_figures(slo_doc)}
+            if mode == 0:
+                c.psql(pg.conninfo, f"VACUUM (ANALYZE) {BOARD_TABLE}")
+                result["plans"] = plan_probe(pg, srv.port, members)
+                srv.drain()
     return result
+
+
+def plan_probe(pg, port: int, members: int) -> dict:
+    """EXPLAIN (ANALYZE, BUFFERS) of mode 0's own statements as PostgreSQL ran them: auto_explain
+    (loaded, off) is turned on, PLAN_PROBES are sent to the server, it is turned off again, and
+    each logged plan of a statement on the board table is returned by probe name."""
+    log = Path(pg.log)
+    start = log.stat().st_size
+    settings = {"log_min_duration": "0", "log_analyze": "on", "log_buffers": "on"}
+    for name, value in settings.items():
+        c.psql(pg.conninfo, f"ALTER SYSTEM SET auto_explain.{name} = {value}")
+    c.psql(pg.conninfo, "SELECT pg_reload_conf()")
+    time.sleep(1.0)  # each backend applies the reload before its next statement
+    status = {}
+    for name, path in PLAN_PROBES:
+        url = f"http://127.0.0.1:{port}" + path.format(mid=members // 2)
+        with urllib.request.urlopen(url, timeout=30) as r:
+            status[name] = r.status
+    for name in settings:
+        c.psql(pg.conninfo, f"ALTER SYSTEM RESET auto_explain.{name}")
+    c.psql(pg.conninfo, "SELECT pg_reload_conf()")
+    time.sleep(0.5)
+    with log.open() as f:
+        f.seek(start)
+        text = f.read()
+    entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", text)  # each log entry starts with its time
+    plans = [p for p in entries if "LOG:  duration: " in p and BOARD_TABLE in p]
+    return {name: {"status": status[name], "plan": plans[i].strip() if i < len(plans) else None}
+            for i, (name, _) in enumerate(PLAN_PROBES)}
+
+
+def plan_facts(plan: str | None) -> str:
+    """One line of what a logged plan shows: the scans, heap fetches, buffers, the time."""
+    if not plan:
+        return "no plan logged"
+    scans = sorted(set(re.findall(r"(Index Only Scan|Index Scan|Seq Scan|Bitmap Heap Scan)"
+                                  r"(?: Backward)? using (\S+)", plan)))
+    seq = "Seq Scan" in plan
+    fetches = sum(int(x) for x in re.findall(r"Heap Fetches: (\d+)", plan))
+    hits = re.search(r"Buffers: shared hit=(\d+)", plan)
+    ms = re.search(r"duration: ([0-9.]+) ms", plan)
+    aggs = len(re.findall(r"Aggregate", plan))
+    return ("; ".join(f"{k} using {i}" for k, i in scans) + (", a Seq Scan" if seq else "") +
+            f"; heap fetches {fetches}; {aggs} Aggregate node(s); shared buffers hit "
+            f"{hits.group(1) if hits else '–'}; {ms.group(1) if ms else '–'} ms")
 
 
 def figure(out: Path, results: dict) -> str:
@@ -179,9 +244,12 @@ def render(results, levels, members, duration, args, fig_name):
         lo3 = results[3]["leaderboard-only"]["points"][0]
         lo0 = results[0]["leaderboard-only"]["points"][0]
         rows.append([PUBLISHED_PG[2][0], PUBLISHED_PG[2][1],
-                     f"mean {c.fnum(lo3['mean_us'])} µs cached (mode 3), {c.fnum(lo0['mean_us'])} µs "
-                     f"from the database (mode 0), at {lo3['connections']} connections"])
+                     f"mean {c.fnum(lo3['mean_us'])} µs cached (mode 3); from the database (mode "
+                     f"0) mean {c.fnum(lo0['mean_us'] / 1000, 2)} ms, p99 "
+                     f"{c.fnum(lo0['p99_us'] / 1000, 2)} ms; at {lo3['connections']} connections"])
     L.append(c.md_table(["PostgreSQL-backed service", "published", "ours"], rows))
+    if results.get(0, {}).get("plans"):
+        L += sql_section(results[0]["plans"], members)
     if 3 in results:
         rows = []
         for wl, (test, lo, hi) in PUBLISHED_REDIS_MONGO.items():
@@ -210,12 +278,43 @@ def render(results, levels, members, duration, args, fig_name):
                          c.fnum(s["mean_us"], 1), c.fnum(s["p99_us"], 1), slo["spec"],
                          c.fnum(slo["capacity_rps"]), c.fnum(s["server_cpu_pct"], 1),
                          c.fnum(s["db_cpu_pct"], 1), c.fnum(s["client_cpu_pct"], 1),
-                         c.fnum(s["disk_util_pct"], 1), s["verdict"]])
+                         c.fnum(s["disk_util_pct"], 1),
+                         c.bottleneck_cell(s["verdict"], s["measured_client"])])
             summary["configurations"][name] = r[wl]
     L.append(c.md_table(["configuration", "saturation (conns)", "req/s", "mean µs", "p99 µs", "SLO",
                          "capacity at SLO req/s", "server CPU %", "PostgreSQL CPU %",
                          "client CPU %", "disk %util", "bottleneck"], rows))
     return "\n".join(L) + "\n", summary
+
+
+def sql_section(plans: dict, members: int) -> list[str]:
+    """Mode 0's statements and the plans PostgreSQL ran them with (plan_probe)."""
+    L = ["### Mode 0's SQL and its plans", "",
+         "Mode 0 answers each read with one prepared statement (store/postgres_boards.cc). A top "
+         "page: `SELECT member, score FROM leaderboard WHERE board = $1 ORDER BY score DESC, seq "
+         "LIMIT $n OFFSET $k`, an index-only scan of `leaderboard_rank (board, score DESC, seq) "
+         "INCLUDE (member)`, plus one probe of that index for the board's existence; no "
+         "`count(*)` of the board per page (the page's `members` total is the board's count in "
+         "the server's memory, which every mode keeps). A rank: 1 + `count(*) WHERE score > s` + "
+         "`count(*) WHERE score = s AND seq < q`, two counts of index ranges, index-only. Before "
+         "each workload the board table gets `VACUUM (ANALYZE)`, as autovacuum would within a "
+         "minute of a load: the visibility map then spares the index-only scans the heap (rows "
+         "updated since are fetched from the heap, and counted below). The cluster runs with "
+         "`random_page_cost = 1.1` (data in memory). `OFFSET k` still reads the k entries it "
+         "skips: a page mid-board costs more than the top page. The plans PostgreSQL ran "
+         f"for three reads after the workloads ({members:,} members; auto_explain with ANALYZE "
+         "and BUFFERS):", ""]
+    L.append(c.md_table(["read", "HTTP status", "what the plan shows"],
+                        [[name, p["status"], plan_facts(p["plan"])] for name, p in plans.items()]))
+    L.append("<details><summary>the plans as logged</summary>")
+    L.append("")
+    L.append("```")
+    for name, p in plans.items():
+        L += [f"-- {name}", p["plan"] or "(not logged)", ""]
+    L.append("```")
+    L.append("</details>")
+    L.append("")
+    return L
 
 
 def main(argv=None) -> int:
@@ -236,6 +335,8 @@ def main(argv=None) -> int:
         return 1
     fig_name = figure(args.out, results)
     text, summary = render(results, levels, members, duration, args, fig_name)
+    if results.get(0, {}).get("plans"):
+        summary["mode0_plans"] = results[0]["plans"]
     summary.update({"study": STUDY, "levels": levels, "members": members,
                     "duration_s": float(duration), "modes": modes, "figures": [fig_name]})
     c.write_section(args.out, text, summary)

@@ -2,6 +2,7 @@
 // non-finite numbers as null.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
@@ -57,6 +58,8 @@ TEST(Output, PipelineDepthIsInTheModeTheCsvAndTheTable) {
   PointResult p;
   p.threads = 1;
   p.pipeline = 16;
+  p.verified = 37;
+  p.client_cpu_us_per_response = 1.25;
   r.points.push_back(p);
 
   const auto doc = boost::json::parse(to_json_text(r));
@@ -74,10 +77,13 @@ TEST(Output, PipelineDepthIsInTheModeTheCsvAndTheTable) {
   std::getline(in, header);
   std::getline(in, row);
   std::remove(path.c_str());
-  // pipeline, then valid (appended last: readers index the older columns by name or position).
-  EXPECT_NE(header.find(",pipeline,valid"), std::string::npos) << header;
-  EXPECT_EQ(header.substr(header.rfind(',') + 1), "valid");
-  EXPECT_NE(row.find(",16,1"), std::string::npos) << row;
+  // pipeline, valid, then verified and client_cpu_us_per_response (appended last: readers index
+  // the older columns by name or position).
+  EXPECT_NE(header.find(",pipeline,valid,verified,client_cpu_us_per_response"), std::string::npos)
+      << header;
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "client_cpu_us_per_response");
+  EXPECT_NE(row.find(",16,1,37,1.250"), std::string::npos) << row;
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), std::count(row.begin(), row.end(), ','));
 }
 
 SweepResult slo_run() {

@@ -135,10 +135,11 @@ TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Connections, PipelineWorker, testing::Values(1u, 3u));
 
-// The open loop plans one send time per request, so a Worker given a depth above 1 with a rate
-// (which the command line rejects) must still run with a pipeline of 1: otherwise each planned
-// send would carry a batch of 8 and the run would go 8 times faster than planned.
-TEST(PipelineWorkerOpenLoop, RunsWithAPipelineOfOne) {
+// The open loop plans one send time per request, so a Worker at depth 8 with a rate sends only
+// the requests that are due (up to 8 outstanding): if it filled its free slots as the closed loop
+// does, each planned send would carry a batch of 8 and the run would go 8 times faster than
+// planned.
+TEST(PipelineWorkerOpenLoop, SendsOnlyWhatIsDueAtDepth8) {
 #ifndef BENCH_CACHE_SERVER
   GTEST_SKIP() << "cache_server is not built";
 #else

@@ -131,6 +131,11 @@ def test_tiny_etc_sweep(server, tmp_path):
     for field in POINT_FIELDS:
         assert field in rows[0]
     assert float(rows[1]["throughput_rps"]) == pytest.approx(doc["points"][1]["throughput_rps"], rel=1e-3)
+    # The JSON's per-point client figures are CSV columns too.
+    for row, point in zip(rows, doc["points"]):
+        assert int(row["verified"]) == point["verified"]
+        assert float(row["client_cpu_us_per_response"]) == pytest.approx(
+            point["client_cpu_us_per_response"], abs=1e-3)
     # The human table: a header and one row per thread count.
     lines = [l for l in r.stdout.splitlines() if not l.startswith("#")]
     assert lines[0].split()[:3] == ["threads", "requests", "req/s"]

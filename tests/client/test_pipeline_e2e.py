@@ -219,10 +219,58 @@ def test_pipeline_flag_is_documented_and_validated():
     assert r.returncode == 1 and "--pipeline needs" in r.stderr
 
 
-def test_pipeline_with_open_loop_is_rejected():
-    r = run_bench("--pipeline", "4", "--rate", "1000", "-p", "1")
-    assert r.returncode == 1
-    assert "--pipeline" in r.stderr and "--rate" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+@needs_real
+def test_open_loop_at_depth_8_keeps_its_rate_and_counts_exactly(tmp_path):
+    """--rate with --pipeline 8 against the real server: the planned rate is achieved (a valid
+    point), every request is answered, counted once and timed from its planned send."""
+    srv = real_server()
+    try:
+        doc, answered = requests_sent_by(srv.port, tmp_path / "r.json", "--threads", 1,
+                                         "--pipeline", 8, "--rate", 4000, "-d", 1, "--warmup", 0,
+                                         "--workload", "get-popular", "--no-reset")
+        point = doc["points"][0]
+        assert doc["meta"]["mode"]["pipeline"] == 8 and point["open_loop"] is True
+        assert point["errors"] == 0, point["errors_by_code"]
+        assert point["valid"] is True, point["invalid_reason"]
+        assert point["throughput_rps"] == pytest.approx(4000, rel=0.01)
+        assert sum(s["requests"] for s in point["series"]) == point["requests"]
+        # corrected latency (from the planned time) is never below the uncorrected one
+        assert point["p99_us"] >= point["uncorrected"]["p99_us"]
+        assert answered >= point["requests"]
+    finally:
+        srv.stop()
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@pytest.mark.parametrize("depth", [1, 8])
+def test_open_loop_sends_what_is_due_in_one_write_up_to_the_depth(tmp_path, depth):
+    """Open loop (--rate 2000, -n 600) against the stand-in, which stops reading for 0.4 s after
+    its first answer: the sends due meanwhile pile up. At depth 1 each goes out alone (600
+    writes); at depth 8 the backlog goes out 8 per write (far fewer writes), and the stall shows
+    in the latency measured from the planned times."""
+    srv = fake_server("--stall-after", "1", "--stall-ms", "400")
+    try:
+        log, out = tmp_path / "strace.log", tmp_path / "r.json"
+        n = 600
+        r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=sendto", "-o", str(log), BENCH,
+                            "-p", str(srv.port), "--threads", "1", "--pipeline", str(depth),
+                            "--rate", "2000", "-n", str(n), "--warmup", "0", "--path", "/missing",
+                            "--json", str(out)],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"})
+        if r.returncode != 0 and "ptrace" in r.stderr:
+            pytest.skip(f"strace cannot trace here: {r.stderr.strip()}")
+        assert r.returncode == 0, r.stderr
+        point = json.loads(out.read_text())["points"][0]
+        assert point["requests"] == n  # each answered (a 404: /missing)
+        assert point["max_us"] >= 300_000, point  # the stall, seen from the planned times
+        sends = count_sendto(log) - 1  # the /stats probe
+        if depth == 1:
+            assert sends == n
+        else:
+            assert sends <= n // 3, sends
+    finally:
+        srv.stop()
 
 
 def count_sendto(strace_log):

@@ -56,6 +56,8 @@ def check_slo_against_raw(slo: dict, raw_path: Path) -> None:
 def check_verdict(point: dict, cores=None) -> None:
     who, why = common.verdict(point, cores or {"server": 1, "client": 1})
     assert point["verdict"] == who and point["verdict_why"] == why
+    assert point["measured_client"] == common.measured_the_client(point, cores or {"server": 1,
+                                                                                   "client": 1})
     busy = [v for v in (point.get("server_cpu_pct"), point.get("client_cpu_pct"),
                         point.get("disk_util_pct")) if v is not None]
     if who == "none saturated":

@@ -147,12 +147,20 @@ def test_report_names_the_bottleneck(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(doc(40, 99)))
     (tmp_path / "c.json").write_text(json.dumps(doc(40, 40)))
     (tmp_path / "d.json").write_text(json.dumps(doc(95, 96)))
+    (tmp_path / "e.json").write_text(json.dumps(doc(84, 99)))
+    (tmp_path / "f.json").write_text(json.dumps(doc(86, 99)))
     r = subprocess.run([sys.executable, str(REPORT), str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "REPORT.md").read_text()
     line = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| s")}
     assert "CPU-bound server" in line["s97c40"]
     assert "the client, not the server, is the limit" in line["s40c99"]
+    # The client-bound row whose server had more than 15% of its CPU left is flagged; one whose
+    # server had less left is not.
+    assert "measured the client" in line["s40c99"]
+    assert "measured the client" in line["s84c99"]
+    assert "measured the client" not in line["s86c99"]
+    assert "the client, not the server, is the limit" in line["s86c99"]
     assert "neither side's CPU is saturated" in line["s40c40"]
     assert "both sides saturated" in line["s95c96"] and "CPU-bound server" not in line["s95c96"]
     assert "the client, not the server" not in line["s97c40"]

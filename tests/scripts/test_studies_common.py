@@ -91,3 +91,47 @@ def test_saturation_is_the_first_point_at_95_percent_of_the_peak():
 def test_formatting_helpers():
     assert c.fnum(12345.678) == "12,346" and c.fnum(0.1184, 3) == "0.118" and c.fnum(None) == "–"
     assert c.md_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---:|\n| 1 | 2 |\n"
+
+
+@pytest.mark.parametrize("fig,cores,flagged", [
+    # The client at its limit, the server with 48% of its core left: the row measured the client.
+    ({"server_cpu_pct": 52.0, "client_cpu_pct": 99.5}, {}, True),
+    # Exactly 15% left is not more than 15%; 14.9% left neither.
+    ({"server_cpu_pct": 85.0, "client_cpu_pct": 99.0}, {}, False),
+    ({"server_cpu_pct": 85.1, "client_cpu_pct": 99.0}, {}, False),
+    ({"server_cpu_pct": 84.9, "client_cpu_pct": 99.0}, {}, True),
+    # The server is the limit, or nothing is: never flagged, however idle the client.
+    ({"server_cpu_pct": 97.0, "client_cpu_pct": 40.0}, {}, False),
+    ({"server_cpu_pct": 40.0, "client_cpu_pct": 60.0}, {}, False),
+    # PostgreSQL on the server's core counts against the server's headroom.
+    ({"server_cpu_pct": 40.0, "db_cpu_pct": 50.0, "client_cpu_pct": 95.0}, {}, False),
+    ({"server_cpu_pct": 40.0, "db_cpu_pct": 30.0, "client_cpu_pct": 95.0}, {}, True),
+    ({"server_cpu_pct": 40.0, "db_cpu_pct": 50.0, "client_cpu_pct": 95.0},
+     {"db_shares_server_cpu": False}, True),
+    # Of two server cores, 150% busy leaves 25%.
+    ({"server_cpu_pct": 150.0, "client_cpu_pct": 90.0}, {"server": 2}, True),
+    ({"server_cpu_pct": 180.0, "client_cpu_pct": 90.0}, {"server": 2}, False),
+    # Server CPU not sampled (a --target server): nothing says it had CPU left.
+    ({"client_cpu_pct": 99.0}, {}, False),
+])
+def test_measured_the_client_flags_client_bound_rows_with_server_headroom(fig, cores, flagged):
+    who, _ = c.verdict(fig, cores)
+    assert c.measured_the_client(fig, cores) is flagged, (who, fig)
+    assert c.measured_the_client(fig, cores, who) is flagged
+    cell = c.bottleneck_cell(who, c.measured_the_client(fig, cores))
+    assert cell.startswith(who) and (c.MEASURED_CLIENT in cell) is flagged
+
+
+def test_measure_point_records_the_flag(tmp_path, monkeypatch):
+    # measure_point() stores the flag beside the verdict, computed from the same figures.
+    doc = {"points": [{"throughput_rps": 1000.0, "requests": 1000, "errors": 0, "mean_us": 50.0,
+                       "p99_us": 90.0, "client_cpu_pct": 99.0}]}
+    monkeypatch.setattr(c, "run_bench", lambda *a, **k: doc)
+    busy = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(5)"])
+    try:
+        pt = c.measure_point(Path("bench_client"), [], tmp_path / "x.json", None, [busy.pid])
+    finally:
+        busy.kill()
+        busy.wait()
+    assert pt["verdict"] == "client CPU" and pt["server_cpu_pct"] < 85
+    assert pt["measured_client"] is True

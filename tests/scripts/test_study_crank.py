@@ -41,15 +41,18 @@ def test_crank_section_and_the_assembled_report(tmp_path):
         assert row[3] == sc.cell(sat["throughput_rps"]) and row[4] == sc.cell(sat["p95_us"])
         assert row[7] == sc.cell(sat["server_cpu_pct"], 1)
         assert row[8] == sc.cell(sat["client_cpu_pct"], 1)
-        assert row[9] == a["verdict"]
-        if "-P" in row[0]:
-            assert row[5] == "not searched (pipelined)"
-        else:
-            raw = out / "raw" / (next(n for n in run["order"] if json.loads(
-                (run_dir / n).read_text())["meta"]["label"] == row[0])[:-5] + "-slo.json")
-            sc.check_slo_against_raw(a["slo"], raw)
-            assert row[5] == a["slo"]["spec"] == "p99=1ms"
-            assert row[6] == sc.cell(a["slo"]["capacity_rps"])
+        assert row[9] == sc.common.bottleneck_cell(a["verdict"], a["measured_client"])
+        assert a["measured_client"] == sc.common.measured_the_client(sat, {"server": 1, "client": 1})
+        # Every configuration is searched, a pipelined one (-P N) at its depth.
+        raw = out / "raw" / (next(n for n in run["order"] if json.loads(
+            (run_dir / n).read_text())["meta"]["label"] == row[0])[:-5] + "-slo.json")
+        sc.check_slo_against_raw(a["slo"], raw)
+        assert row[5] == a["slo"]["spec"] == "p99=1ms"
+        assert row[6] == sc.cell(a["slo"]["capacity_rps"])
+        slo_doc = json.loads(raw.read_text())
+        assert slo_doc["meta"]["mode"]["pipeline"] == doc["meta"]["mode"]["pipeline"]
+        assert slo_doc["meta"]["mode"]["pipeline"] == (16 if "-P 16" in row[0] else 1)
+        assert "--pipeline 16" in slo_doc["meta"]["command_line"] or "-P 16" not in row[0]
     # Published beside ours: the three published configurations, ours where this run has them.
     _, pub = md_tables.table(md, "| published configuration")
     assert [p[2] for p in pub] == ["22,835 req/s at p95 136 µs, saturating at 2 client threads",

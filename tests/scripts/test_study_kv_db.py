@@ -56,7 +56,8 @@ def test_kv_db_quick_form_reduced(tmp_path):
         assert row[6] == sc.cell(s["db_cpu_pct"], 1)
         assert row[7] == sc.cell(s["client_cpu_pct"], 1)
         assert row[8] == sc.cell(s["disk_util_pct"], 1)
-        assert row[9] == f"{s['verdict']} ({s['verdict_why']})"
+        assert row[9] == sc.common.bottleneck_cell(f"{s['verdict']} ({s['verdict_why']})",
+                                                   s["measured_client"])
         # saturation = the first level at >= 95% of the peak
         peak = max(p["throughput_rps"] for p in r["points"])
         first = next(p for p in r["points"] if p["throughput_rps"] >= 0.95 * peak)

@@ -1,7 +1,9 @@
 """scripts/studies/leaderboard.py end to end at a reduced size (modes 0 and 3: PostgreSQL only,
-and fully cached; two levels; 500 players): the mode mapping is in the section, every number of
+and fully cached; two levels; 2,000 players): the mode mapping is in the section, every number of
 its tables is the summary's, the summary's are the raw bench_client JSON's, each verdict follows
-from its figures, the scores stayed in [0, 50,000), and nothing is left running."""
+from its figures, the scores stayed in [0, 50,000), mode 0's plans as PostgreSQL logged them are
+in the section (the top page an index-only scan with no count of the board), and nothing is left
+running."""
 import json
 
 import pytest
@@ -16,7 +18,7 @@ pytestmark = pytest.mark.skipif(not (sc.ROOT / "build/release/client/bench_clien
 def test_leaderboard_quick_form_reduced(tmp_path):
     sc.need_postgres()
     out = tmp_path / "leaderboard"
-    sc.run_study("leaderboard", out, "--modes", "0,3", "--levels", "1,4", "--members", "500",
+    sc.run_study("leaderboard", out, "--modes", "0,3", "--levels", "1,4", "--members", "2000",
                  "--duration", "0.5", "--slo-precision", "0.25")
     md, summary = sc.load(out)
     assert md.startswith("## Study: leaderboard — ")
@@ -39,7 +41,8 @@ def test_leaderboard_quick_form_reduced(tmp_path):
                            sc.cell(s["mean_us"], 1), sc.cell(s["p99_us"], 1), r["slo"]["spec"],
                            sc.cell(r["slo"]["capacity_rps"]), sc.cell(s["server_cpu_pct"], 1),
                            sc.cell(s["db_cpu_pct"], 1), sc.cell(s["client_cpu_pct"], 1),
-                           sc.cell(s["disk_util_pct"], 1), s["verdict"]]
+                           sc.cell(s["disk_util_pct"], 1),
+                           sc.common.bottleneck_cell(s["verdict"], s["measured_client"])]
     # Mode 0 reads come from PostgreSQL: its CPU shows; mode 3 reads touch no database.
     assert configs["mode 0 single-score"]["saturation"]["db_cpu_pct"] > 1
     # Published beside ours: the Redis+MongoDB tests against mode 3's peaks.
@@ -51,5 +54,24 @@ def test_leaderboard_quick_form_reduced(tmp_path):
     # --score-max 50000: the preload's scores and the updates' stay below it.
     raw = json.loads((out / "raw" / "mode3-update-only-1.json").read_text())
     assert "--score-max 50000" in raw["meta"]["command_line"]
+    # Mode 0's plans, logged by auto_explain for real requests to the server.
+    plans = summary["mode0_plans"]
+    assert set(plans) == {"top page (top 100)", "a page mid-board (ranks N/2+1..N/2+100)",
+                          "a member's rank"}
+    assert all(p["status"] == 200 and p["plan"] for p in plans.values()), plans
+    # The statements the server ran, one log entry each. (At 2,000 members PostgreSQL reads a page
+    # mid-board or a rank count with a sequential scan and a sort, the whole table being 114
+    # buffers; at 20,000, PostgresStoreTest.BoardTopIsAnIndexOnlyScanAndRanksCountTheIndex
+    # checks they are index-only.)
+    for p in plans.values():
+        assert p["plan"].count("LOG:  duration: ") == 1, p["plan"]
+        assert "Aggregate" in p["plan"] or "LIMIT $3 OFFSET $2" in p["plan"], p["plan"]
+    top = plans["top page (top 100)"]["plan"]
+    assert "Index Only Scan using leaderboard_rank" in top, top
+    assert "Aggregate" not in top and "Seq Scan" not in top, top  # no count(*) per page
+    _, facts = md_tables.table(md, "| read | HTTP status")
+    assert [f[0] for f in facts] == ["top page (top 100)",
+                                     "a page mid-board (ranks N/2+1..N/2+100)", "a member's rank"]
+    assert "1–3 ms from the database" in md
     sc.figures_exist(out, summary, md, "leaderboard")
     sc.no_process_left(out)

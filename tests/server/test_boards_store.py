@@ -363,3 +363,29 @@ def test_postgres_board_table_has_the_documented_shape(start_server, pg_flags, p
     rows = psql(f'SELECT encode(board, \'escape\'), encode(member, \'escape\'), score, seq '
                 f'FROM "{table}"')
     assert rows == [["b", "m", "2.5", "1"]]
+
+
+def test_board_source_store_reads_count_in_board_reads(start_server, pg_flags):
+    # Every read that found its board counts in board_reads, in /stats and /metrics, whether
+    # memory or the database answered it: the same reads make the same count either way.
+    reads = ["/board/b/top?n=2", "/board/b/top?offset=50", "/board/b/member/m1",
+             "/board/b/member/absent", "/board/b/around/m2?n=1", "/board/b",
+             "/board/nope", "/board/nope/top", "/board/nope/member/x", "/board/nope/around/x"]
+    counted = {}
+    for source in ("memory", "store"):
+        srv = start_server(*pg_flags, "--board-source", source)
+        if source == "memory":
+            for i in range(5):
+                assert put(srv, "b", f"m{i}", 10 * i).status in (200, 201)
+        before = stats(srv)["board_reads"]
+        statuses = [get(srv, p).status for p in reads]
+        assert statuses == [200, 200, 200, 404, 200, 200, 404, 404, 404, 404], source
+        counted[source] = stats(srv)["board_reads"] - before
+        metrics = exchange(srv, "GET", "/metrics").body.decode()
+        line = next(l for l in metrics.splitlines()
+                    if l.startswith("cache_server_board_reads_total "))
+        assert int(float(line.split()[1])) == stats(srv)["board_reads"]
+        code, _, err = srv.stop()
+        assert code == 0, err
+    # Six reads found board b (the absent member's too); the four of "nope" did not.
+    assert counted == {"memory": 6, "store": 6}
