@@ -52,13 +52,13 @@ class alignas(64) Shard {
     if (const std::size_t slot = table_.find(key, hash); slot != Table::npos) {
       E* old = table_.at(slot);
       if (!Policy::kEvicts && used() - old->charge() + charge > budget_) return SetResult::no_space;
-      prepare_insert(hash, old);
+      prepare_insert(hash, old, 0);  // used_after is for new keys only
       remove_at(slot);
       replaced = true;
     } else {
       if (!Policy::kEvicts && used() + charge > budget_) return SetResult::no_space;
       table_.reserve_one_more(hasher_);  // may throw: nothing changed yet
-      prepare_insert(hash, nullptr);
+      prepare_insert(hash, nullptr, used() + charge);
     }
     while (used() + charge > budget_) evict_one();  // used() > 0 here, so there is a victim
 
@@ -113,9 +113,10 @@ class alignas(64) Shard {
   // Exclusive lock held. Policies that place a new entry by its history (S3-FIFO's ghost) or
   // keep a replaced entry's state learn about the insertion before anything is evicted.
   // Forced inline: a call here was ~10 instructions per S3-FIFO set (callgrind).
-  [[gnu::always_inline]] void prepare_insert(std::uint64_t hash, const E* old) {
-    if constexpr (requires(Policy& p) { p.prepare_insert(table_, hash, old); }) {
-      policy_.prepare_insert(table_, hash, old);
+  [[gnu::always_inline]] void prepare_insert(std::uint64_t hash, const E* old,
+                                             std::size_t used_after) {
+    if constexpr (requires(Policy & p) { p.prepare_insert(table_, hash, old, used_after); }) {
+      policy_.prepare_insert(table_, hash, old, used_after);
     }
   }
 
