@@ -11,8 +11,8 @@
 //     90; 5 and 50 measured better on every trace we have (cache/README.md);
 //   - a new key goes to small, or to main if its hash is in the ghost (the ghost forgets it);
 //     until the first eviction, once small is full new keys go straight to main (in a cache
-//     whose small share is above 64 KiB, "full" then also means its share of the bytes held:
-//     see warm_small_cap);
+//     whose small share is above 64 KiB, "full" then also means that share times the square of
+//     how full the cache is: see warm_small_cap);
 //   - a hit adds 1 to a 2-bit frequency (capped at 3) in the entry's meta byte, atomically: the
 //     read path takes no exclusive lock and writes nothing once the counter is saturated;
 //   - evict from main if main holds more than its share or small is empty, else from small;
@@ -409,16 +409,20 @@ class S3FifoEviction {
   }
 
   // Small's room before the first eviction: its share of the budget, as libCacheSim's, but only
-  // while that is at most kWarmFloor bytes or the same share of the bytes held. In a cache far
-  // larger than its data (2 GB holding 111 MB) small would otherwise hold nearly every entry,
-  // each with a queue record: +14 B per item through the server (issue 30). Once the cache is
-  // full the two agree (used == budget); until then, which keys wait in small differs only in a
-  // cache whose small share is above kWarmFloor (the semantic tests and the libCacheSim
-  // cross-check run below it, so they see libCacheSim's rule exactly).
+  // while that is at most kWarmFloor bytes or that share times the square of how full the cache
+  // is. In a cache far larger than its data (2 GB holding 111 MB) small would otherwise hold
+  // nearly every entry, each with a queue record: +14 B per item through the server (issue 30);
+  // now its records are ~1% of the entries there, and 5% once the cache is full, where the two
+  // rules agree. Until then nothing is evicted, so small's only job is which keys the first
+  // evictions meet; a small below its share then fills from new keys while main gives way.
+  // Caches whose small share is at most kWarmFloor (the semantic tests, the libCacheSim
+  // cross-check and hit-ratio traces) see libCacheSim's rule exactly.
   static constexpr std::size_t kWarmFloor = 64 * 1024;
   std::size_t warm_small_cap(std::size_t used_after) const {
     if (small_cap_ <= kWarmFloor) return small_cap_;
-    const std::size_t share = percent_of(used_after, small_percent_);
+    const double full =
+        static_cast<double>(used_after) / static_cast<double>(small_cap_ + main_cap_);
+    const auto share = static_cast<std::size_t>(static_cast<double>(small_cap_) * full * full);
     return share < kWarmFloor ? kWarmFloor : (share < small_cap_ ? share : small_cap_);
   }
 

@@ -3,7 +3,8 @@
 // total of malloc_usable_size + 8 (glibc's chunk header) over every block. A cache filled with the
 // issue-30 workload (11-byte keys, 100-byte values) must stay under fixed bounds per item, so a
 // change that adds per-entry state (a bigger header, a queue record per entry, a looser table)
-// fails here. The bounds sit ~2 B above the figures this design measures (cache/README.md).
+// fails here. The bounds sit 1.3-2 B above what this design measures (31.3, 32.2, 30.1; before
+// issue 30: 55.2, 33.8, 38.0), cache/README.md.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -72,7 +73,7 @@ Fill fill(cache::Evictor evictor, std::size_t maxmem, std::size_t sets) {
   o.evictor = evictor;
   o.shards = 16;
   cache::Cache c(o);
-  char key[kKeyBytes + 1];
+  char key[24];  // "k%010zu" is 11 bytes for every i below 10^10
   for (std::size_t i = 0; i < sets; ++i) {
     std::snprintf(key, sizeof key, "k%010zu", i);
     c.set(std::string_view(key, kKeyBytes), value);
@@ -99,7 +100,7 @@ TEST(MemoryBound, S3FifoInALargeCache) {
 TEST(MemoryBound, S3FifoInACache10PercentSmallerThanItsData) {
   const Fill f = fill(cache::Evictor::s3fifo, kData * 9 / 10, kItems);
   EXPECT_LT(f.items, kItems);
-  EXPECT_LE(f.overhead_per_item, 35.0);
+  EXPECT_LE(f.overhead_per_item, 33.5);  // 33.8 before issue 30
 }
 
 TEST(MemoryBound, ClockInALargeCache) {
