@@ -115,6 +115,12 @@ class SlotTable {
     ++size_;
   }
 
+  // Puts entry `e`, whose key (so hash) is that of the entry in slot i, in its place; CLOCK's
+  // referenced bit starts clear, as for an insertion.
+  void replace_at(std::size_t i, E* e, std::uint64_t hash) {
+    store(i, reinterpret_cast<std::uintptr_t>(e) | tag_of(hash));
+  }
+
   // Empties slot i and shifts the following run back so every entry stays reachable from its
   // home slot (Knuth's algorithm R).
   template <class HashFn>
