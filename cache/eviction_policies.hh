@@ -17,8 +17,10 @@
 //   Policy(std::size_t budget, const Options&)  constructed from the shard's byte budget
 //   pick_victim(table, hash_of, used_bytes) instead of pick_victim(table, hash_of): also given
 //                                           the shard's key+value bytes
-//   prepare_insert(table, hash, old)        exclusive lock, before a set evicts anything; old is
-//                                           the entry being replaced, or nullptr for a new key
+//   prepare_insert(table, hash, old, used_after)  exclusive lock, before a set evicts anything;
+//                                           old is the entry being replaced, or nullptr for a new
+//                                           key; used_after (new keys only, else 0) the shard's
+//                                           bytes once the new entry is in
 #pragma once
 
 #include <atomic>
@@ -162,17 +164,14 @@ class ClockEviction {
   }
   template <class E, class HashFn>
   std::size_t pick_victim(SlotTable<E>& table, const HashFn&) {
-    // The hand visits slots with an odd stride near capacity/phi: a full cycle over the table
-    // in scattered order. Sweeping in index order would free slots only just behind the hand,
-    // leaving the region ahead of it nearly full for a whole revolution, and linear probing
-    // degrades sharply near full (measured: 738 hash calls per operation instead of 5 under a
-    // scan). Scattered, the freed slots are spread evenly and probe runs stay short.
-    // Terminates within two cycles: the first clears every bit it meets.
-    const std::size_t mask = table.capacity() - 1;
-    const std::size_t stride =
-        (static_cast<std::size_t>(static_cast<double>(mask) * 0.6180339887) | 1) & mask;
-    for (;; hand_ = (hand_ + stride) & mask) {
-      hand_ &= mask;
+    // The hand visits slots with a stride near capacity/phi, coprime with the capacity
+    // (SlotTable::next_hand): a full cycle over the table in scattered order. Sweeping in index
+    // order would free slots only just behind the hand, leaving the region ahead of it nearly full
+    // for a whole revolution, and linear probing degrades sharply near full (measured: 738 hash
+    // calls per operation instead of 5 under a scan). Scattered, the freed slots are spread evenly
+    // and probe runs stay short. Terminates within two cycles: the first clears every bit it meets.
+    if (hand_ >= table.capacity()) hand_ = 0;
+    for (;; hand_ = table.next_hand(hand_)) {
       if (table.at(hand_) == nullptr) continue;
       if (!table.referenced(hand_)) return hand_;
       table.clear_referenced(hand_);

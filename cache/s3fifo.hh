@@ -10,7 +10,9 @@
 //     shard's bytes worth of such departures (fingerprints). libCacheSim's defaults are 10 and
 //     90; 5 and 50 measured better on every trace we have (cache/README.md);
 //   - a new key goes to small, or to main if its hash is in the ghost (the ghost forgets it);
-//     until the first eviction, once small is full new keys go straight to main;
+//     until the first eviction, once small is full new keys go straight to main (in a cache
+//     whose small share is above 64 KiB, "full" then also means that share times the square of
+//     how full the cache is: see warm_small_cap);
 //   - a hit adds 1 to a 2-bit frequency (capped at 3) in the entry's meta byte, atomically: the
 //     read path takes no exclusive lock and writes nothing once the counter is saturated;
 //   - evict from main if main holds more than its share or small is empty, else from small;
@@ -64,8 +66,9 @@ constexpr std::size_t percent_of(std::size_t bytes, std::size_t percent) {
 // live fingerprints the oldest is dropped; growing the table forgets everything.
 class GhostFifo {
  public:
-  explicit GhostFifo(std::size_t window_bytes)
-      : window_(window_bytes), effective_window_(window_bytes) {
+  // `window_percent`: the window as a share of the shard's bytes; it sizes the table.
+  GhostFifo(std::size_t window_bytes, std::size_t window_percent)
+      : window_(window_bytes), effective_window_(window_bytes), window_percent_(window_percent) {
     while ((window_ >> shift_) >= kWindowUnits) ++shift_;
   }
 
@@ -194,11 +197,15 @@ class GhostFifo {
     }
     return zero != 0;
   }
-  // Room for 90% of `items` fingerprints at a load of at most 95%; grows to a load of 85%. Two
-  // choices of 8 slots each rarely overflow even at 95%.
+  // Room for the fingerprints the window holds, at a load of at most 95%; grows to a load of
+  // 85%. A window of p% of the bytes holds about p% of `items` live fingerprints, whatever the
+  // stretch (a stretched window's extra records are those hits removed), so the table is sized
+  // for 1.1 × p% of `items` (it was 90% of `items` whatever p: 4.2 B per cached entry at p = 50,
+  // now 2.6; issue 30). Two choices of 8 slots each rarely overflow even at 95%; when they do,
+  // the oldest fingerprint of the two buckets goes.
   // Never throws: without memory for a bigger table it keeps the old one (false if none).
   bool fit(std::size_t items) noexcept {
-    const std::size_t wanted = items - items / 10;
+    const std::size_t wanted = items * window_percent_ / 100 * 11 / 10 + 1;
     if (buckets_ != 0 && wanted * 100 <= buckets_ * kWays * 95) return true;
     const std::size_t buckets = (wanted * 100 / 85) / kWays + 1;
     try {
@@ -227,6 +234,7 @@ class GhostFifo {
   std::uint64_t now_ = 0;  // bytes that have entered the ghost so far
   const std::size_t window_;
   std::size_t effective_window_;
+  const std::size_t window_percent_;
   double inserted_ = 0;  // recent ghost insertions, and how many of them a hit removed
   double removed_ = 0;
   unsigned shift_ = 0;
@@ -247,9 +255,10 @@ class S3FifoEviction {
   // Small's share of the shard's bytes and the ghost's window come from Options (validated
   // there): s3fifo_small_percent and s3fifo_ghost_percent.
   S3FifoEviction(std::size_t budget, const Options& o)
-      : small_cap_(percent_of(budget, o.s3fifo_small_percent)),
+      : small_percent_(o.s3fifo_small_percent),
+        small_cap_(percent_of(budget, o.s3fifo_small_percent)),
         main_cap_(budget - small_cap_),
-        ghost_(percent_of(budget, o.s3fifo_ghost_percent)) {}
+        ghost_(percent_of(budget, o.s3fifo_ghost_percent), o.s3fifo_ghost_percent) {}
 
   // Before a set links its entry (exclusive lock, before any eviction): where the new entry of
   // `hash` will go. A replacement goes to main keeping the old entry's frequency: an update is a
@@ -257,9 +266,11 @@ class S3FifoEviction {
   // replacement that stayed in small cost a record, a stale one, and their compaction: +9%
   // instructions per replacing set, cache/README.md). A new key whose hash the ghost remembers
   // goes to main (and the ghost forgets it, as libCacheSim does); any other new key is fresh.
+  // `used_after` (a new key only; 0 for a replacement): the shard's key+value bytes once the new
+  // entry is in, before any eviction.
   template <class E>
-  [[gnu::always_inline]] void prepare_insert(SlotTable<E>& table, std::uint64_t hash,
-                                             const E* old) {
+  [[gnu::always_inline]] void prepare_insert(SlotTable<E>& table, std::uint64_t hash, const E* old,
+                                             std::size_t used_after) {
     if (old != nullptr) {
       pending_meta_ = old->meta.load(std::memory_order_relaxed) & kFreqMask;
     } else if (ghost_.remove(hash)) {
@@ -267,6 +278,7 @@ class S3FifoEviction {
     } else {
       pending_meta_ = kFresh;
       pending_hash_ = hash;
+      if (!has_evicted_) warm_cap_ = warm_small_cap(used_after);
       // Rare (once per ~small_count_ stale records): out of line, so this stays small enough
       // to inline into every set.
       if (small_records_ > 2 * small_count_ + 64) [[unlikely]]
@@ -281,8 +293,8 @@ class S3FifoEviction {
       return;
     }
     // libCacheSim: before the first eviction, a full small sends new keys to main; a key as big
-    // as small's whole share never enters small.
-    const bool small_full = !has_evicted_ && small_bytes_ >= small_cap_;
+    // as small's whole share never enters small. Small's room before then: warm_small_cap.
+    const bool small_full = !has_evicted_ && small_bytes_ >= warm_cap_;
     if (!small_full && e->charge() < small_cap_) {
       try {
         small_.push_back({e, pending_hash_});
@@ -370,11 +382,8 @@ class S3FifoEviction {
   // Terminates within four cycles: each pass lowers every frequency it meets by one.
   template <class E>
   std::size_t evict_main(SlotTable<E>& table) {
-    const std::size_t mask = table.capacity() - 1;
-    const std::size_t stride =
-        (static_cast<std::size_t>(static_cast<double>(mask) * 0.6180339887) | 1) & mask;
-    for (;; hand_ = (hand_ + stride) & mask) {
-      hand_ &= mask;
+    if (hand_ >= table.capacity()) hand_ = 0;
+    for (;; hand_ = table.next_hand(hand_)) {
       E* e = table.at(hand_);
       if (e == nullptr) continue;
       const std::uint8_t m = e->meta.load(std::memory_order_relaxed);
@@ -399,9 +408,29 @@ class S3FifoEviction {
     small_records_ = small_.size();
   }
 
+  // Small's room before the first eviction: its share of the budget, as libCacheSim's, but only
+  // while that is at most kWarmFloor bytes or that share times the square of how full the cache
+  // is. In a cache far larger than its data (2 GB holding 111 MB) small would otherwise hold
+  // nearly every entry, each with a queue record: +14 B per item through the server (issue 30);
+  // now its records are ~1% of the entries there, and 5% once the cache is full, where the two
+  // rules agree. Until then nothing is evicted, so small's only job is which keys the first
+  // evictions meet; a small below its share then fills from new keys while main gives way.
+  // Caches whose small share is at most kWarmFloor (the semantic tests, the libCacheSim
+  // cross-check and hit-ratio traces) see libCacheSim's rule exactly.
+  static constexpr std::size_t kWarmFloor = 64 * 1024;
+  std::size_t warm_small_cap(std::size_t used_after) const {
+    if (small_cap_ <= kWarmFloor) return small_cap_;
+    const double full =
+        static_cast<double>(used_after) / static_cast<double>(small_cap_ + main_cap_);
+    const auto share = static_cast<std::size_t>(static_cast<double>(small_cap_) * full * full);
+    return share < kWarmFloor ? kWarmFloor : (share < small_cap_ ? share : small_cap_);
+  }
+
+  const std::size_t small_percent_;
   const std::size_t small_cap_;
   const std::size_t main_cap_;
-  std::deque<Queued> small_;       // oldest first; may hold stale records (see evict_small)
+  std::size_t warm_cap_ = 0;  // warm_small_cap at the last fresh insert before the first eviction
+  std::deque<Queued> small_;  // oldest first; may hold stale records (see evict_small)
   std::size_t small_records_ = 0;  // small_.size(), which costs a dozen instructions per set
   std::size_t small_bytes_ = 0;
   std::size_t small_count_ = 0;  // live entries in small

@@ -5,6 +5,8 @@ Reads, from a results directory written by scripts/experiment.sh:
   cache_throughput.json  Google Benchmark JSON (with repetitions: the median is used)
   hit_ratio.json         Google Benchmark JSON with a hit_ratio counter
   memory_per_item.jsonl  one JSON object per store (optimizations/memory_per_item --json)
+  server_memory.jsonl    optional: the same figure through cache_server over HTTP, one object
+                         per run (optimizations/server_memory.sh --json)
 Writes <dir>/MICROBENCH.md and prints it. Computes nothing but medians and ratios.
 
 usage: python optimizations/report.py RESULTS_DIR
@@ -97,10 +99,23 @@ def memory_table(path):
         fail(f"{path} has a line that is not JSON: {e}")
     if not rows:
         fail(f"{path} is empty")
-    lines = ["| store | items | RSS growth (MB) | overhead (B/item above key+value) |", "|---|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['store']} | {r['items']} | {r['rss_delta_bytes'] / 1e6:.1f} | {r['overhead_bytes_per_item']:.1f} |")
+    lines = ["| store | measured | items | RSS growth (MB) | overhead (B/item above key+value) |",
+             "|---|---|---:|---:|---:|"]
+    for r in rows + server_rows(path.parent / "server_memory.jsonl"):
+        via = "server, HTTP PUTs" if r.get("via") == "server" else "library"
+        lines.append(f"| {r['store']} | {via} | {r['items']} | {r['rss_delta_bytes'] / 1e6:.1f} | "
+                     f"{r['overhead_bytes_per_item']:.1f} |")
     return lines + [""]
+
+
+def server_rows(path):
+    """The through-the-server rows (server_memory.sh --json), or none when that file is absent."""
+    if not path.exists():
+        return []
+    try:
+        return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    except json.JSONDecodeError as e:
+        fail(f"{path} has a line that is not JSON: {e}")
 
 
 def main(argv):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cache library's micro-benchmarks (optimizations/) into one results directory:
-#   memory per item at 1M items, hit ratio per evictor on Zipf(0.99) with and without a scan,
+#   memory per item at 1M items (the library, and through cache_server over HTTP), hit ratio per evictor on Zipf(0.99) with and without a scan,
 #   get/set throughput per evictor x lock scheme x shards at 1 and 2 threads,
 # then MICROBENCH.md (optimizations/report.py) beside them.
 #   scripts/microbench.sh [RESULTS_DIR]   default: a new results/<timestamp>-micro/
@@ -21,6 +21,13 @@ log() { echo "[microbench $(date +%H:%M:%S)] $*" >&2; }
 
 log "memory per item (1M items, fresh process per store)"
 "$bin/memory_per_item" --json > "$out/memory_per_item.jsonl"
+if command -v wrk > /dev/null && [ -x build/release/server/cache_server ]; then
+  log "memory per item through the server (1M wrk PUTs; 2G cache, and one 10% smaller than the data)"
+  bash optimizations/server_memory.sh --json s3fifo clock s3fifo:fit90 clock:fit90 \
+    > "$out/server_memory.jsonl"
+else
+  log "memory through the server skipped: needs wrk and build/release/server/cache_server"
+fi
 log "hit ratio per evictor (pinned to CPU 0)"
 taskset -c 0 "$bin/hit_ratio_bench" --benchmark_out="$out/hit_ratio.json" \
   --benchmark_out_format=json > /dev/null

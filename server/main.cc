@@ -17,9 +17,12 @@
 // other): one background thread ("jemalloc_bg_thd") returns freed pages to the OS on jemalloc's
 // decay schedule, as Redis configures it (jemalloc-bg-thread yes). Without it an idle server keeps
 // every page it ever freed resident: a 1M-member board's transient hash-bucket arrays alone added
-// ~13 bytes per member to RSS (docs/server.md, "Allocator").
+// ~13 bytes per member to RSS (docs/server.md, "Allocator"). slab_sizes: 8-page slabs for the
+// 96..256-byte classes, where a cache entry of a short key and a ~100-byte value lands; with
+// jemalloc's 1-page slabs each 32 entries carried a slab's metadata, 3.5 B per item at 1M items
+// (jemalloc's "metadata" stat 6.8 -> 3.3 MB; issue 30, cache/README.md).
 extern "C" const char* malloc_conf;
-const char* malloc_conf = "background_thread:true,max_background_threads:1";
+const char* malloc_conf = "background_thread:true,max_background_threads:1,slab_sizes:96-256:8";
 
 namespace {
 

@@ -62,3 +62,16 @@ def test_not_a_directory(tmp_path):
     r = run(tmp_path / "nope")
     assert r.returncode == 1
     assert "not a directory" in r.stderr
+
+
+def test_server_memory_rows_sit_beside_the_library_rows(tmp_path):
+    d = tmp_path / "run"
+    shutil.copytree(FIXTURE, d)
+    row = {"store": "server s3fifo", "via": "server", "items": 1000000, "maxmem": "2G",
+           "key_value_bytes": 111000000, "rss_delta_bytes": 141000000, "overhead_bytes_per_item": 30.0}
+    (d / "server_memory.jsonl").write_text(json.dumps(row) + "\n")
+    r = run(d)
+    assert r.returncode == 0, r.stderr
+    memory = (d / "MICROBENCH.md").read_text().split("## Memory per item")[1]
+    assert "| server s3fifo | server, HTTP PUTs | 1000000 | 141.0 | 30.0 |" in memory
+    assert "| library |" in memory
