@@ -252,25 +252,31 @@ def test_open_loop_sends_what_is_due_in_one_write_up_to_the_depth(tmp_path, dept
     try:
         log, out = tmp_path / "strace.log", tmp_path / "r.json"
         n = 600
-        r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=sendto", "-o", str(log), BENCH,
-                            "-p", str(srv.port), "--threads", "1", "--pipeline", str(depth),
-                            "--rate", "2000", "-n", str(n), "--warmup", "0", "--path", "/missing",
-                            "--json", str(out)],
-                           capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"})
-        if r.returncode != 0 and "ptrace" in r.stderr:
-            pytest.skip(f"strace cannot trace here: {r.stderr.strip()}")
-        assert r.returncode == 0, r.stderr
+        sends = sends_traced(log, "-p", str(srv.port), "--threads", "1", "--pipeline", str(depth),
+                             "--rate", "2000", "-n", str(n), "--warmup", "0", "--path", "/missing",
+                             "--json", str(out))
         point = json.loads(out.read_text())["points"][0]
         assert point["requests"] == n  # each answered (a 404: /missing)
         assert point["max_us"] >= 300_000, point  # the stall, seen from the planned times
-        sends = count_sendto(log) - 1  # the /stats probe
-        if depth == 1:
-            assert sends == n
-        else:
-            assert sends <= n // 3, sends
+        assert sends == n if depth == 1 else sends <= n // 3, sends
     finally:
         srv.stop()
+
+
+def sends_traced(strace_log, *args):
+    """Runs bench_client with args under strace, logging its sendto calls to strace_log, and
+    returns how many it made besides the /stats probe (skips the test where ptrace is not
+    allowed)."""
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=sendto", "-o", str(strace_log), BENCH,
+                        *args],
+                       capture_output=True, text=True, timeout=120,
+                       # LeakSanitizer cannot run under ptrace; the rest of ASan can.
+                       env={**os.environ,
+                            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"})
+    if r.returncode != 0 and "ptrace" in r.stderr:
+        pytest.skip(f"strace cannot trace here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    return count_sendto(strace_log) - 1  # the /stats probe
 
 
 def count_sendto(strace_log):
@@ -288,19 +294,8 @@ def test_pipeline_writes_batches_not_one_syscall_per_request(tmp_path, depth):
     try:
         log = tmp_path / "strace.log"
         n = 800
-        r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=sendto", "-o", str(log), BENCH,
-                            "-p", str(srv.port), "--threads", "1", "--pipeline", str(depth),
-                            "-n", str(n), "--warmup", "0", "--path", "/missing"],
-                           capture_output=True, text=True, timeout=120,
-                           # LeakSanitizer cannot run under ptrace; the rest of ASan can.
-                           env={**os.environ, "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"})
-        if r.returncode != 0 and "ptrace" in r.stderr:
-            pytest.skip(f"strace cannot trace here: {r.stderr.strip()}")
-        assert r.returncode == 0, r.stderr
-        sends = count_sendto(log) - 1  # the /stats probe
-        if depth == 1:
-            assert sends == n
-        else:
-            assert sends <= n // 4, sends
+        sends = sends_traced(log, "-p", str(srv.port), "--threads", "1", "--pipeline", str(depth),
+                             "-n", str(n), "--warmup", "0", "--path", "/missing")
+        assert sends == n if depth == 1 else sends <= n // 4, sends
     finally:
         srv.stop()
