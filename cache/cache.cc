@@ -18,8 +18,11 @@ class CacheImpl {
   CacheImpl(Evictor evictor, LockScheme lock) : evictor_(evictor), lock_(lock) {}
   virtual ~CacheImpl() = default;
   virtual SetResult set(std::string_view key, std::string_view value) = 0;
+  virtual Written set(std::string_view key, std::string_view value, const WriteOptions& o) = 0;
   virtual bool get(std::string_view key, ValueSink sink) const = 0;
-  virtual bool del(std::string_view key) = 0;
+  virtual bool get_item(std::string_view key, ItemSink sink) const = 0;
+  virtual DelResult del(std::string_view key, const Condition* condition) = 0;
+  virtual std::size_t reclaim_expired(unsigned steps_per_sweep) = 0;
   virtual void reset() = 0;
   virtual std::size_t space_used() const = 0;
   virtual std::size_t size() const = 0;
@@ -39,8 +42,15 @@ class ErasedCache final : public CacheImpl {
  public:
   ErasedCache(const Options& o, Evictor e) : CacheImpl(e, Lock::kScheme), cache_(o) {}
   SetResult set(std::string_view k, std::string_view v) override { return cache_.set(k, v); }
+  Written set(std::string_view k, std::string_view v, const WriteOptions& o) override {
+    return cache_.set(k, v, o);
+  }
   bool get(std::string_view k, ValueSink sink) const override { return cache_.get(k, sink); }
-  bool del(std::string_view k) override { return cache_.del(k); }
+  bool get_item(std::string_view k, ItemSink sink) const override {
+    return cache_.get_item(k, sink);
+  }
+  DelResult del(std::string_view k, const Condition* c) override { return cache_.del(k, c); }
+  std::size_t reclaim_expired(unsigned steps) override { return cache_.reclaim_expired(steps); }
   void reset() override { cache_.reset(); }
   std::size_t space_used() const override { return cache_.space_used(); }
   std::size_t size() const override { return cache_.size(); }
@@ -105,8 +115,14 @@ Cache& Cache::operator=(Cache&&) noexcept = default;
 SetResult Cache::set(std::string_view key, std::string_view value) {
   return impl_->set(key, value);
 }
+Written Cache::set(std::string_view key, std::string_view value, const WriteOptions& options) {
+  return impl_->set(key, value, options);
+}
 bool Cache::get(std::string_view key, ValueSink sink) const {
   return impl_->get(key, sink);
+}
+bool Cache::get_item(std::string_view key, ItemSink sink) const {
+  return impl_->get_item(key, sink);
 }
 std::optional<std::string> Cache::get(std::string_view key) const {
   std::optional<std::string> out;
@@ -114,7 +130,13 @@ std::optional<std::string> Cache::get(std::string_view key) const {
   return out;
 }
 bool Cache::del(std::string_view key) {
-  return impl_->del(key);
+  return impl_->del(key, nullptr) == DelResult::deleted;
+}
+DelResult Cache::del(std::string_view key, const Condition& condition) {
+  return impl_->del(key, &condition);
+}
+std::size_t Cache::reclaim_expired(unsigned steps_per_sweep) {
+  return impl_->reclaim_expired(steps_per_sweep);
 }
 void Cache::reset() {
   impl_->reset();
@@ -153,6 +175,10 @@ const char* to_string(SetResult r) {
       return "too_big";
     case SetResult::no_space:
       return "no_space";
+    case SetResult::precondition_failed:
+      return "precondition_failed";
+    case SetResult::bad_ttl:
+      return "bad_ttl";
   }
   return "unknown";
 }

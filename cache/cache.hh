@@ -14,8 +14,15 @@
 //   SIEVE bits, S3-FIFO counter) or a separate small lock (LRU list).
 // Value lifetime: get() hands the value to a ValueSink *while the shard lock is held*; the view
 //   is valid only during the call. The sink must not call back into the cache.
+// Expiry: a set may give the item a TTL; once it has passed, the item is never returned (a get
+//   misses, a set creates, a del finds nothing) and reclaim_expired() frees it without anyone
+//   reading it. Stats::expired counts the items removed because they expired.
+// Versions and conditions: every successful set gives the item a new version (Item::version);
+//   a conditional set or del checks the key's current version and writes in one step, under the
+//   shard's exclusive lock (compare-and-set).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,6 +37,7 @@ namespace cache {
 
 inline constexpr std::size_t kMaxKeyBytes = 250;  // keys are 1..kMaxKeyBytes bytes
 inline constexpr double kDefaultMaxLoadFactor = 0.75;
+inline constexpr std::chrono::milliseconds kMaxTtl{315'360'000'000LL};  // ten years
 
 // Eviction policy, chosen at construction.
 enum class Evictor : std::uint8_t {
@@ -60,6 +68,30 @@ enum class SetResult : std::uint8_t {
   bad_key,   // key empty or longer than kMaxKeyBytes; nothing changed
   too_big,   // key+value exceed maxmem (or the shard's share of it); nothing changed
   no_space,  // Evictor::none and the entry does not fit in the free space; nothing changed
+  precondition_failed,  // the write's Condition said no; nothing changed
+  bad_ttl,              // a TTL below zero or over kMaxTtl; nothing changed
+};
+
+enum class DelResult : std::uint8_t {
+  deleted,
+  absent,               // no such key (or it had expired)
+  precondition_failed,  // the Condition said no; nothing changed
+};
+
+// A conditional write's test, run under the shard's exclusive lock with the key's current
+// version, or nullptr when the key is absent (or expired): true lets the write go ahead.
+using Condition = FunctionRef<bool(const std::uint64_t* current_version)>;
+
+struct WriteOptions {
+  // How long the item lives; zero: it never expires, and a key it replaces loses any TTL it had
+  // (as Redis's SET). Milliseconds since the set, up to kMaxTtl.
+  std::chrono::milliseconds ttl{0};
+  const Condition* condition = nullptr;  // nullptr: unconditional
+};
+
+struct Written {
+  SetResult result;
+  std::uint64_t version = 0;  // the item's new version (created or replaced)
 };
 const char* to_string(SetResult r);
 const char* to_string(Evictor e);
@@ -78,6 +110,8 @@ struct Options {
   // (libCacheSim's defaults are 10 and 90; ours were chosen by measurement, cache/README.md).
   unsigned s3fifo_small_percent = 5;   // 1..50
   unsigned s3fifo_ghost_percent = 50;  // 1..100
+  // Where expiry reads the time (monotonic milliseconds); empty: std::chrono::steady_clock.
+  std::function<std::chrono::milliseconds()> clock = {};
 };
 
 // A consistent-enough snapshot: each shard is read atomically, shards one after another.
@@ -86,6 +120,7 @@ struct Stats {
   std::size_t space_used = 0;  // key+value bytes
   std::size_t maxmem = 0;
   std::uint64_t evictions = 0;  // entries removed to make room (not deletes, not replacements)
+  std::uint64_t expired = 0;    // entries removed because their TTL had passed
 };
 
 namespace detail {
@@ -109,17 +144,30 @@ class Cache {
   // Stores a copy of `value` under `key`, evicting other entries first if needed.
   // On any result other than created/replaced, the cache is unchanged (an old value stays).
   SetResult set(std::string_view key, std::string_view value);
+  // The same with a TTL and/or a condition; on created/replaced, also the item's new version.
+  Written set(std::string_view key, std::string_view value, const WriteOptions& options);
 
   // The cstring value path: on a hit, calls sink(value) once with a view of the stored bytes,
   // under the shard lock, and returns true. No std::string is built and nothing is allocated.
   // A miss (or an invalid key) returns false without calling the sink.
   bool get(std::string_view key, ValueSink sink) const;
 
+  // The same, handing over the item with its version and time left.
+  bool get_item(std::string_view key, ItemSink sink) const;
+
   // Convenience copy for tests and tools (allocates): the value, or nullopt on a miss.
   std::optional<std::string> get(std::string_view key) const;
 
   // Removes key; true if it was present.
   bool del(std::string_view key);
+  // Removes key if condition says yes (compare-and-delete).
+  DelResult del(std::string_view key, const Condition& condition);
+
+  // One step of the expiry sweep: in every shard holding items with a TTL, looks at the next
+  // 1/steps_per_sweep of its slots (in chunks, releasing the lock between them) and frees the
+  // items whose TTL has passed. Called steps_per_sweep times, it has looked at every slot once.
+  // Returns the number of items freed.
+  std::size_t reclaim_expired(unsigned steps_per_sweep);
 
   // Key bytes + value bytes over all entries; always <= maxmem().
   std::size_t space_used() const;

@@ -2,8 +2,9 @@
 // byte budget, and the lock that guards them.
 //
 // Invariant: used_ <= budget_ at every instant another thread can observe, because a set evicts
-// (under the exclusive lock) before it inserts. The new entry is allocated and filled before the
-// lock is taken, so the critical section is only lookup, eviction and linking.
+// (under the exclusive lock) before it inserts. The shard also numbers its writes (each entry's
+// version) and sweeps its expired entries (reclaim_expired). The new entry is allocated and filled
+// before the lock is taken, so the critical section is only lookup, eviction and linking.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <type_traits>
 
 #include "cache/cache.hh"
+#include "cache/clock.hh"
 #include "cache/entry.hh"
 #include "cache/key_hasher.hh"
 #include "cache/slot_table.hh"
@@ -27,11 +29,13 @@ class alignas(64) Shard {
   using E = Entry<typename Policy::Hook>;
   using Table = SlotTable<E>;
 
-  Shard(std::size_t budget, double max_load_factor, const KeyHasher& hasher, const Options& o)
+  Shard(std::size_t budget, double max_load_factor, const KeyHasher& hasher,
+        const CacheClock& clock, const Options& o)
       : table_(max_load_factor),
         policy_(make_policy(budget, o)),
         budget_(budget),
-        hasher_(hasher) {}
+        hasher_(hasher),
+        clock_(clock) {}
   ~Shard() { destroy_all(); }
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
@@ -40,28 +44,45 @@ class alignas(64) Shard {
   // caller (ShardedCache::set, itself forced into cache.cc's ErasedCache::set): left to itself
   // GCC inlined CLOCK's set but called S3-FIFO's, whose hooks make it bigger, which cost S3-FIFO a
   // call and its register saves per set (callgrind, issue 16).
-  [[gnu::always_inline]] SetResult set(std::string_view key, std::string_view value,
-                                       std::uint64_t hash) {
-    if (value.size() > std::numeric_limits<std::uint32_t>::max()) return SetResult::too_big;
+  [[gnu::always_inline]] Written set(std::string_view key, std::string_view value,
+                                     std::uint64_t hash, const WriteOptions& options) {
+    if (value.size() > std::numeric_limits<std::uint32_t>::max()) return {SetResult::too_big};
     const std::size_t charge = key.size() + value.size();
-    if (charge > budget_) return SetResult::too_big;
-    EntryPtr<E> fresh = make_entry<E>(key, value);  // outside the lock; may throw, nothing changed
+    if (charge > budget_) return {SetResult::too_big};
+    const bool expires = options.ttl.count() != 0;
+    // outside the lock; may throw, nothing changed
+    EntryPtr<E> fresh = make_entry<E>(key, value, expires);
+    if (expires) {
+      const auto expiry = clock_.now_ms() + static_cast<std::uint64_t>(options.ttl.count());
+      fresh->set_expiry_ms(expiry < kMaxExpiryMs ? expiry : kMaxExpiryMs);
+    }
 
     typename Lock::WriteGuard lock(mutex_);
     bool replaced = false;
-    if (const std::size_t slot = table_.find(key, hash); slot != Table::npos) {
-      E* old = table_.at(slot);
+    const std::size_t slot = table_.find(key, hash);
+    E* old = slot != Table::npos ? table_.at(slot) : nullptr;
+    const bool old_expired = old != nullptr && old->expires() && old->expired_at(clock_.now_ms());
+    if (options.condition != nullptr) {
+      const std::uint64_t current = old != nullptr && !old_expired ? old->version() : 0;
+      if (!(*options.condition)(old != nullptr && !old_expired ? &current : nullptr)) {
+        return {SetResult::precondition_failed};
+      }
+    }
+    const std::uint64_t version = next_version_locked(*fresh);  // a refusal below wastes one
+    if (old != nullptr) {
       const std::size_t used_after = used() - old->charge() + charge;
-      if (!Policy::kEvicts && used_after > budget_) return SetResult::no_space;
+      if (!Policy::kEvicts && used_after > budget_) return {SetResult::no_space};
+      const SetResult result = old_expired ? SetResult::created : SetResult::replaced;
+      if (old_expired) count_expired(1);
       prepare_insert(hash, old, 0);  // used_after is for new keys only
       if (used_after <= budget_) {   // nothing to evict: the new entry takes the old one's slot
         replace_at(slot, fresh.release(), hash, used_after);
-        return SetResult::replaced;
+        return {result, version};
       }
       remove_at(slot);
-      replaced = true;
+      replaced = !old_expired;
     } else {
-      if (!Policy::kEvicts && used() + charge > budget_) return SetResult::no_space;
+      if (!Policy::kEvicts && used() + charge > budget_) return {SetResult::no_space};
       table_.reserve_one_more(hasher_);  // may throw: nothing changed yet
       prepare_insert(hash, nullptr, used() + charge);
     }
@@ -70,27 +91,66 @@ class alignas(64) Shard {
     E* e = fresh.release();
     table_.insert(e, hash);
     policy_.on_insert(e);
-    add_usage(charge);
-    return replaced ? SetResult::replaced : SetResult::created;
+    add_usage(e, charge);
+    return {replaced ? SetResult::replaced : SetResult::created, version};
   }
 
-  // Calls sink(value) under the read lock on a hit.
-  bool get(std::string_view key, std::uint64_t hash, ValueSink sink) const {
+  // Calls sink(item) under the read lock on a hit. An expired item is a miss (the sweep or the
+  // next write of the key frees it: a reader holds only the shared lock).
+  bool get(std::string_view key, std::uint64_t hash, ItemSink sink) const {
     typename Lock::ReadGuard lock(mutex_);
     const std::size_t slot = table_.find(key, hash);
     if (slot == Table::npos) return false;
     E* e = table_.at(slot);
+    Item item{e->value(), e->version(), std::nullopt};
+    if (e->expires()) {
+      const std::uint64_t now = clock_.now_ms();
+      const std::uint64_t expiry = e->expiry_ms();
+      if (expiry <= now) return false;
+      item.ttl_left = std::chrono::milliseconds(expiry - now);
+    }
     policy_.on_hit(table_, slot, e);
-    sink(e->value());
+    sink(item);
     return true;
   }
 
-  bool del(std::string_view key, std::uint64_t hash) {
+  // Removes the key if `condition` (when given) allows it.
+  DelResult del(std::string_view key, std::uint64_t hash, const Condition* condition) {
     typename Lock::WriteGuard lock(mutex_);
     const std::size_t slot = table_.find(key, hash);
-    if (slot == Table::npos) return false;
+    E* e = slot != Table::npos ? table_.at(slot) : nullptr;
+    if (e != nullptr && e->expires() && e->expired_at(clock_.now_ms())) {
+      remove_at(slot);
+      count_expired(1);
+      e = nullptr;
+    }
+    if (condition != nullptr) {
+      const std::uint64_t current = e != nullptr ? e->version() : 0;
+      if (!(*condition)(e != nullptr ? &current : nullptr)) return DelResult::precondition_failed;
+    }
+    if (e == nullptr) return DelResult::absent;
     remove_at(slot);
-    return true;
+    return DelResult::deleted;
+  }
+
+  // One step of the expiry sweep (Cache::reclaim_expired): the next 1/steps_per_sweep of the
+  // slots, kSweepChunk at a time under the exclusive lock. Reads only the entries whose slot
+  // says they can expire; nothing at all when the shard holds none.
+  std::size_t reclaim_expired(unsigned steps_per_sweep) {
+    std::size_t todo;
+    {
+      typename Lock::WriteGuard lock(mutex_);
+      if (expiring_ == 0) return 0;
+      todo = table_.capacity() / steps_per_sweep + 1;
+    }
+    std::size_t freed = 0;
+    while (todo > 0) {
+      const std::size_t n = todo < kSweepChunk ? todo : kSweepChunk;
+      typename Lock::WriteGuard lock(mutex_);
+      freed += sweep_locked(n);
+      todo -= n;
+    }
+    return freed;
   }
 
   void reset() {
@@ -102,9 +162,45 @@ class alignas(64) Shard {
   std::size_t space_used() const { return used_.load(std::memory_order_relaxed); }
   std::size_t size() const { return items_.load(std::memory_order_relaxed); }
   std::uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+  std::uint64_t expired() const { return expired_.load(std::memory_order_relaxed); }
 
  private:
+  static constexpr std::size_t kSweepChunk = 4096;  // slots per hold of the lock (a few µs)
+
   std::size_t used() const { return used_.load(std::memory_order_relaxed); }
+
+  // Exclusive lock held. The next version, stamped on the entry about to be written.
+  [[gnu::always_inline]] std::uint64_t next_version_locked(E& e) {
+    next_version_ = next_version_ == kMaxVersion ? 1 : next_version_ + 1;
+    e.set_version(next_version_);
+    return next_version_;
+  }
+
+  [[gnu::always_inline]] void count_expired(std::uint64_t n) {
+    expired_.store(expired() + n, std::memory_order_relaxed);
+  }
+
+  // Exclusive lock held. Looks at n slots from the sweep's cursor and frees the expired entries.
+  // A removal shifts later entries of the run back into the slot, so the slot is looked at
+  // again; entries only ever move toward their home, never from unswept slots into swept ones.
+  std::size_t sweep_locked(std::size_t n) {
+    const std::size_t capacity = table_.capacity();
+    std::size_t i = sweep_cursor_ < capacity ? sweep_cursor_ : 0;
+    const std::uint64_t now = clock_.now_ms();
+    std::size_t freed = 0;
+    while (n > 0 && expiring_ > 0) {  // a removal does not move on, so it costs no step
+      if (table_.expires_at(i) && table_.at(i)->expired_at(now)) {
+        remove_at(i);
+        ++freed;
+        continue;
+      }
+      i = i + 1 == capacity ? 0 : i + 1;
+      --n;
+    }
+    sweep_cursor_ = i;
+    count_expired(freed);
+    return freed;
+  }
 
   // Policies that split the budget (S3-FIFO) are constructed from it and the options.
   static Policy make_policy(std::size_t budget, const Options& o) {
@@ -125,13 +221,15 @@ class alignas(64) Shard {
     }
   }
 
-  void add_usage(std::size_t charge) {
+  [[gnu::always_inline]] void add_usage(const E* e, std::size_t charge) {
     used_.store(used() + charge, std::memory_order_relaxed);
     items_.store(size() + 1, std::memory_order_relaxed);
+    if (e->expires()) ++expiring_;
   }
-  void sub_usage(std::size_t charge) {
-    used_.store(used() - charge, std::memory_order_relaxed);
+  void sub_usage(const E* e) {
+    used_.store(used() - e->charge(), std::memory_order_relaxed);
     items_.store(size() - 1, std::memory_order_relaxed);
+    if (e->expires()) --expiring_;
   }
 
   // Exclusive lock held. Puts `e` (same key) in the slot of the entry it replaces and frees that
@@ -145,6 +243,7 @@ class alignas(64) Shard {
     table_.replace_at(slot, e, hash);
     policy_.on_insert(e);
     used_.store(used_after, std::memory_order_relaxed);
+    expiring_ = expiring_ - (old->expires() ? 1 : 0) + (e->expires() ? 1 : 0);
     destroy_entry(old);
   }
 
@@ -153,7 +252,7 @@ class alignas(64) Shard {
     E* e = table_.at(slot);
     policy_.on_remove(e);
     table_.erase_at(slot, hasher_);
-    sub_usage(e->charge());
+    sub_usage(e);
     destroy_entry(e);
   }
 
@@ -174,6 +273,8 @@ class alignas(64) Shard {
     policy_.clear();
     used_.store(0, std::memory_order_relaxed);
     items_.store(0, std::memory_order_relaxed);
+    expiring_ = 0;
+    sweep_cursor_ = 0;
   }
 
   mutable typename Lock::Mutex mutex_;
@@ -181,9 +282,15 @@ class alignas(64) Shard {
   mutable Policy policy_;  // mutable: a hit may update recency (atomically or under its own lock)
   const std::size_t budget_;
   const KeyHasher& hasher_;
+  const CacheClock& clock_;
   std::atomic<std::size_t> used_{0};   // key+value bytes; written under the exclusive lock
   std::atomic<std::size_t> items_{0};  // entries; written under the exclusive lock
   std::atomic<std::uint64_t> evictions_{0};
+  std::atomic<std::uint64_t> expired_{0};  // written under the exclusive lock
+  // Exclusive lock held for these:
+  std::uint64_t next_version_ = 0;  // the last version given (versions start at 1)
+  std::size_t expiring_ = 0;        // entries with an expiry
+  std::size_t sweep_cursor_ = 0;    // where the expiry sweep goes on
 };
 
 }  // namespace cache::detail

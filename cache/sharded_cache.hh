@@ -52,7 +52,8 @@ class ShardedCache {
  public:
   using Shard = detail::Shard<Lock, Policy>;
 
-  explicit ShardedCache(const Options& options) : hasher_(options.hasher), maxmem_(options.maxmem) {
+  explicit ShardedCache(const Options& options)
+      : hasher_(options.hasher), clock_(options.clock), maxmem_(options.maxmem) {
     validate(options);
     shards_.reserve(options.shards);
     // Split maxmem exactly: the first (maxmem % shards) shards get one byte more.
@@ -60,7 +61,7 @@ class ShardedCache {
     const std::size_t extra = options.maxmem % options.shards;
     for (unsigned i = 0; i < options.shards; ++i) {
       shards_.push_back(std::make_unique<Shard>(base + (i < extra ? 1 : 0), options.max_load_factor,
-                                                hasher_, options));
+                                                hasher_, clock_, options));
     }
   }
   ShardedCache(const ShardedCache&) = delete;
@@ -69,21 +70,42 @@ class ShardedCache {
   // Forced inline (with Shard::set) so every policy's set compiles to one function, as CLOCK's did
   // unforced; S3-FIFO's was a call (issue 16).
   [[gnu::always_inline]] SetResult set(std::string_view key, std::string_view value) {
-    if (!valid_key(key)) return SetResult::bad_key;
+    return set(key, value, WriteOptions{}).result;
+  }
+  [[gnu::always_inline]] Written set(std::string_view key, std::string_view value,
+                                     const WriteOptions& options) {
+    if (!valid_key(key)) return {SetResult::bad_key};
+    if (options.ttl.count() < 0 || options.ttl > kMaxTtl) return {SetResult::bad_ttl};
     const std::uint64_t h = hasher_(key);
-    return shard_for(h).set(key, value, h);
+    return shard_for(h).set(key, value, h, options);
   }
 
-  bool get(std::string_view key, ValueSink sink) const {
+  bool get_item(std::string_view key, ItemSink sink) const {
     if (!valid_key(key)) return false;
     const std::uint64_t h = hasher_(key);
     return shard_for(h).get(key, h, sink);
   }
 
-  bool del(std::string_view key) {
-    if (!valid_key(key)) return false;
+  bool get(std::string_view key, ValueSink sink) const {
+    return get_item(key, [&sink](const Item& item) { sink(item.value); });
+  }
+
+  bool del(std::string_view key) { return del(key, nullptr) == DelResult::deleted; }
+  DelResult del(std::string_view key, const Condition& condition) { return del(key, &condition); }
+  DelResult del(std::string_view key, const Condition* condition) {
+    if (!valid_key(key)) {
+      return condition != nullptr && !(*condition)(nullptr) ? DelResult::precondition_failed
+                                                            : DelResult::absent;
+    }
     const std::uint64_t h = hasher_(key);
-    return shard_for(h).del(key, h);
+    return shard_for(h).del(key, h, condition);
+  }
+
+  std::size_t reclaim_expired(unsigned steps_per_sweep) {
+    if (steps_per_sweep == 0) steps_per_sweep = 1;
+    std::size_t freed = 0;
+    for (auto& s : shards_) freed += s->reclaim_expired(steps_per_sweep);
+    return freed;
   }
 
   void reset() {
@@ -107,6 +129,7 @@ class ShardedCache {
       st.items += s->size();
       st.space_used += s->space_used();
       st.evictions += s->evictions();
+      st.expired += s->expired();
     }
     return st;
   }
@@ -120,6 +143,7 @@ class ShardedCache {
   }
 
   KeyHasher hasher_;  // shards hold a reference to it: declared first, never moved
+  CacheClock clock_;  // the same
   std::size_t maxmem_;
   std::vector<std::unique_ptr<Shard>> shards_;
 };

@@ -7,9 +7,11 @@
 // or more fills its allocation exactly; eighth steps measured no better through the server.
 // The home slot of a hash is its low 32 bits scaled to the capacity (Lemire's multiply-shift;
 // capacities stay below 2^32), and probing wraps at the capacity. A slot is one 64-bit word: the
-// entry's address in bits 0..47, CLOCK's referenced bit in bit 48, and a 15-bit tag (the hash's top
-// bits) in bits 49..63, so most probes that do not match are rejected without touching the entry,
-// and the CLOCK hand sweeps a contiguous array instead of chasing pointers. Deletion shifts
+// entry's address in bits 0..47, CLOCK's referenced bit in bit 48, the entry's has-expiry flag in
+// bit 49, and a 14-bit tag (the hash's top bits) in bits 50..63, so most probes that do not match
+// are rejected without touching the entry, the CLOCK hand sweeps a contiguous array instead of
+// chasing pointers, and the expiry sweep (Shard::reclaim_expired) reads only the entries that can
+// expire. Deletion shifts
 // followers back (no tombstones), so lookups stay short under churn. The table never owns entries;
 // the shard creates and destroys them.
 //
@@ -111,15 +113,18 @@ class SlotTable {
   // Inserts an entry whose key is absent; room must have been reserved.
   [[gnu::always_inline]] void insert(E* e, std::uint64_t hash) {
     assert((reinterpret_cast<std::uintptr_t>(e) & ~kPointerMask) == 0);
-    place(reinterpret_cast<std::uintptr_t>(e) | tag_of(hash), hash);
+    place(slot_word(e, hash), hash);
     ++size_;
   }
 
   // Puts entry `e`, whose key (so hash) is that of the entry in slot i, in its place; CLOCK's
   // referenced bit starts clear, as for an insertion.
-  void replace_at(std::size_t i, E* e, std::uint64_t hash) {
-    store(i, reinterpret_cast<std::uintptr_t>(e) | tag_of(hash));
+  [[gnu::always_inline]] void replace_at(std::size_t i, E* e, std::uint64_t hash) {
+    store(i, slot_word(e, hash));
   }
+
+  // Does the entry in slot i have an expiry? (read from the slot, without touching the entry)
+  bool expires_at(std::size_t i) const { return (load(i) & kExpiresBit) != 0; }
 
   // Empties slot i and shifts the following run back so every entry stays reachable from its
   // home slot (Knuth's algorithm R).
@@ -158,9 +163,13 @@ class SlotTable {
   // an mmap that asks for them).
   static constexpr std::uint64_t kPointerMask = kAddressBitsMask;  // entry.hh checks every entry
   static constexpr std::uint64_t kReferencedBit = std::uint64_t{1} << 48;
-  static constexpr std::uint64_t kTagMask = ~(kPointerMask | kReferencedBit);
+  static constexpr std::uint64_t kExpiresBit = std::uint64_t{1} << 49;
+  static constexpr std::uint64_t kTagMask = ~(kPointerMask | kReferencedBit | kExpiresBit);
 
   static std::uint64_t tag_of(std::uint64_t hash) { return hash & kTagMask; }
+  static std::uint64_t slot_word(const E* e, std::uint64_t hash) {
+    return reinterpret_cast<std::uintptr_t>(e) | tag_of(hash) | (e->expires() ? kExpiresBit : 0);
+  }
   static E* untag(std::uint64_t slot) {
     return reinterpret_cast<E*>(static_cast<std::uintptr_t>(slot & kPointerMask));
   }

@@ -1,35 +1,31 @@
-// value_sink.hh — a non-owning, non-allocating reference to "something that takes a value".
+// value_sink.hh — what the cache hands a hit to, while the shard lock is held: the stored bytes
+// (ValueSink), or the item with its version and time left (ItemSink).
 //
-// Cache::get hands the stored bytes to a ValueSink while the shard lock is held, so the caller
-// decides where they go (a response buffer, a socket write, a comparison) with one memcpy at most
-// and no heap allocation. std::function could allocate for large captures; std::function_ref is
-// C++26, so this is the 20-line equivalent. A ValueSink must not outlive the callable it refers
-// to; pass lambdas directly at the call site.
+// The caller decides where the bytes go (a response buffer, a socket write, a comparison) with
+// one memcpy at most and no heap allocation. The views are valid only during the call, and a
+// sink must not call back into the cache.
 #pragma once
 
-#include <memory>
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string_view>
-#include <type_traits>
-#include <utility>
+
+#include "cache/function_ref.hh"
 
 namespace cache {
 
-class ValueSink {
- public:
-  template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, ValueSink> &&
-             std::is_invocable_v<F&, std::string_view>)
-  ValueSink(F&& f) noexcept  // NOLINT(google-explicit-constructor): used like a function param
-      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-        call_([](void* object, std::string_view value) {
-          (*static_cast<std::remove_reference_t<F>*>(object))(value);
-        }) {}
-
-  void operator()(std::string_view value) const { call_(object_, value); }
-
- private:
-  void* object_;
-  void (*call_)(void*, std::string_view);
+// A stored item as Cache::get_item hands it over.
+struct Item {
+  std::string_view value;
+  // Changes on every successful write of the key, even one of the same bytes (47 bits, counted
+  // per shard; cache/entry.hh). What the server's ETag names.
+  std::uint64_t version = 0;
+  // Time left before the item expires (> 0); nullopt when it has no TTL.
+  std::optional<std::chrono::milliseconds> ttl_left;
 };
+
+using ValueSink = FunctionRef<void(std::string_view)>;
+using ItemSink = FunctionRef<void(const Item&)>;
 
 }  // namespace cache

@@ -4,8 +4,10 @@
 -- server's /stats counts COUNT sets (wrk cannot stop itself before its -d duration).
 --   wrk -t1 -c8 -d600s -s optimizations/wrk_put_keys.lua URL -- COUNT [VALUE_BYTES] [FIRST]
 -- One wrk thread (-t1): the key counter lives in that thread's Lua state.
+-- PUT_TTL=SECONDS in the environment puts "?ttl=SECONDS" on every PUT (issue 30's "every item
+-- with a TTL" row).
 
-local count, first, next_key, answered, body
+local count, first, next_key, answered, body, query
 
 init = function(args)
   count = tonumber(args[1] or "")
@@ -15,6 +17,8 @@ init = function(args)
     error("wrk_put_keys.lua: usage -- COUNT [VALUE_BYTES] [FIRST]")
   end
   body = string.rep("v", value_bytes)
+  local ttl = os.getenv("PUT_TTL")
+  query = (ttl ~= nil and ttl ~= "") and ("?ttl=" .. ttl) or ""
   -- wrk calls request() once in thread 0 to check it (never sent): that one gets key -1.
   next_key, answered = -1, 0
 end
@@ -23,7 +27,7 @@ request = function()
   -- Past COUNT the last key is sent again (a replacement, no new item) until wrk stops.
   local i = next_key < count and next_key or count - 1
   next_key = next_key + 1
-  return wrk.format("PUT", string.format("/key/k%010d", first + i), nil, body)
+  return wrk.format("PUT", string.format("/key/k%010d", first + i) .. query, nil, body)
 end
 
 response = function(status, headers, body_)

@@ -2,7 +2,9 @@
 #include "server/handlers.hh"
 
 #include <array>
+#include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/board_handlers.hh"
@@ -11,6 +13,7 @@
 #include "server/metrics.hh"
 #include "server/percent_decode.hh"
 #include "server/reply.hh"
+#include "server/ttl.hh"
 
 namespace server {
 namespace http = boost::beast::http;
@@ -70,39 +73,93 @@ DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
   return {d.name, d.error};
 }
 
-// Renders a value's JSON form; false (nothing rendered) when --max-inflight has no room for it.
-bool render_json_value(std::string_view key, std::string_view value, ResponseWriter& out) {
+// The headers an item's answer carries when items have versions (etags not null; memory
+// only): its ETag, and Cache-Control max-age with the whole seconds it has left (rounded down).
+void item_headers(const cache::Item& item, const Etags* etags, ResponseWriter& out) {
+  if (etags == nullptr) return;
+  EtagBuffer buffer;
+  out.header("ETag", etags->format(item.version, buffer));
+  if (item.ttl_left) {
+    constexpr std::string_view prefix = "max-age=";
+    std::array<char, 32> text{};
+    prefix.copy(text.data(), prefix.size());
+    auto [end, ec] = std::to_chars(text.data() + prefix.size(), text.data() + text.size(),
+                                   item.ttl_left->count() / 1000);
+    (void)ec;
+    out.header("Cache-Control", std::string_view(text.data(), end));
+  }
+}
+
+// Renders an item's JSON form; false (nothing rendered) when --max-inflight has no room for it.
+bool render_json_value(std::string_view key, const cache::Item& item, const Etags* etags,
+                       ResponseWriter& out) {
   constexpr std::string_view open = "{\"key\": \"", middle = "\", \"value\": \"", close = "\"}";
   const std::size_t size = open.size() + json_escaped_size(key) + middle.size() +
-                           json_escaped_size(value) + close.size();
+                           json_escaped_size(item.value) + close.size();
   if (!out.head() && !out.admit(size)) return false;
   out.start(status::ok, kJson, size);
+  item_headers(item, etags, out);
   out.end_headers();
   if (out.head()) return true;
   std::string& b = out.buffer();
   b.append(open);
   json_escape_append(key, b);
   b.append(middle);
-  json_escape_append(value, b);
+  json_escape_append(item.value, b);
   b.append(close);
   return true;
 }
 
-// Renders a value as is; false (nothing rendered) when --max-inflight has no room for it.
-bool render_raw_value(std::string_view value, ResponseWriter& out) {
-  if (!out.head() && !out.admit(value.size())) return false;
-  out.start(status::ok, kOctetStream, value.size());
+// Renders an item's value as is; false (nothing rendered) when --max-inflight has no room for it.
+bool render_raw_value(const cache::Item& item, const Etags* etags, ResponseWriter& out) {
+  if (!out.head() && !out.admit(item.value.size())) return false;
+  out.start(status::ok, kOctetStream, item.value.size());
+  item_headers(item, etags, out);
   out.end_headers();
-  out.body(value);
+  out.body(item.value);
   return true;
 }
 
-// What a lookup beyond the cache answers (a HEAD's body is dropped by the writer).
+// 304: the client's If-None-Match names the item's current ETag.
+void render_not_modified(const cache::Item& item, const Etags& etags, ResponseWriter& out) {
+  out.start(status::not_modified, {}, 0);
+  item_headers(item, &etags, out);
+  out.end_headers();
+}
+
+// A request's If-Match and If-None-Match (RFC 9110 13.1.1-2), parsed before the cache is asked
+// and tested inside it, under the shard's lock, against the key's current version.
+struct Preconditions {
+  bool has_if_match = false, has_if_none_match = false;
+  EtagList if_match, if_none_match;
+
+  // An empty view when both parse (or are absent), else the 400's reason.
+  std::string_view parse(const Etags& etags, const RequestView& request) {
+    has_if_match = request.has_if_match;
+    has_if_none_match = request.has_if_none_match;
+    if (has_if_match && !etags.parse(request.if_match, if_match)) return "malformed If-Match";
+    if (has_if_none_match && !etags.parse(request.if_none_match, if_none_match)) {
+      return "malformed If-None-Match";
+    }
+    return {};
+  }
+  bool any() const { return has_if_match || has_if_none_match; }
+  // current: the key's version, or nullptr when it has none (absent or expired).
+  bool allow(const std::uint64_t* current) const {
+    if (has_if_match && !if_match.matches_strong(current)) return false;
+    return !(has_if_none_match && if_none_match.matches_weak(current));
+  }
+};
+
+// What a lookup beyond the cache answers (a HEAD's body is dropped by the writer). Items from
+// the store carry no version (KeyService::versions()).
 HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool json,
                             ResponseWriter& out) {
   switch (found.kind) {
     case KeyLookup::Kind::found:
-      if (json ? render_json_value(key, *found.value, out) : render_raw_value(*found.value, out)) {
+      if (const cache::Item item{*found.value, 0, std::nullopt};
+          json ? render_json_value(key, item, nullptr, out)
+               : render_raw_value(item, nullptr, out)) {
         return {};
       }
       return fail(status::service_unavailable, kInflightFull);
@@ -114,19 +171,25 @@ HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool j
   return fail(status::service_unavailable, found.error);
 }
 
-// What a PUT or DELETE answers.
-HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, ResponseWriter& out) {
+// What a PUT or DELETE answers. A write that made a version (memory only) names it in ETag.
+HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, const Etags& etags,
+                             ResponseWriter& out) {
   using K = KeyOutcome::Kind;
+  const auto written = [&](status s) {
+    WorkerStats::bump(stats.sets);
+    out.start(s, {}, 0);
+    if (o.version != 0) {
+      EtagBuffer buffer;
+      out.header("ETag", etags.format(o.version, buffer));
+    }
+    out.end_headers();
+    return HandlerResult{};
+  };
   switch (o.kind) {
     case K::created:
-      WorkerStats::bump(stats.sets);
-      out.start(status::created, {}, 0);
-      out.end_headers();
-      return {};
+      return written(status::created);
     case K::replaced:
-      WorkerStats::bump(stats.sets);
-      out.no_content(status::no_content);
-      return {};
+      return written(status::no_content);
     case K::deleted:
       WorkerStats::bump(stats.deletes);
       out.no_content(status::no_content);
@@ -139,6 +202,11 @@ HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, ResponseWr
       return fail(status::insufficient_storage, "cache full and evictor is none");
     case K::bad_key:
       return fail(status::bad_request, "invalid key");
+    case K::precondition_failed:
+      return fail(status::precondition_failed,
+                  "precondition failed: the key's ETag does not match");
+    case K::unsupported:
+      return fail(status::not_implemented, o.error);
     case K::error:
       break;
   }
@@ -146,11 +214,13 @@ HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, ResponseWr
 }
 
 // A reply to a PUT or DELETE (reply.hh), rendered by render_outcome.
-auto outcome_reply(const RequestView& request, const ResponseWriter& out, WorkerStats& stats) {
-  return make_reply<KeyOutcome>(request.responses, out,
-                                [stats = &stats](const KeyOutcome& o, ResponseWriter& w) {
-                                  return render_outcome(o, *stats, w);
-                                });
+auto outcome_reply(const RequestView& request, const ResponseWriter& out, WorkerStats& stats,
+                   const Etags& etags) {
+  return make_reply<KeyOutcome>(
+      request.responses, out,
+      [stats = &stats, etags = &etags](const KeyOutcome& o, ResponseWriter& w) {
+        return render_outcome(o, *stats, *etags, w);
+      });
 }
 
 bool iequals_ascii(char a, char b) {
@@ -224,29 +294,34 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
 
 // The hot path: decode the key, then render header + value as the value path hands it over
 // (CStringValue: inside the cache's sink, under the shard lock, straight into the output buffer).
+// With If-None-Match naming the item's ETag, 304 instead.
 template <class ValuePath>
 HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const RequestView& request,
                                 ResponseWriter& out) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  bool hit;
-  bool admitted = true;  // --max-inflight had room for the body
-  if (!json) {
-    hit = ctx.key_service.read_cached<ValuePath>(k.key, [&out, &admitted](std::string_view value) {
-      admitted = render_raw_value(value, out);
-    });
-  } else {
-    hit = ctx.key_service.read_cached<ValuePath>(k.key,
-                                                 [&out, &k, &admitted](std::string_view value) {
-                                                   admitted = render_json_value(k.key, value, out);
-                                                 });
+  const Etags* etags = ctx.key_service.versions() ? &ctx.etags : nullptr;
+  EtagList if_none_match;
+  if (request.has_if_none_match && !ctx.etags.parse(request.if_none_match, if_none_match)) {
+    return fail(status::bad_request, "malformed If-None-Match");
   }
+  const bool revalidating = request.has_if_none_match && etags != nullptr;
+  bool admitted = true;  // --max-inflight had room for the body
+  const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
+    if (revalidating && if_none_match.matches_weak(&item.version)) {
+      return render_not_modified(item, *etags, out);
+    }
+    admitted =
+        json ? render_json_value(k.key, item, etags, out) : render_raw_value(item, etags, out);
+  });
   WorkerStats::bump(hit ? stats.hits : stats.misses);
   if (hit) return admitted ? HandlerResult{} : fail(status::service_unavailable, kInflightFull);
   return lookup(k.key, json, request, out);
 }
 
+// PUT: the TTL (?ttl=, Cache-Control: max-age) and the conditions (If-Match, If-None-Match) are
+// checked here for form, then by the cache, in one step with the write.
 HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value,
                                 const RequestView& request, ResponseWriter& out) {
   KeyBuffer storage;
@@ -255,8 +330,17 @@ HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value
   if (value.size() > ctx.config.max_value) {
     return fail(status::payload_too_large, "value larger than --max-value");
   }
-  auto reply = outcome_reply(request, out, stats);
-  ctx.key_service.put(k.key, value, reply);
+  const TtlRequest ttl = parse_ttl(request.query, request.cache_control);
+  if (!ttl.error.empty()) return fail(status::bad_request, ttl.error);
+  Preconditions pre;
+  if (const std::string_view e = pre.parse(ctx.etags, request); !e.empty()) {
+    return fail(status::bad_request, e);
+  }
+  const auto allow = [&pre](const std::uint64_t* current) { return pre.allow(current); };
+  const cache::Condition condition = allow;
+  const WriteSpec spec{ttl.ttl, pre.any() ? &condition : nullptr};
+  auto reply = outcome_reply(request, out, stats, ctx.etags);
+  ctx.key_service.put(k.key, value, spec, reply);
   return reply.answer(out);
 }
 
@@ -279,8 +363,14 @@ HandlerResult Handlers::delete_key(std::string_view raw_key, const RequestView& 
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  auto reply = outcome_reply(request, out, stats);
-  ctx.key_service.del(k.key, reply);
+  Preconditions pre;
+  if (const std::string_view e = pre.parse(ctx.etags, request); !e.empty()) {
+    return fail(status::bad_request, e);
+  }
+  const auto allow = [&pre](const std::uint64_t* current) { return pre.allow(current); };
+  const cache::Condition condition = allow;
+  auto reply = outcome_reply(request, out, stats, ctx.etags);
+  ctx.key_service.del(k.key, pre.any() ? &condition : nullptr, reply);
   return reply.answer(out);
 }
 
@@ -290,8 +380,18 @@ HandlerResult Handlers::head_key(std::string_view raw_key, const RequestView& re
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&out](std::string_view value) {
-    out.start(status::ok, kOctetStream, value.size());
+  const Etags* etags = ctx.key_service.versions() ? &ctx.etags : nullptr;
+  EtagList if_none_match;
+  if (request.has_if_none_match && !ctx.etags.parse(request.if_none_match, if_none_match)) {
+    return fail(status::bad_request, "malformed If-None-Match");
+  }
+  const bool revalidating = request.has_if_none_match && etags != nullptr;
+  const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
+    if (revalidating && if_none_match.matches_weak(&item.version)) {
+      return render_not_modified(item, *etags, out);
+    }
+    out.start(status::ok, kOctetStream, item.value.size());
+    item_headers(item, etags, out);
     out.end_headers();
   });
   WorkerStats::bump(hit ? stats.hits : stats.misses);

@@ -31,6 +31,11 @@ struct RequestView {
   std::string_view accept;             // the Accept header (GET /key only)
   std::string_view body;               // the request body (PUT /key/{k} only)
   ResponseQueue* responses = nullptr;  // where a response that waits on the store is queued
+  // Key routes only (collect_key_headers, http_engine.cc): the query (a PUT's ttl) and the
+  // headers of expiry and conditional requests, each with whether it was sent at all.
+  std::string_view query;
+  std::string_view if_match, if_none_match, cache_control;
+  bool has_if_match = false, has_if_none_match = false;
 };
 
 // A name in the path — a key, a board or a member — percent-decoded into `storage`: 1..250

@@ -22,6 +22,40 @@ namespace server {
 namespace http = boost::beast::http;
 using status = http::status;
 
+namespace {
+// A key request's headers, in one pass over the fields (cheaper than one lookup per header):
+// Accept (GET), If-Match, If-None-Match and Cache-Control. A header sent twice: the first.
+template <class Request>
+void collect_key_headers(const Request& req, const Route& route, RequestView& view) {
+  view.query = route.query;
+  bool have_cache_control = false, have_accept = false;
+  for (const auto& f : req) {
+    switch (f.name()) {
+      case http::field::accept:
+        if (route.endpoint == Endpoint::key_get && !have_accept) {
+          view.accept = f.value();
+          have_accept = true;
+        }
+        break;
+      case http::field::if_match:
+        if (!view.has_if_match) view.if_match = f.value();
+        view.has_if_match = true;
+        break;
+      case http::field::if_none_match:
+        if (!view.has_if_none_match) view.if_none_match = f.value();
+        view.has_if_none_match = true;
+        break;
+      case http::field::cache_control:
+        if (!have_cache_control) view.cache_control = f.value();
+        have_cache_control = true;
+        break;
+      default:
+        break;
+    }
+  }
+}
+}  // namespace
+
 template <class V>
 BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
     : ctx_(ctx),
@@ -221,7 +255,7 @@ void BasicHttpEngine<V>::answer() {
     timing = route_class(route.endpoint);
     changes_state = route_writes(route.endpoint);
     RequestView view;
-    if (route.endpoint == Endpoint::key_get) view.accept = req[http::field::accept];
+    if (is_key_endpoint(route.endpoint)) collect_key_headers(req, route, view);
     view.body = body_;
     if (queue_.can_defer()) view.responses = &queue_;
     result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);

@@ -19,17 +19,20 @@ struct KeyLookup {
 // What a PUT or DELETE did.
 struct KeyOutcome {
   enum class Kind : std::uint8_t {
-    created,   // 201
-    replaced,  // 204
-    deleted,   // 204
-    absent,    // 404: DELETE of a key that does not exist
-    error,     // 503: the store failed, timed out or refused (error says why)
-    too_big,   // 413: the value does not fit in the cache (memory only)
-    no_space,  // 507: the cache is full and its evictor is none (memory only)
-    bad_key,   // 400 (memory only)
+    created,              // 201
+    replaced,             // 204
+    deleted,              // 204
+    absent,               // 404: DELETE of a key that does not exist
+    error,                // 503: the store failed, timed out or refused (error says why)
+    too_big,              // 413: the value does not fit in the cache (memory only)
+    no_space,             // 507: the cache is full and its evictor is none (memory only)
+    bad_key,              // 400 (memory only)
+    precondition_failed,  // 412: If-Match / If-None-Match said no (memory only)
+    unsupported,          // 501: a TTL or a condition with a store (not built yet)
   };
   Kind kind = Kind::created;
   std::string error;
+  std::uint64_t version = 0;  // created/replaced in memory only: the item's new version (ETag)
 };
 
 }  // namespace server

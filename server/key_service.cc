@@ -10,18 +10,38 @@ void KeyService::lookup(std::string_view key, Reply<KeyLookup>& reply) {
   if (auto now = tier_->lookup(key, deliver)) deliver(*now);
 }
 
-void KeyService::put(std::string_view key, std::string_view value, Reply<KeyOutcome>& reply) {
-  if (tier_ == nullptr) return reply.now(put_memory(key, value));
+namespace {
+KeyOutcome unsupported_with_store() {
+  return {KeyOutcome::Kind::unsupported,
+          "TTLs and If-Match/If-None-Match on writes need --store none for now (docs/api.md)"};
+}
+}  // namespace
+
+void KeyService::put(std::string_view key, std::string_view value, const WriteSpec& spec,
+                     Reply<KeyOutcome>& reply) {
+  if (tier_ == nullptr) return reply.now(put_memory(key, value, spec));
+  if (!spec.plain()) return reply.now(unsupported_with_store());
   if (auto now = tier_->try_put(key, value)) return reply.now(std::move(*now));
   const Deliver<KeyOutcome> deliver = reply.later(DeferKind::write);
   if (auto now = tier_->put(key, value, deliver)) deliver(*now);
 }
 
-void KeyService::del(std::string_view key, Reply<KeyOutcome>& reply) {
+void KeyService::del(std::string_view key, const cache::Condition* condition,
+                     Reply<KeyOutcome>& reply) {
+  using K = KeyOutcome::Kind;
   if (tier_ == nullptr) {
-    return reply.now(cache_.del(key) ? KeyOutcome{KeyOutcome::Kind::deleted, {}}
-                                     : KeyOutcome{KeyOutcome::Kind::absent, {}});
+    if (condition == nullptr) return reply.now({cache_.del(key) ? K::deleted : K::absent, {}});
+    switch (cache_.del(key, *condition)) {
+      case cache::DelResult::deleted:
+        return reply.now({K::deleted, {}});
+      case cache::DelResult::absent:
+        return reply.now({K::absent, {}});
+      case cache::DelResult::precondition_failed:
+        break;
+    }
+    return reply.now({K::precondition_failed, {}});
   }
+  if (condition != nullptr) return reply.now(unsupported_with_store());
   if (auto now = tier_->try_del(key)) return reply.now(std::move(*now));
   // Write-behind asks the store whether an unknown key exists first: a read and a write.
   const Deliver<KeyOutcome> deliver =
@@ -50,17 +70,25 @@ void KeyService::reset(ResetScope scope, Reply<store::Status>& reply) {
       [&] { tier_->reset(deliver, [&boards = boards_](bool cleared) { boards.thaw(cleared); }); });
 }
 
-KeyOutcome KeyService::put_memory(std::string_view key, std::string_view value) {
+KeyOutcome KeyService::put_memory(std::string_view key, std::string_view value,
+                                  const WriteSpec& spec) {
   using K = KeyOutcome::Kind;
-  switch (cache_.set(key, value)) {
+  cache::WriteOptions options;
+  options.ttl = spec.ttl;
+  options.condition = spec.condition;
+  const cache::Written w = cache_.set(key, value, options);
+  switch (w.result) {
     case cache::SetResult::created:
-      return {K::created, {}};
+      return {K::created, {}, w.version};
     case cache::SetResult::replaced:
-      return {K::replaced, {}};
+      return {K::replaced, {}, w.version};
     case cache::SetResult::too_big:
       return {K::too_big, {}};
     case cache::SetResult::no_space:
       return {K::no_space, {}};
+    case cache::SetResult::precondition_failed:
+      return {K::precondition_failed, {}};
+    case cache::SetResult::bad_ttl:  // the handler admits 1 s .. ten years, within the cache's
     case cache::SetResult::bad_key:
       break;
   }

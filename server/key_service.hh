@@ -13,6 +13,7 @@
 // Thread safety: as the cache and the tier, every method may be called from any worker.
 #pragma once
 
+#include <chrono>
 #include <string_view>
 
 #include "boards/registry.hh"
@@ -23,6 +24,15 @@
 #include "store/store.hh"
 
 namespace server {
+
+// What a PUT or DELETE asks beyond its key and value: a TTL (PUT) and a condition on the key's
+// current version (If-Match / If-None-Match), checked and applied in one step by the cache.
+// Memory only for now: with a store, a write that asks for either answers 501 (docs/api.md).
+struct WriteSpec {
+  std::chrono::seconds ttl{0};                  // 0: no expiry (and the key loses any it had)
+  const cache::Condition* condition = nullptr;  // nullptr: unconditional
+  bool plain() const { return ttl.count() == 0 && condition == nullptr; }
+};
 
 // POST /reset?scope=: the cache only (cold-cache measurements), or everything (cache, store,
 // boards).
@@ -45,8 +55,11 @@ class KeyService {
   }
   // A miss: absent (memory only), the dirty buffer's answer, or the store's (single-flight).
   void lookup(std::string_view key, Reply<KeyLookup>& reply);
-  void put(std::string_view key, std::string_view value, Reply<KeyOutcome>& reply);
-  void del(std::string_view key, Reply<KeyOutcome>& reply);
+  void put(std::string_view key, std::string_view value, const WriteSpec& spec,
+           Reply<KeyOutcome>& reply);
+  void del(std::string_view key, const cache::Condition* condition, Reply<KeyOutcome>& reply);
+  // Does a cached item carry its version out (ETag) and take conditions and TTLs? Memory only.
+  bool versions() const { return tier_ == nullptr; }
   // scope all: the store (durably, a barrier: store_tier.hh), then the cache and the boards,
   // all or nothing; scope cache: the cache alone (dirty writes stay and are flushed).
   void reset(ResetScope scope, Reply<store::Status>& reply);
@@ -55,7 +68,7 @@ class KeyService {
   TierStats tier_stats() const { return tier_ != nullptr ? tier_->stats() : TierStats{}; }
 
  private:
-  KeyOutcome put_memory(std::string_view key, std::string_view value);
+  KeyOutcome put_memory(std::string_view key, std::string_view value, const WriteSpec& spec);
 
   cache::Cache& cache_;
   StoreTier* const tier_;

@@ -139,6 +139,8 @@ constexpr MetricDef kMetrics[] = {
      [](const Snapshot& s) { return u64(s.boards.top_cache_misses); }},
     {"board_top_cache_bytes", K::gauge, "Text held by the boards' top-N caches.",
      [](const Snapshot& s) { return u64(s.boards.top_cache_bytes); }},
+    {"expired", K::counter, "Entries the cache removed because their TTL had passed.",
+     [](const Snapshot& s) { return u64(s.cache.expired); }},
 };
 
 // The renderers below rely on these (Prometheus: a HELP line is one line, and `\` would need

@@ -35,7 +35,11 @@ void ResponseWriter::start(status s, std::string_view content_type, std::size_t 
   out_->append(reason.data(), reason.size());
   out_->append("\r\n");
   if (!content_type.empty()) header("Content-Type", content_type);
-  if (s != status::no_content) header("Content-Length", static_cast<std::uint64_t>(content_length));
+  // 204 and 304 have no body and say nothing of one (RFC 9110 8.6: a 304's Content-Length
+  // would have to be the 200's).
+  if (s != status::no_content && s != status::not_modified) {
+    header("Content-Length", static_cast<std::uint64_t>(content_length));
+  }
 }
 
 void ResponseWriter::header(std::string_view name, std::string_view value) {

@@ -46,7 +46,7 @@ class ResponseWriter {
   bool http10() const { return http10_; }
   std::size_t space_used() const { return space_used_; }
 
-  // Status line, Content-Type (if not empty) and Content-Length (except for 204).
+  // Status line, Content-Type (if not empty) and Content-Length (except for 204 and 304).
   void start(status s, std::string_view content_type, std::size_t content_length);
   void header(std::string_view name, std::string_view value);
   void header(std::string_view name, std::uint64_t value);

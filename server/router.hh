@@ -121,22 +121,30 @@ inline constexpr RouteRow kRouteTable[] = {
      "hit: `200`, body = the raw value, `Content-Type: application/octet-stream`. If the `Accept` "
      "header contains `application/json` (case-insensitive, anywhere in the header; q-values are "
      "not interpreted): `200`, `Content-Type: application/json`, body "
-     "`{\"key\": \"<k>\", \"value\": \"<v>\"}`. Miss: `404`."},
+     "`{\"key\": \"<k>\", \"value\": \"<v>\"}`. Miss (or expired): `404`. Without a store a hit "
+     "carries `ETag`, and `Cache-Control: max-age=R` when the key has a TTL; `If-None-Match` "
+     "naming the ETag: `304` (see \"Expiry\" and \"Versions and conditional requests\")."},
     {boost::beast::http::verb::put, PathPattern::key, Endpoint::key_put_body, RouteClass::put,
      Access::write,
      "stores the request body (`Content-Length` or `Transfer-Encoding: chunked`; no body means the "
-     "empty value). `201 Created` if the key was new, `204 No Content` if it replaced a value."},
+     "empty value). `201 Created` if the key was new, `204 No Content` if it replaced a value. "
+     "`?ttl=SECONDS` or `Cache-Control: max-age=SECONDS` sets a TTL; `If-Match` / "
+     "`If-None-Match` make it conditional (`412`); without a store both answers carry the new "
+     "`ETag`."},
     {boost::beast::http::verb::put, PathPattern::key_value, Endpoint::key_put_path, RouteClass::put,
      Access::write,
      "the course form: stores the percent-decoded `{v}` (may be empty: `PUT /key/k/`). "
-     "`201`/`204` as above. A request body is read and ignored (like any request's, it may not "
-     "exceed `--max-value`: over it, `413` and close)."},
+     "`201`/`204`, `?ttl=`, TTLs and conditions as above. A request body is read and ignored "
+     "(like any request's, it may not exceed `--max-value`: over it, `413` and close)."},
     {boost::beast::http::verb::delete_, PathPattern::key, Endpoint::key_delete, RouteClass::delete_,
-     Access::write, "`204` when deleted, `404` when absent."},
+     Access::write,
+     "`204` when deleted, `404` when absent (or expired). `If-Match` / `If-None-Match` make it "
+     "conditional (`412`)."},
     {boost::beast::http::verb::head, PathPattern::key, Endpoint::key_head, RouteClass::head,
      Access::read,
      "`200` with `Content-Type: application/octet-stream` and `Content-Length` = the value's "
-     "size, no body; or `404`."},
+     "size, no body, and the headers a `GET` would carry (`ETag`, `Cache-Control`, `304`); or "
+     "`404`."},
     {boost::beast::http::verb::head, PathPattern::root, Endpoint::root_head, RouteClass::head,
      Access::read, "`200`, `Content-Length: 0`."},
     {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset, RouteClass::reset,
@@ -324,6 +332,12 @@ constexpr bool route_writes(Endpoint e) {
 static_assert(route_writes(Endpoint::key_put_body) && !route_writes(Endpoint::key_get) &&
                   !route_writes(Endpoint::method_not_allowed),
               "route access comes from kRouteTable");
+
+// The /key/{k} endpoints (their requests carry the headers of expiry and conditional requests).
+constexpr bool is_key_endpoint(Endpoint e) {
+  return e == Endpoint::key_get || e == Endpoint::key_put_body || e == Endpoint::key_put_path ||
+         e == Endpoint::key_delete || e == Endpoint::key_head;
+}
 
 // The same list for a pattern known only at run time.
 std::string_view allow_list(PathPattern p);

@@ -169,6 +169,7 @@ std::string Server::listen() {
 }
 
 void Server::start() {
+  sweeper_.emplace(cache_);
   for (auto& ioc : contexts_) guards_.push_back(asio::make_work_guard(*ioc));
   for (auto& listener : listeners_) listener->start();
   for (unsigned t = 0; t < config_.threads; ++t) {
@@ -194,6 +195,7 @@ void Server::stop() {
   for (auto& ioc : contexts_) ioc->stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  sweeper_.reset();
   // Before the contexts go: store callbacks may still post completions into them.
   if (tier_) unflushed_ = tier_->shutdown();
   for (auto& inbox : inboxes_) inbox->close();  // nothing more is posted into the contexts

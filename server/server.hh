@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "cache/cache.hh"
 #include "server/completion_inbox.hh"
 #include "server/config.hh"
+#include "server/expiry_sweeper.hh"
 #include "server/listener.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
@@ -68,6 +70,7 @@ class Server {
   std::vector<WorkGuard> guards_;
   std::vector<std::shared_ptr<Listener>> listeners_;
   std::vector<std::thread> threads_;
+  std::optional<ExpirySweeper> sweeper_;  // from start() to stop()
   boost::asio::ip::tcp::endpoint endpoint_;
   bool stopped_ = false;
   std::size_t unflushed_ = 0;

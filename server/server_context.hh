@@ -12,6 +12,7 @@
 #include "server/board_service.hh"
 #include "server/config.hh"
 #include "server/connection_limit.hh"
+#include "server/etag.hh"
 #include "server/inflight_budget.hh"
 #include "server/key_service.hh"
 #include "server/stats.hh"
@@ -29,7 +30,8 @@ struct ServerContext {
         inflight(c.max_inflight),
         boards(c.board_maxmem, c.board_top_cache),
         key_service(k, tier, boards),
-        board_service(boards, tier, c.board_source == BoardSource::store) {}
+        board_service(boards, tier, c.board_source == BoardSource::store),
+        etags(Etags::random()) {}
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
 
@@ -45,6 +47,9 @@ struct ServerContext {
   // store or without.
   KeyService key_service;
   BoardService board_service;
+  // The ETags of this process (a random boot number: etag.hh). Memory only: with a store, items
+  // carry no ETag yet (KeyService::versions()).
+  const Etags etags;
   // --served-by: "X-Served-By: HOST:PORT\r\n", or empty (off). Set by Server::listen() before
   // any connection exists, read-only after.
   std::string served_by_line;

@@ -20,16 +20,16 @@
 
 namespace server {
 
-// Value path policies: read(cache, key, on_value) calls on_value(std::string_view) on a hit and
+// Value path policies: read(cache, key, on_item) calls on_item(const cache::Item&) on a hit and
 // returns whether it was one.
 
-// The optimization: on_value runs inside the cache's sink, on the stored bytes themselves,
+// The optimization: on_item runs inside the cache's sink, on the stored bytes themselves,
 // so the response is written straight from the cache (no allocation).
 struct CStringValue {
   static constexpr ValuePathKind kind = ValuePathKind::cstring;
-  template <class OnValue>
-  static bool read(const cache::Cache& cache, std::string_view key, OnValue&& on_value) {
-    return cache.get(key, on_value);
+  template <class OnItem>
+  static bool read(const cache::Cache& cache, std::string_view key, OnItem&& on_item) {
+    return cache.get_item(key, on_item);
   }
 };
 
@@ -37,11 +37,18 @@ struct CStringValue {
 // allocation for anything past the small-string buffer), and the response written from that.
 struct StringValue {
   static constexpr ValuePathKind kind = ValuePathKind::string;
-  template <class OnValue>
-  static bool read(const cache::Cache& cache, std::string_view key, OnValue&& on_value) {
-    const std::optional<std::string> value = cache.get(key);
-    if (value) std::forward<OnValue>(on_value)(std::string_view(*value));
-    return value.has_value();
+  template <class OnItem>
+  static bool read(const cache::Cache& cache, std::string_view key, OnItem&& on_item) {
+    std::optional<std::string> value;
+    cache::Item copy;
+    cache.get_item(key, [&](const cache::Item& item) {
+      value.emplace(item.value);
+      copy = item;
+    });
+    if (!value) return false;
+    copy.value = *value;
+    std::forward<OnItem>(on_item)(static_cast<const cache::Item&>(copy));
+    return true;
   }
 };
 

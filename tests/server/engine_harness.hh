@@ -64,6 +64,16 @@ struct BasicEngineHarness {
     return without_dates(responses);
   }
 
+  // The "ETag: ...\r\n" line an answer about `key` carries now (its current version), or "".
+  std::string etag_line(std::string_view key) const {
+    std::string line;
+    cache.get_item(key, [&](const cache::Item& item) {
+      EtagBuffer buffer;
+      line = "ETag: " + std::string(ctx.etags.format(item.version, buffer)) + "\r\n";
+    });
+    return line;
+  }
+
   // Runs the engine over the pending input until it stops producing output.
   void drain(std::string& responses) {
     for (int rounds = 0; rounds < 1'000'000; ++rounds) {

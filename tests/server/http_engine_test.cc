@@ -22,13 +22,16 @@ std::size_t count(const std::string& hay, std::string_view needle) {
 
 TEST(HttpEngine, PutGetDeleteRoundTrip) {
   EngineHarness h;
-  EXPECT_EQ(h.feed("PUT /key/k HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"),
-            "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
-  EXPECT_EQ(
-      h.feed("GET /key/k HTTP/1.1\r\n\r\n"),
-      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n\r\nabc");
-  EXPECT_EQ(h.feed("PUT /key/k HTTP/1.1\r\nContent-Length: 1\r\n\r\nz"),
-            "HTTP/1.1 204 No Content\r\n\r\n");
+  // Every write answers with the key's new ETag, and a hit carries it (memory only).
+  const std::string created = h.feed("PUT /key/k HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  const std::string first_etag = h.etag_line("k");
+  EXPECT_EQ(created, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n" + first_etag + "\r\n");
+  EXPECT_EQ(h.feed("GET /key/k HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n" +
+                first_etag + "\r\nabc");
+  const std::string replaced = h.feed("PUT /key/k HTTP/1.1\r\nContent-Length: 1\r\n\r\nz");
+  EXPECT_NE(h.etag_line("k"), first_etag);
+  EXPECT_EQ(replaced, "HTTP/1.1 204 No Content\r\n" + h.etag_line("k") + "\r\n");
   EXPECT_EQ(h.feed("DELETE /key/k HTTP/1.1\r\n\r\n"), "HTTP/1.1 204 No Content\r\n\r\n");
   const std::string miss = h.feed("DELETE /key/k HTTP/1.1\r\n\r\n");
   EXPECT_TRUE(miss.starts_with("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"));
@@ -114,8 +117,8 @@ TEST(HttpEngine, InflightBudgetRefusesAnnouncedBodiesThatDoNotFit) {
   EXPECT_EQ(h.ctx.inflight.used(), 0u);
   EXPECT_EQ(h.ctx.inflight.high_water(), big.size());
   // Small bodies are part of a connection's fixed footprint: never charged.
-  EXPECT_EQ(h.feed("PUT /key/s HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"),
-            "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+  const std::string small = h.feed("PUT /key/s HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(small, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n" + h.etag_line("s") + "\r\n");
   EXPECT_EQ(h.ctx.inflight.used(), 0u);
 }
 
@@ -190,8 +193,8 @@ TEST(HttpEngine, HeadCarriesSpaceUsedAndNoBody) {
   EngineHarness h;
   h.feed("PUT /key/kk/vvv HTTP/1.1\r\n\r\n");
   EXPECT_EQ(h.feed("HEAD /key/kk HTTP/1.1\r\n\r\n"),
-            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n"
-            "Space-Used: 5\r\n\r\n");
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\n" +
+                h.etag_line("kk") + "Space-Used: 5\r\n\r\n");
   EXPECT_EQ(h.feed("HEAD / HTTP/1.1\r\n\r\n"),
             "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nSpace-Used: 5\r\n\r\n");
   const std::string miss = h.feed("HEAD /key/none HTTP/1.1\r\n\r\n");
@@ -206,7 +209,7 @@ TEST(HttpEngine, JsonAcceptEscapesKeyAndValue) {
       h.feed("GET /key/q%22%FF HTTP/1.1\r\nAccept: text/plain, Application/JSON\r\n\r\n");
   const std::string body = "{\"key\": \"q\\\"\\udcff\", \"value\": \"\\n\\udc80\"}";
   EXPECT_EQ(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n" + body);
+                     std::to_string(body.size()) + "\r\n" + h.etag_line("q\"\xff") + "\r\n" + body);
 }
 
 TEST(HttpEngine, KeyErrors) {
@@ -345,7 +348,8 @@ TEST(HttpEngine, ExpectContinueGetsInterimResponse) {
   const std::string first =
       h.feed("PUT /key/a HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
   EXPECT_EQ(first, "HTTP/1.1 100 Continue\r\n\r\n");
-  EXPECT_EQ(h.feed("xy"), "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+  const std::string created = h.feed("xy");
+  EXPECT_EQ(created, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n" + h.etag_line("a") + "\r\n");
 }
 
 TEST(HttpEngine, ResetAndStats) {

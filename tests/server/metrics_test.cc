@@ -58,7 +58,7 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
        {"rejected_connections", "inflight_bytes", "inflight_high_water", "max_inflight",
         "allocator", "boards", "board_members", "board_bytes", "board_maxmem", "board_updates",
         "board_refused", "board_removals", "board_reads", "board_top_cache_hits",
-        "board_top_cache_misses", "board_top_cache_bytes"}) {
+        "board_top_cache_misses", "board_top_cache_bytes", "expired"}) {
     expected.push_back(added);
   }
   EXPECT_EQ(json_keys(json), expected) << json;
@@ -77,7 +77,7 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
                      R"(", "boards": 0, "board_members": 0, "board_bytes": 0, )"
                      R"("board_maxmem": 67108864, "board_updates": 0, "board_refused": 0, )"
                      R"("board_removals": 0, "board_reads": 0, "board_top_cache_hits": 0, )"
-                     R"("board_top_cache_misses": 0, "board_top_cache_bytes": 0})"))
+                     R"("board_top_cache_misses": 0, "board_top_cache_bytes": 0, "expired": 0})"))
       << json;
 }
 
@@ -115,7 +115,7 @@ TEST(MetricsList, BoardStatsAreRendered) {
                       R"(, "board_maxmem": 67108864, "board_updates": 1, "board_refused": 0, )"
                       R"("board_removals": 0, "board_reads": 3, "board_top_cache_hits": 1, )"
                       R"("board_top_cache_misses": 1, "board_top_cache_bytes": )" +
-                      page + "}"),
+                      page + ", "),
             std::string::npos)
       << json;
   const std::string prom = render_prometheus(snap, h.stats.sum_timings());

@@ -122,7 +122,8 @@ struct Get {
 Get get(Tier& t, const std::string& key) {
   Get g;
   std::string cached;
-  if (t.keys->read_cached<server::StringValue>(key, [&](std::string_view v) { cached = v; })) {
+  if (t.keys->read_cached<server::StringValue>(key,
+                                               [&](const cache::Item& i) { cached = i.value; })) {
     g.hit = true;
     g.now = StoreTier::Lookup{
         StoreTier::Lookup::Kind::found, std::make_shared<const std::string>(cached), {}};
@@ -254,9 +255,9 @@ class Simulation {
     trace((put ? "PUT " + w.key + "=" + *w.value : "DELETE " + w.key));
     SimReply<StoreTier::Outcome> reply(w.later);
     if (put) {
-      t_.keys->put(w.key, *w.value, reply);
+      t_.keys->put(w.key, *w.value, {}, reply);
     } else {
-      t_.keys->del(w.key, reply);
+      t_.keys->del(w.key, nullptr, reply);
     }
     if (reply.now()) w.later.callback()(*reply.now());
     writes_.push_back(std::move(w));

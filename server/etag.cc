@@ -1,0 +1,110 @@
+// etag.cc — see etag.hh.
+#include "server/etag.hh"
+
+#include <charconv>
+#include <random>
+
+namespace server {
+
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+// etagc: %x21 / %x23-7E / obs-text (RFC 9110 8.8.3)
+bool is_etagc(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u == 0x21 || (u >= 0x23 && u != 0x7f);
+}
+bool parse_hex(std::string_view s, std::uint64_t& out) {
+  if (s.empty() || s.size() > 16) return false;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+bool EtagList::matches_strong(const std::uint64_t* current) const {
+  if (current == nullptr) return false;
+  if (any) return true;
+  for (const Tag& t : tags) {
+    if (!t.weak && t.version == *current) return true;
+  }
+  return false;
+}
+
+bool EtagList::matches_weak(const std::uint64_t* current) const {
+  if (current == nullptr) return false;
+  if (any) return true;
+  for (const Tag& t : tags) {
+    if (t.version == *current) return true;
+  }
+  return false;
+}
+
+Etags::Etags(std::uint32_t boot) : boot_(boot) {}
+
+Etags Etags::random() {
+  std::random_device rd;
+  return Etags(static_cast<std::uint32_t>(rd()));
+}
+
+std::string_view Etags::format(std::uint64_t version, EtagBuffer& buf) const {
+  char* p = buf.data();
+  *p++ = '"';
+  // The boot number always in 8 digits, so "<boot>-" is a fixed prefix.
+  char boot[8];
+  auto [boot_end, ec1] = std::to_chars(boot, boot + sizeof boot, boot_, 16);
+  (void)ec1;
+  const auto boot_len = static_cast<std::size_t>(boot_end - boot);
+  for (std::size_t i = boot_len; i < 8; ++i) *p++ = '0';
+  for (char* b = boot; b != boot_end; ++b) *p++ = *b;
+  *p++ = '-';
+  auto [end, ec2] = std::to_chars(p, buf.data() + buf.size() - 1, version, 16);
+  (void)ec2;
+  p = end;
+  *p++ = '"';
+  return {buf.data(), static_cast<std::size_t>(p - buf.data())};
+}
+
+bool Etags::parse(std::string_view header, EtagList& out) const {
+  out = EtagList{};
+  header = trim(header);
+  if (header == "*") {
+    out.any = true;
+    return true;
+  }
+  bool any_tag = false;
+  while (!header.empty()) {
+    const std::size_t comma = header.find(',');
+    std::string_view item = trim(header.substr(0, comma));
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    if (item.empty()) continue;  // RFC 9110 5.6.1: empty list elements are ignored
+    bool weak = false;
+    if (item.starts_with("W/")) {
+      weak = true;
+      item.remove_prefix(2);
+    }
+    if (item.size() < 2 || item.front() != '"' || item.back() != '"') return false;
+    const std::string_view opaque = item.substr(1, item.size() - 2);
+    for (char c : opaque) {
+      if (!is_etagc(c)) return false;
+    }
+    any_tag = true;
+    // Ours: exactly 8 hex digits of our boot number, '-', the version in hex.
+    const std::size_t dash = opaque.find('-');
+    std::uint64_t boot = 0, version = 0;
+    if (dash == 8 && parse_hex(opaque.substr(0, 8), boot) && boot == boot_ &&
+        parse_hex(opaque.substr(9), version)) {
+      out.tags.push_back({version, weak});
+    }
+  }
+  return any_tag;
+}
+
+}  // namespace server

@@ -1,0 +1,53 @@
+// etag.hh — a key's strong ETag and the If-Match / If-None-Match lists compared against it
+// (docs/api.md, "Versions and conditional requests").
+//
+// The ETag names the cache item's version (cache/entry.hh: a new one on every write of the key)
+// and the process: "<boot>-<version>", both lowercase hex, where boot is a random 32-bit number
+// drawn at start. So an ETag from before a restart never matches after it (versions start again
+// at 1), and ETags change across a restart (documented). Parsing keeps only the tags this
+// process could have made; any other well-formed tag is a tag that matches nothing.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace server {
+
+// Room for one rendered ETag: quotes, 8 hex digits, '-', up to 12 hex digits.
+using EtagBuffer = std::array<char, 24>;
+
+// A parsed If-Match or If-None-Match header.
+struct EtagList {
+  struct Tag {
+    std::uint64_t version;
+    bool weak;  // W/"..."
+  };
+  bool any = false;       // "*"
+  std::vector<Tag> tags;  // this process's tags only (the others can match nothing)
+
+  // If-Match (RFC 9110 13.1.1): strong comparison; "*" matches any current item.
+  // current: the key's version, or nullptr when it has none (absent or expired).
+  bool matches_strong(const std::uint64_t* current) const;
+  // If-None-Match (13.1.2): weak comparison (W/"x" matches "x"); "*" matches any current item.
+  bool matches_weak(const std::uint64_t* current) const;
+};
+
+class Etags {
+ public:
+  explicit Etags(std::uint32_t boot);
+  // A random boot number (std::random_device).
+  static Etags random();
+
+  // The ETag header's value for `version`, rendered into buf.
+  std::string_view format(std::uint64_t version, EtagBuffer& buf) const;
+  // Parses a header's value: "*" or a comma-separated list of entity-tags (RFC 9110 8.8.3).
+  // false on a syntax error (the request is then answered 400).
+  bool parse(std::string_view header, EtagList& out) const;
+
+ private:
+  std::uint32_t boot_;
+};
+
+}  // namespace server
