@@ -253,7 +253,7 @@ bench_client place --targets LIST < keys prints the node of each key, as nginx p
 
 Exit status: 0 success (also when responses had errors, e.g. parse errors: see the errors
 column); 1 bad flags; 2 server unreachable; 3 run aborted (a point failed, e.g. the server died or
-a ppoll/socket call of the client failed) or interrupted (Ctrl-C/SIGTERM), the finished points
+an epoll_wait/socket call of the client failed) or interrupted (Ctrl-C/SIGTERM), the finished points
 saved; 4 output file could not be written; 6 a wrong answer (mismatch): a point is invalid, all
 points saved.
 )";

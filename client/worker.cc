@@ -1,7 +1,6 @@
 // The load-generating thread (see worker.hh).
 #include "worker.hh"
 
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -24,7 +23,11 @@ namespace {
 constexpr auto kWarmupCap = std::chrono::seconds(600);       // bound on a count-based warm-up
 constexpr auto kMeasuredCap = std::chrono::hours(24);        // bound on a count-based point
 constexpr auto kPollSlice = std::chrono::milliseconds(100);  // multi-connection wait slice
-constexpr unsigned kMaxConsecutiveFailures = 100;            // then the thread gives up
+// How often the busy links are scanned for a response older than --timeout: a timeout is found
+// at most this late. One scan reads every link, so it is not done per wake-up.
+constexpr auto kTimeoutScan = std::chrono::milliseconds(10);
+constexpr std::size_t kMaxEvents = 1024;              // epoll events taken per wait
+constexpr unsigned kMaxConsecutiveFailures = 100;     // then the thread gives up
 constexpr std::uint64_t kMaxTraceReserve = 1u << 22;  // --record-trace entries reserved up front
 
 void append_number(std::string& out, std::uint64_t n) {
@@ -87,7 +90,7 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
   if (routing_ == nullptr) {
     links_.reserve(plan_.connections);
     for (unsigned i = 0; i < plan_.connections; ++i)
-      links_.emplace_back(plan_.pipeline, ep_, 0, cfg_.verify);
+      links_.emplace_back(plan_.pipeline, ep_, 0, cfg_.verify, i);
   } else {
     // Grouped by node: node n's links are [n * connections, (n + 1) * connections).
     const std::size_t nodes = routing_->endpoints.size();
@@ -95,7 +98,7 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
     for (std::size_t n = 0; n < nodes; ++n)
       for (unsigned i = 0; i < plan_.connections; ++i)
         links_.emplace_back(plan_.pipeline, routing_->endpoints[n], static_cast<std::uint32_t>(n),
-                            cfg_.verify);
+                            cfg_.verify, static_cast<std::uint32_t>(links_.size()));
     node_cursor_.assign(nodes, 0);
     stats_.nodes.resize(nodes);
   }
@@ -116,6 +119,7 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
       board_min_members_ = cfg_.workload.members;
   }
   for (auto& link : links_) link.request.reserve(1024);
+  issuable_ = LinkQueue(links_.size());
   record_ = !cfg_.record_trace_path.empty();
   if (record_ && plan_.requests > 0 && plan_.warmup_time.count() == 0)
     recorded_.reserve(
@@ -123,6 +127,10 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
 }
 
 bool Worker::connect_all() {
+  if (links_.size() > 1 || routing_ != nullptr) {  // a single link blocks in recv instead
+    if (const int err = epoll_.open(std::min(links_.size(), kMaxEvents)); err != 0)
+      return local_failure("epoll_create1", err);
+  }
   for (auto& link : links_) {
     std::string err;
     if (!link.conn.connect(*link.ep, plan_.timeout, err)) {
@@ -183,6 +191,8 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
   OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
   const bool open = schedule.open();
   std::uint64_t issued = 0;
+  for (const auto& link : links_)
+    if (link.pending.free() > 0) issuable_.push(link.index);
 
   for (;;) {
     if (interrupted()) {
@@ -194,12 +204,16 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
     bool idle_left = false;
     bool refill = false;  // responses parsed right after a write freed slots: do not wait
     if (issuing) {
-      for (auto& link : links_) {
+      // The links with a free slot, first freed first; each once per turn (a link freed again
+      // during its own write is queued for the next turn).
+      for (std::size_t turn = issuable_.size(); turn > 0; --turn) {
+        if (limit != 0 && issued >= limit) break;
+        Link& link = links_[issuable_.front()];
         std::size_t count = link.pending.free();
         if (limit != 0)
           count = static_cast<std::size_t>(std::min<std::uint64_t>(count, limit - issued));
-        if (count == 0) {
-          if (limit != 0 && issued >= limit) break;
+        if (count == 0) {  // full: queued again when a response frees a slot
+          issuable_.pop();
           continue;
         }
         const auto planned = schedule.take_due(now);
@@ -207,6 +221,7 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
           idle_left = true;
           break;
         }
+        issuable_.pop();
         if (open && count > 1) count = take_due_sends(schedule, *planned, now, count);
         const std::size_t outstanding = link.pending.size() + count;
         const bool written = issue(link, count, *planned, open, measured);
@@ -221,13 +236,12 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
         } else if (written) {
           issued += count;
         }
+        if (link.pending.free() > 0) issuable_.push(link.index);  // e.g. fewer sends were due
         if (!written) continue;
         if (links_.size() > 1) now = Clock::now();
       }
     }
-    const bool any_busy =
-        std::any_of(links_.begin(), links_.end(), [](const Link& l) { return !l.pending.empty(); });
-    if (!any_busy) {
+    if (busy_links_ == 0) {
       if (!issuing) {
         if (open && measured) schedule.record_unsent(deadline, limit, issued, recorder_);
         return true;
@@ -249,30 +263,65 @@ bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
   }
 }
 
-// Waits up to `wait` for whichever busy link answers first and handles every response that
-// arrived; a busy link silent for longer than the timeout fails. Returns false on a fatal error.
+// Waits up to `wait` for whichever busy link answers first and handles the links that are ready
+// (every response that arrived on each); every kTimeoutScan, a busy link silent for longer than
+// the timeout fails. Returns false on a fatal error.
 bool Worker::await_links(std::chrono::nanoseconds wait, bool measured) {
-  poll_fds_.clear();
-  polled_.clear();
-  for (auto& link : links_) {
-    if (link.pending.empty()) continue;
-    poll_fds_.push_back(pollfd{link.conn.fd(), POLLIN, 0});
-    polled_.push_back(&link);
+  auto now = Clock::now();
+  if (next_timeout_scan_ == Clock::time_point{}) next_timeout_scan_ = now + kTimeoutScan;
+  wait = std::min(wait, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::max(next_timeout_scan_ - now, Clock::duration::zero())));
+  const int ready = epoll_.wait(wait);
+  if (ready < 0 && errno != EINTR) return local_failure("epoll_wait", errno);
+  for (int i = 0; i < ready; ++i) {
+    Link& link = links_[epoll_.link(i)];
+    if (link.pending.empty()) {
+      disarm(link);
+      continue;
+    }
+    if (!complete(link, false, measured)) return false;
   }
-  timespec ts{static_cast<time_t>(wait.count() / 1'000'000'000),
-              static_cast<long>(wait.count() % 1'000'000'000)};
-  const int ready = ::ppoll(poll_fds_.data(), poll_fds_.size(), &ts, nullptr);
-  if (ready < 0 && errno != EINTR) return local_failure("ppoll", errno);
-  const auto after = Clock::now();
-  for (std::size_t i = 0; i < poll_fds_.size(); ++i) {
-    Link& link = *polled_[i];
-    if (poll_fds_[i].revents != 0) {
-      if (!complete(link, false, measured)) return false;
-    } else if (after - link.pending.front().sent > plan_.timeout) {
+  now = Clock::now();
+  if (now < next_timeout_scan_) return true;
+  next_timeout_scan_ = now + kTimeoutScan;
+  for (auto& link : links_) {
+    if (!link.pending.empty() && now - link.pending.front().sent > plan_.timeout) {
       if (!fail(link, IoResult::kTimeout, measured)) return false;
     }
   }
   return true;
+}
+
+void Worker::add_pending(Link& link, const Pending& p) {
+  if (link.pending.empty()) ++busy_links_;
+  link.pending.push_back(p);
+}
+
+Worker::Pending Worker::pop_pending(Link& link) {
+  const Pending p = link.pending.front();
+  link.pending.pop_front();
+  if (link.pending.empty()) --busy_links_;
+  if (routing_ == nullptr) issuable_.push(link.index);
+  return p;
+}
+
+void Worker::clear_pending(Link& link) {
+  if (!link.pending.empty()) --busy_links_;
+  link.pending.clear();
+  if (routing_ == nullptr) issuable_.push(link.index);
+}
+
+bool Worker::arm(Link& link) {
+  if (!epoll_.is_open() || link.armed == link.opened + 1 || !link.conn.is_open()) return true;
+  if (const int err = epoll_.add(link.conn.fd(), link.index); err != 0)
+    return local_failure("epoll_ctl", err);
+  link.armed = link.opened + 1;
+  return true;
+}
+
+void Worker::disarm(Link& link) {
+  if (link.armed == link.opened + 1) epoll_.remove(link.conn.fd());
+  link.armed = 0;
 }
 
 Worker::Link* Worker::free_link(std::size_t node) {
@@ -335,9 +384,7 @@ bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
       }
       now = Clock::now();
     }
-    const bool any_busy =
-        std::any_of(links_.begin(), links_.end(), [](const Link& l) { return !l.pending.empty(); });
-    if (!any_busy) {
+    if (busy_links_ == 0) {
       if (!issuing) {
         if (open && measured) schedule.record_unsent(deadline, limit, issued, recorder_);
         return true;
@@ -414,7 +461,7 @@ bool Worker::issue(Link& link, std::size_t count, Clock::time_point planned, boo
   const std::size_t first = link.pending.size();
   std::string_view bytes = fixed_request_;
   if (!fixed_request_.empty() && count == 1) {
-    link.pending.push_back(Pending{});
+    add_pending(link, Pending{});
   } else {
     link.request.clear();
     for (std::size_t i = 0; i < count; ++i) {
@@ -423,7 +470,7 @@ bool Worker::issue(Link& link, std::size_t count, Clock::time_point planned, boo
         p.op = append_request(link.request);
       else
         link.request += fixed_request_;
-      link.pending.push_back(p);
+      add_pending(link, p);
     }
     bytes = link.request;
   }
@@ -437,12 +484,13 @@ bool Worker::issue_op(Link& link, const Op& op, Clock::time_point planned, bool 
   write_request(op, link.request, link.node);
   Pending p;
   p.op = op;
-  link.pending.push_back(p);
+  add_pending(link, p);
   return send(link, link.request, first, 1, planned, open, measured);
 }
 
 bool Worker::send(Link& link, std::string_view bytes, std::size_t first, std::size_t count,
                   Clock::time_point planned, bool open, bool measured) {
+  if (!arm(link)) return false;  // stats_.fatal is set
   // Stamped after building the requests: latency covers the wire and the server.
   const auto sent = Clock::now();
   const bool each = open && due_.size() == count;
@@ -511,7 +559,7 @@ bool Worker::fail(Link& link, IoResult what, bool measured, std::size_t unsent) 
       if (routing_ != nullptr) stats_.nodes[link.node].latency.record(ns);
     }
   }
-  link.pending.clear();
+  clear_pending(link);
   if (++consecutive_failures_ > kMaxConsecutiveFailures) {
     stats_.fatal = true;
     stats_.fatal_message = std::string("connection keeps failing (") + io_result_name(what) + ", " +
@@ -556,8 +604,7 @@ bool Worker::complete_buffered(Link& link, bool measured) {
 // One response arrived for the link's oldest request: check it, record it.
 bool Worker::finish(Link& link, const Response& response, bool measured) {
   const auto done = Clock::now();
-  const Pending request = link.pending.front();
-  link.pending.pop_front();
+  const Pending request = pop_pending(link);
   consecutive_failures_ = 0;
   if (measured) {
     const std::uint64_t mismatches_before = stats_.mismatches;
@@ -612,7 +659,7 @@ bool Worker::closed_by_server(Link& link, bool measured) {
       stats_.nodes[link.node].io_errors[static_cast<std::size_t>(IoResult::kClosed)] +=
           link.pending.size();
   }
-  link.pending.clear();
+  clear_pending(link);
   std::string err;
   if (!reopen(link, err)) {
     stats_.fatal = true;

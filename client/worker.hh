@@ -12,11 +12,12 @@
 // responses read while a write is blocked, as soon as they are read).
 // With --targets (a Routing), the worker opens its connections to every node and sends each
 // operation to the node the consistent-hash ring gives it (placement.hh); see Worker::routed_phase.
-// This file is the connection loop; the open loop's planned send times are in
-// open_loop_schedule.hh, and what is recorded, and where, in recorder.hh.
+// With several connections the thread waits in epoll, registered once per connection, and a
+// wake-up handles only the connections that are ready and refills only those with a free slot; a
+// count of busy connections replaces a scan, and the timeouts are found by a scan every
+// kTimeoutScan (readiness.hh). This file is the connection loop; the open loop's planned send times
+// are in open_loop_schedule.hh, and what is recorded, and where, in recorder.hh.
 #pragma once
-
-#include <poll.h>
 
 #include <array>
 #include <barrier>
@@ -33,6 +34,7 @@
 #include "histogram.hh"
 #include "http.hh"
 #include "placement.hh"
+#include "readiness.hh"
 #include "recorder.hh"
 #include "verify_sampler.hh"
 #include "workload.hh"
@@ -141,8 +143,9 @@ class Worker {
   };
   // One keep-alive connection, its outstanding requests and its write buffer.
   struct Link {
-    Link(unsigned depth, const Endpoint& endpoint, std::uint32_t node_index, VerifyPolicy verify)
-        : pending(depth), sampler(verify), ep(&endpoint), node(node_index) {}
+    Link(unsigned depth, const Endpoint& endpoint, std::uint32_t node_index, VerifyPolicy verify,
+         std::uint32_t link_index)
+        : pending(depth), sampler(verify), ep(&endpoint), node(node_index), index(link_index) {}
     Connection conn;
     PendingQueue pending;
     VerifySampler sampler;     // --verify: which of this connection's answers are checked in full
@@ -150,6 +153,10 @@ class Worker {
     std::uint64_t opened = 0;  // times the connection was re-opened
     const Endpoint* ep;        // where it connects and reconnects
     std::uint32_t node;        // --targets: the node's index (0 otherwise)
+    std::uint32_t index;       // in links_ (the epoll events' and issuable_'s name for it)
+    // Which connection is registered in the epoll set: opened + 1 once this one is, 0 when none
+    // is (a re-opened connection's socket is a new one, registered anew when it is first busy).
+    std::uint64_t armed = 0;
   };
 
   bool connect_all();
@@ -215,8 +222,20 @@ class Worker {
   bool fail(Link& link, IoResult what, bool measured, std::size_t unsent = 0);
   // A local failure (errno of the client itself, not of the server): the point cannot go on.
   bool local_failure(const char* what, int err);
-  // Waits up to `wait` for the busy links' responses and handles them (phase, routed_phase).
+  // Waits up to `wait` for the busy links' responses and handles those of the ready links
+  // (phase, routed_phase); every kTimeoutScan, fails the busy links silent for --timeout.
   bool await_links(std::chrono::nanoseconds wait, bool measured);
+  // Every change to a link's outstanding requests goes through these three, which keep
+  // busy_links_ and issuable_ (the links with a free slot) up to date.
+  void add_pending(Link& link, const Pending& p);
+  Pending pop_pending(Link& link);
+  void clear_pending(Link& link);
+  // Registers the busy link's connection in the epoll set, once per connection (several links
+  // only). False on a failure of the client (stats_.fatal set).
+  bool arm(Link& link);
+  // An idle link's socket became readable (a close, or bytes nobody asked for): it leaves the
+  // epoll set until its next request, as it would have been left unwatched before.
+  void disarm(Link& link);
 
   const Config& cfg_;
   const Endpoint& ep_;
@@ -229,9 +248,14 @@ class Worker {
   StartGate& gate_;
   OpGenerator ops_;
   std::vector<Link> links_;
-  std::vector<pollfd> poll_fds_;  // await_links()'s scratch, kept to avoid allocating per wait
   std::vector<Clock::time_point> due_;  // open loop, pipelined: the planned times of one write
-  std::vector<Link*> polled_;
+  // Readiness (readiness.hh): the busy links' sockets, the links with a free slot (phase(); the
+  // routed phase picks a free link of the operation's node, free_link()), how many links have
+  // requests outstanding, and when the next timeout scan is due.
+  Epoll epoll_;
+  LinkQueue issuable_;
+  std::size_t busy_links_ = 0;
+  Clock::time_point next_timeout_scan_{};
   Recorder recorder_;
   WorkerStats& stats_ = recorder_.stats();  // the recorder's: counts by operation and error
   bool verify_ = true;

@@ -150,12 +150,15 @@ BoardRead not_found(std::string_view what) {
 // Asks the store (ask(done)) and answers with render(page) later: not_found with the store's
 // "board not found" / "member not found", error for a store error. A read that found its board
 // (answered, or "member not found") counts in *found (board_reads), unless found is null (the
-// render counts it).
+// render counts it); render_counts: the render counts the answered ones, *found only "member
+// not found".
 template <class Ask, class Render>
-void from_store(Reply<BoardRead>& reply, std::atomic<std::uint64_t>* found, Ask ask,
-                Render render) {
-  ask([deliver = reply.later(DeferKind::read), render, found](store::BoardPage page) {
-    if (found != nullptr && (page.status.ok() || page.status.message == kMemberNotFound)) {
+void from_store(Reply<BoardRead>& reply, std::atomic<std::uint64_t>* found, Ask ask, Render render,
+                bool render_counts = false) {
+  ask([deliver = reply.later(DeferKind::read), render, found,
+       render_counts](store::BoardPage page) {
+    if (found != nullptr &&
+        ((page.status.ok() && !render_counts) || page.status.message == kMemberNotFound)) {
       found->fetch_add(1, std::memory_order_relaxed);
     }
     if (page.status.code == store::Code::not_found) {
@@ -271,9 +274,13 @@ void BoardService::around(std::string_view board, std::string_view member, std::
         [&](store::BoardPageDone done) {
           source_->board_around(std::string(board), std::string(member), n, std::move(done));
         },
-        [b = std::string(board)](const store::BoardPage& page) {
-          return render_window(b, page.members, page_entries(page));
-        });
+        // The member count is the board's in memory, as for a top page (no count(*) of the
+        // board per read; reading it counts the answered read in board_reads).
+        [this, b = std::string(board)](const store::BoardPage& page) {
+          const std::size_t shown = page.entries.empty() ? 0 : page.entries.back().rank;
+          return render_window(b, members_of(b, shown), page_entries(page));
+        },
+        true);
   }
   std::string json;
   bool found_member = false;
@@ -292,13 +299,14 @@ void BoardService::around(std::string_view board, std::string_view member, std::
 
 void BoardService::info(std::string_view board, Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
+    // The member count is the board's in memory, as for a top page; reading it counts the read.
     return from_store(
-        reply, &store_reads_,
+        reply, nullptr,
         [&](store::BoardPageDone done) {
           source_->board_info(std::string(board), std::move(done));
         },
-        [b = std::string(board)](const store::BoardPage& page) {
-          return render_info(b, page.members, page.top_score, page.bottom_score);
+        [this, b = std::string(board)](const store::BoardPage& page) {
+          return render_info(b, members_of(b, 1), page.top_score, page.bottom_score);
         });
   }
   std::string json;

@@ -79,9 +79,9 @@ class BoardService {
   // GET /board/{b}: {"board", "members", "top_score", "bottom_score"}.
   void info(std::string_view board, Reply<BoardRead>& reply);
 
-  // Reads the store answered (--board-source store) that found their board, except top pages
-  // (their member count is read from memory, which counts them): /stats adds them to the
-  // registry's board_reads.
+  // Reads the store answered (--board-source store) that found their board, except those whose
+  // member count is read from memory, which counts them (top pages, info, answered windows):
+  // /stats adds them to the registry's board_reads.
   std::uint64_t store_reads() const { return store_reads_.load(std::memory_order_relaxed); }
 
  private:

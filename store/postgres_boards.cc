@@ -60,17 +60,21 @@ std::string board_member_sql(const std::string& bt) {
   return "SELECT " + board_exists_sql(bt) + ", m.score, " + rank_sql(bt, "m") +
          " FROM (VALUES (1)) one(x) LEFT JOIN " + bt + " m ON m.board = $1 AND m.member = $2";
 }
-// $1 board, $2 member, $3 n -> (members, rank, member, score): the member's rank by COUNT, then
-// the window around it, clipped at both ends by itself: up to n rows ranked just above it and
-// up to n + 1 from it down, each side as two index range scans (equal score and seq beyond it,
-// then the next scores) read from the member outwards. Rank NULL if the member is absent.
-// (LIMIT 2n+1 OFFSET rank-n-1 would answer the same, but walk the index down to the window:
-// 190 ms for a member ranked 500,000th of 1M, against 0.2 ms this way.)
+// $1 board, $2 member, $3 n -> (board exists, rank, member, score): the board's existence (one
+// probe of the ranking index, as for a top page), the member's rank counted on the index (the
+// rows ranked above it only), then the window around it, clipped at both ends by itself: up to n
+// rows ranked just above it and up to n + 1 from it down, each side as two index range scans
+// (equal score and seq beyond it, then the next scores) read from the member outwards. Rank NULL
+// if the member is absent. No count(*) of the board: members is not filled (the caller knows
+// the member count, as for a top page). (LIMIT 2n+1 OFFSET rank-n-1 would answer the same, but
+// walk the index down to the window: 190 ms for a member ranked 500,000th of 1M, against 0.2 ms
+// this way.)
 std::string board_around_sql(const std::string& bt) {
   const std::string cols = "SELECT member, score, seq FROM " + bt + " WHERE board = $1 AND ";
-  return "SELECT c.members, m.rank, w.member, w.score FROM (SELECT count(*) AS members FROM " + bt +
-         " WHERE board = $1) c LEFT JOIN LATERAL (SELECT x.score, x.seq, " + rank_sql(bt, "x") +
-         " AS rank FROM " + bt +
+  return "SELECT " + board_exists_sql(bt) +
+         ", m.rank, w.member, w.score FROM (VALUES (1)) one(x) LEFT JOIN LATERAL (SELECT "
+         "x.score, x.seq, " +
+         rank_sql(bt, "x") + " AS rank FROM " + bt +
          " x WHERE x.board = $1 AND x.member = $2) m ON true LEFT JOIN LATERAL ("
          "(SELECT * FROM ((" +
          cols + "score = m.score AND seq < m.seq ORDER BY seq DESC LIMIT $3) UNION ALL (" + cols +
@@ -80,9 +84,11 @@ std::string board_around_sql(const std::string& bt) {
          "score < m.score ORDER BY score DESC, seq LIMIT $3 + 1)) below"
          " ORDER BY score DESC, seq LIMIT $3 + 1)) w ON true ORDER BY w.score DESC, w.seq";
 }
-// $1 board -> (members, top score, bottom score).
+// $1 board -> (top score, bottom score), NULLs when the board has no row: each one entry of
+// the ranking index (PostgreSQL plans max() and min() on its leading order as one-entry
+// index-only scans). No count(*): members is not filled (the caller knows it, as for a page).
 std::string board_info_sql(const std::string& bt) {
-  return "SELECT count(*), max(score), min(score) FROM " + bt + " WHERE board = $1";
+  return "SELECT max(score), min(score) FROM " + bt + " WHERE board = $1";
 }
 // load_boards(): the whole table, binary (no text conversion of the doubles either way).
 std::string board_copy_sql(const std::string& bt) {
@@ -133,10 +139,9 @@ Status read_member(const PGresult* r, std::string member, BoardPage& page) {
   return {};
 }
 
-// (members, rank, member, score), rank NULL if the member is absent.
+// (board exists, rank, member, score), rank NULL if the member is absent. members is not filled.
 Status read_around(const PGresult* r, const std::string& member, BoardPage& page) {
-  page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-  if (page.members == 0) return kBoardAbsent;
+  if (!bool_at(r, 0, 0)) return kBoardAbsent;
   if (PQgetisnull(r, 0, 1)) return kMemberAbsent;
   // The window's first rank: the member's, less the rows listed above it.
   const auto rank = static_cast<std::uint64_t>(int8_at(r, 0, 1));
@@ -152,12 +157,11 @@ Status read_around(const PGresult* r, const std::string& member, BoardPage& page
   return {};
 }
 
-// (members, max, min).
+// (max, min), NULL for a board without rows. members is not filled.
 Status read_info(const PGresult* r, BoardPage& page) {
-  page.members = static_cast<std::uint64_t>(int8_at(r, 0, 0));
-  if (page.members == 0) return kBoardAbsent;
-  page.top_score = float8_at(r, 0, 1);
-  page.bottom_score = float8_at(r, 0, 2);
+  if (PQgetisnull(r, 0, 0)) return kBoardAbsent;
+  page.top_score = float8_at(r, 0, 0);
+  page.bottom_score = float8_at(r, 0, 1);
   return {};
 }
 

@@ -130,7 +130,7 @@ struct BoardEntry {
 struct BoardPage {
   // ok; not_found with message "board not found" or "member not found"; io_error; closed.
   Status status;
-  std::uint64_t members = 0;        // the board's member count (top, around, info)
+  std::uint64_t members = 0;        // not filled by BoardSource (the caller keeps the count)
   std::vector<BoardEntry> entries;  // top: ranks offset+1..; around: the window; member: one
   double top_score = 0;             // info only
   double bottom_score = 0;          // info only
@@ -148,10 +148,12 @@ class BoardSource {
                          BoardPageDone done) = 0;
   // One member: entries[0] holds its rank and score (members is not filled).
   virtual void board_member(std::string board, std::string member, BoardPageDone done) = 0;
-  // The members ranked rank(member)-n .. rank(member)+n, clipped at the board's ends; members.
+  // The members ranked rank(member)-n .. rank(member)+n, clipped at the board's ends (members is
+  // not filled: a count(*) of the board per read is what it must not cost; the server keeps
+  // every board's count in memory).
   virtual void board_around(std::string board, std::string member, std::uint64_t n,
                             BoardPageDone done) = 0;
-  // members, top_score, bottom_score (no entries).
+  // top_score, bottom_score (no entries; members is not filled, as for board_around).
   virtual void board_info(std::string board, BoardPageDone done) = 0;
 };
 

@@ -8,7 +8,7 @@
 - the per-second series holds timed-out requests and unsent planned sends, as the headline does.
 - Ctrl-C (SIGINT) mid-sweep against the real cache_server: the finished points are written,
   "interrupted": true, exit 3.
-- a ppoll or recv failure of the client itself (injected with strace) fails the point (exit 3)
+- an epoll_pwait2 or recv failure of the client itself (injected with strace) fails the point (exit 3)
   instead of ending it early as a shorter successful run.
 - the JSON's git_revision is the revision of the source tree when the program runs.
 
@@ -187,12 +187,12 @@ def _strace_works():
 
 
 @pytest.mark.parametrize("syscall,errno_name,extra,reason", [
-    # Several connections per thread: the thread waits in ppoll; its 20th call fails.
-    ("ppoll", "ENOMEM", ["--connections-per-thread", "2"], "ppoll failed"),
+    # Several connections per thread: the thread waits in epoll_pwait2; its 30th call fails.
+    ("epoll_pwait2", "ENOMEM", ["--connections-per-thread", "2"], "epoll_wait failed"),
     # One connection: the thread blocks in recv (recvfrom); its 30th call fails.
     ("recvfrom", "ENOBUFS", [], "socket call failed"),
 ])
-def test_a_failing_ppoll_or_socket_call_fails_the_point(tmp_path, syscall, errno_name, extra, reason):
+def test_a_failing_epoll_wait_or_socket_call_fails_the_point(tmp_path, syscall, errno_name, extra, reason):
     if not CACHE_SERVER:
         pytest.skip("CACHE_SERVER not set")
     if not _strace_works():

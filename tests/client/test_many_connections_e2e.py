@@ -3,13 +3,16 @@
 bench_client opens --connections-per-thread connections per thread and keeps them all open for
 the whole point; the test counts the server's ESTABLISHED sockets in /proc/net/tcp while the run
 goes on, so a client that opened fewer (or opened them one after another) fails. The point must
-measure exactly --requests-total requests with no error. CACHE_SERVER and BENCH_CLIENT name the
-binaries (CMake sets them).
+measure exactly --requests-total requests with no error. And the readiness list (issue 29): with
+many connections a thread waits on an epoll set in which each connection's socket is registered
+once, not on a ppoll of every busy socket per wake-up (strace counts the calls). CACHE_SERVER and
+BENCH_CLIENT name the binaries (CMake sets them).
 """
 import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import threading
 import time
@@ -101,3 +104,38 @@ def test_3000_connections_held_at_once(server, tmp_path, threads, per_thread):
     assert point["errors"] == 0, point["errors_by_code"]
     assert point["requests"] == 9000  # exactly --requests-total, across the threads
     assert doc["meta"]["mode"]["requests_total"] == 9000
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+def test_each_connection_is_registered_once_in_epoll(server, tmp_path):
+    """500 connections, 6,000 requests (12 per connection): every socket is added to the thread's
+    epoll set exactly once (EPOLL_CTL_ADD, never removed or modified: no reconnect happened), the
+    thread waits in epoll_pwait2 and never in ppoll, so a wake-up costs the ready connections, not
+    all of them. A client that registered sockets per request, or polled them all, fails."""
+    log, out = tmp_path / "strace.log", tmp_path / "r.json"
+    conns, total = 500, 6000
+    argv = ["strace", "-f", "-qq", "-e", "trace=epoll_ctl,epoll_wait,epoll_pwait,epoll_pwait2,ppoll",
+            "-o", str(log), BENCH, "-p", str(server), "--threads", "1", "--connections-per-thread",
+            str(conns), "--requests-total", str(total), "--warmup", "0", "--no-preload",
+            "--workload", "get-popular", "--timeout", "20s", "--json", str(out)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 and "ptrace" in r.stderr:
+        pytest.skip(f"strace cannot trace here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    (point,) = json.loads(out.read_text())["points"]
+    assert point["errors"] == 0, point["errors_by_code"]
+    assert point["requests"] == total
+    calls = {}
+    for line in log.read_text().splitlines():
+        m = re.match(r"\d+\s+(\w+)\((.*)", line)
+        if m:
+            name = m.group(1)
+            if name == "epoll_ctl":
+                name += ":" + m.group(2).split(",")[1].strip()
+            calls[name] = calls.get(name, 0) + 1
+    assert calls.get("ppoll", 0) == 0, calls
+    assert calls.get("epoll_ctl:EPOLL_CTL_ADD", 0) == conns, calls
+    assert calls.get("epoll_ctl:EPOLL_CTL_DEL", 0) == 0, calls
+    assert calls.get("epoll_ctl:EPOLL_CTL_MOD", 0) == 0, calls
+    waits = calls.get("epoll_pwait2", 0) + calls.get("epoll_wait", 0)
+    assert 0 < waits <= total, calls
