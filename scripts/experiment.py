@@ -31,7 +31,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "graphs"))
 sys.path.insert(0, str(ROOT / "scripts"))
+from harness import metadata  # noqa: E402
+from harness.procs import CacheServer, free_port  # noqa: E402
 
-LISTENING = re.compile(rb"listening on ([0-9.]+):(\d+)")
-SERVER_READY_TIMEOUT_S = 15
 SERVER_STOP_TIMEOUT_S = 5
 POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
 DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
@@ -136,67 +135,10 @@ def client_supports_pipeline(client_bin: str) -> bool:
     return b"--pipeline" in r.stdout + r.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A cache_server child pinned with taskset; stopped by SIGTERM (then SIGKILL) on exit."""
-
-    def __init__(self, binary: str, flags: list[str], cpus: str):
-        # Its own session: a terminal's Ctrl-C reaches us, and we stop it (stop()).
-        cmd = ["taskset", "-c", cpus, binary, "-p", "0", *flags]
-        self.port = None
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-
-    def wait_ready(self) -> None:
-        self.port = self._wait_ready()
-
-    def _wait_ready(self) -> int:
-        deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
-        seen = b""
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        while time.monotonic() < deadline:
-            chunk = self.proc.stdout.read() or b""
-            seen += chunk
-            m = LISTENING.search(seen)
-            if m:
-                return int(m.group(2))
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"cache_server exited with {self.proc.returncode}: {seen.decode(errors='replace').strip()}")
-            time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"cache_server printed no listening line within {SERVER_READY_TIMEOUT_S}s")
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after SERVER_STOP_TIMEOUT_S; a second Ctrl-C kills at once."""
-        while self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(SERVER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            except KeyboardInterrupt:
-                self.proc.kill()
-
-
 def machine_info() -> dict:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": os.uname().release,
-            "git_revision": (rev.stdout.strip() or "unknown") + ("-dirty" if dirty else "")}
+    rev, dirty = metadata.git_revision()
+    return {"cpu": metadata.cpu_model() or "?", "cores": os.cpu_count(), "kernel": os.uname().release,
+            "git_revision": rev + ("-dirty" if dirty else "")}
 
 
 class Progress:
@@ -413,9 +355,10 @@ def main(argv: list[str]) -> int:
         server = None
         try:
             if flags is not None:
-                server = Server(args.server_bin, flags, args.server_cpus)
-                server.wait_ready()
-                host, port, pid = "127.0.0.1", server.port, server.proc.pid
+                # Its own session: a terminal's Ctrl-C reaches us, and we stop it.
+                server = CacheServer(args.server_bin, flags, cpu=args.server_cpus,
+                                     stop_timeout_s=SERVER_STOP_TIMEOUT_S).start()
+                host, port, pid = server.host, server.port, server.pid
             else:
                 pid = None
             for r, part in enumerate(parts):

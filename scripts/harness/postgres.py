@@ -67,7 +67,9 @@ class PgCluster:
         self.bindir = find_bindir()
         self.settings = dict(settings or {})
         self.owns_dir = directory is None
-        self.dir = os.path.abspath(directory or tempfile.mkdtemp(prefix="pg_cluster_"))
+        # The creator's PID in the name: a cluster whose creator has exited is a leak
+        # (tests/scripts/study_checks.py), one whose creator runs is someone's, in use.
+        self.dir = os.path.abspath(directory or tempfile.mkdtemp(prefix=f"pg_cluster_{os.getpid()}_"))
         os.makedirs(self.dir, exist_ok=True)
         self.data = os.path.join(self.dir, "data")
         self.log = os.path.join(self.dir, "log")
