@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""bench_store_report.py — summary.md and summary.json of a scripts/bench_store.sh run.
+"""bench_store_report.py — summary.md and summary.json of a scripts/bench_store.py run.
 
 Usage: python3 scripts/bench_store_report.py DIR [--quiet]
 
-Reads DIR/meta.json, DIR/points.jsonl (one line per measured point, written by bench_store.sh),
+Reads DIR/meta.json, DIR/points.jsonl (one line per measured point, written by bench_store.py),
 DIR/commands.txt and the raw files those name (redis-benchmark CSV and `time` output,
 bench_client JSON, /stats before and after each point). Writes DIR/summary.md (printed to stdout
 unless --quiet) and DIR/summary.json with every figure of the tables.

@@ -88,6 +88,35 @@ def tree_ticks(root_pid: int, proc: str = "/proc") -> int | None:
     return found[0] if found else None
 
 
+def cpu_stat(text: str | None = None) -> dict[str, tuple[int, int, int]]:
+    """/proc/stat's cpu lines: {"cpu": (total, idle, steal), "cpu0": ...} in jiffies, idle
+    counting iowait, total the first eight columns (user .. steal)."""
+    if text is None:
+        text = Path("/proc/stat").read_text()
+    out = {}
+    for line in text.splitlines():
+        cols = line.split()
+        if cols and cols[0].startswith("cpu"):
+            v = [int(c) for c in cols[1:9]]
+            out[cols[0]] = (sum(v), v[3] + v[4], v[7])
+    return out
+
+
+def steal_pct(before: dict, after: dict) -> float | None:
+    """The share of all CPUs' time the hypervisor took between two cpu_stat() snapshots."""
+    total = after["cpu"][0] - before["cpu"][0]
+    return 100.0 * (after["cpu"][2] - before["cpu"][2]) / total if total > 0 else None
+
+
+def core_busy_pct(before: dict, after: dict, cpu: int) -> float | None:
+    """How busy CPU `cpu` was between two cpu_stat() snapshots, whoever ran on it."""
+    name = f"cpu{cpu}"
+    if name not in before or name not in after:
+        return None
+    total = after[name][0] - before[name][0]
+    return 100.0 - 100.0 * (after[name][1] - before[name][1]) / total if total > 0 else None
+
+
 def find_disk(path: Path) -> tuple[str | None, str]:
     """The /proc/diskstats name of the block device holding `path`, and how it was found (or
     None and why not)."""

@@ -1,4 +1,4 @@
-"""scripts/bench_store.sh (and scripts/bench_store_report.py) end to end, in --quick mode.
+"""scripts/bench_store.py (and scripts/bench_store_report.py) end to end, in --quick mode.
 
 A tiny run (0.5 s points at 1 and 8 connections, about 20 s) against a real redis-server and the
 built cache_server/bench_client must leave summary.md with every row, numbers that parse, the
@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_store.sh"
+SCRIPT = ROOT / "scripts" / "bench_store.py"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
 CLIENT = BUILD / "client" / "bench_client"
@@ -27,9 +28,9 @@ CONNS = (1, 8)
 
 
 def missing():
-    for tool in ("redis-server", "redis-benchmark", "redis-cli", "curl", "taskset"):
+    for tool in ("redis-server", "redis-benchmark", "taskset"):
         if not shutil.which(tool):
-            return f"{tool} not installed (apt-get install redis-server curl util-linux)"
+            return f"{tool} not installed (apt-get install redis-server util-linux)"
     for binary in (SERVER, CLIENT):
         if not binary.exists():
             return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
@@ -51,7 +52,7 @@ def run(tmp_path_factory):
         pytest.skip(why)
     out = tmp_path_factory.mktemp("bench_store") / "out"
     p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+        [sys.executable, str(SCRIPT), "--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
          "--build", str(BUILD), "--out", str(out)],
         capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -150,11 +151,11 @@ def test_detail_table_raw_files_and_cleanup(run):
 
 
 def test_help_and_bad_usage():
-    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
     assert h.returncode == 0 and "--duration S" in h.stdout and "--quick" in h.stdout
     for args, msg in ((["--conns", "1 x"], "--conns"), (["--duration", "abc"], "--duration"),
                       (["--frobnicate"], "unknown argument"), (["--out"], "needs a value")):
-        p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+        p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
 
 
@@ -239,7 +240,7 @@ def test_perf_run_end_to_end(tmp_path):
         pytest.skip("perf not installed (apt-get install linux-perf)")
     out = tmp_path / "out"
     p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns", "8", "--perf",
+        [sys.executable, str(SCRIPT), "--quick", "--duration", "0.5", "--conns", "8", "--perf",
          "--build", str(BUILD), "--out", str(out)], capture_output=True, text=True, timeout=120)
     if p.returncode == 1 and "perf record -e cpu-clock does not work here" in p.stderr:
         pytest.skip(p.stderr.strip())
