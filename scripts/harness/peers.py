@@ -35,19 +35,20 @@ class _PortServer(Process):
 
     host = "127.0.0.1"
 
-    def __init__(self, directory: Path, cpu=None, **kw):
+    def __init__(self, directory: Path, cpu=None, port: int = 0, **kw):
+        """port: the one to bind (0, the default: a free one)."""
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.port = 0
-        super().__init__(self.command(0), cpu=cpu, **kw)
+        self.port, self.fixed_port = port, port
+        super().__init__(self.command(port), cpu=cpu, **kw)
 
     def command(self, port: int) -> list:
         raise NotImplementedError
 
     def start(self):
         last = None
-        for _ in range(PORT_TRIES):
-            self.port = free_port(self.host)
+        for _ in range(1 if self.fixed_port else PORT_TRIES):
+            self.port = self.fixed_port or free_port(self.host)
             self.argv = [str(a) for a in self.command(self.port)]
             self.stdout_lines.clear()
             try:
