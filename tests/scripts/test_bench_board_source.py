@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, run_script
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,16 +36,7 @@ def missing():
         pg_cluster.find_bindir()
     except pg_cluster.PgClusterError as e:
         return f"PostgreSQL is not installed: {e}"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--board-source" not in helptext:
-        return f"{SERVER} has no --board-source (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
-    return None
+    return build_missing(SERVER, CLIENT, ("--board-source",), "no --board-source")
 
 
 def our_processes(out):
@@ -76,11 +68,8 @@ def run(tmp_path_factory):
             pytest.skip(why)
         pytest.fail(why)
     out = tmp_path_factory.mktemp("bench_board_source") / "out"
-    p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--members", str(MEMBERS), "--duration", "1",
-         "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = run_script(SCRIPT, ["--quick", "--members", MEMBERS, "--duration", "1", "--build", BUILD,
+                            "--out", out], timeout=300)
     return out, p
 
 

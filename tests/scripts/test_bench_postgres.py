@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, run_script, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,16 +69,7 @@ def missing():
     for tool in ("wrk", "curl", "taskset"):
         if not shutil.which(tool):
             return f"{tool} not installed (apt-get install wrk curl util-linux)"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--store-timeout" not in helptext or "postgres:" not in helptext:
-        return f"{SERVER} has no PostgreSQL store (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
-    return None
+    return build_missing(SERVER, CLIENT, ("--store-timeout", "postgres:"), "no PostgreSQL store")
 
 
 # --- end to end ----------------------------------------------------------------------------------
@@ -88,11 +80,8 @@ def run(tmp_path_factory):
     if why:
         pytest.skip(why)
     out = tmp_path_factory.mktemp("bench_postgres") / "out"
-    p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns",
-         " ".join(map(str, CONNS)), "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=240)
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = run_script(SCRIPT, ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+                            "--build", BUILD, "--out", out], timeout=240)
     return out, p
 
 
@@ -242,15 +231,8 @@ def test_detail_raw_files_commands_and_cleanup(run):
     assert "reset?scope=cache" in commands
     assert "## How it was measured" in md
     # every process the script started is gone, and so is its data directory (the cluster's too)
-    pids = [int(x) for x in re.findall(r"PID (\d+) on 127\.0\.0\.1", p.stderr)]
-    assert len(pids) == 1 + 2 + 2 + 2 + 1  # postmaster, 2 preloads, 2 PUT, 2 GET, 1 cold
-    for pid in pids:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        assert state == "Z" or (b"cache_server" not in cmdline and b"postgres" not in cmdline)
+    # postmaster, 2 preloads, 2 PUT, 2 GET, 1 cold
+    assert servers_gone(p.stderr, (b"cache_server", b"postgres")) == 1 + 2 + 2 + 2 + 1
     data = re.search(r"data in (\S+) ", p.stderr)[1]
     assert not Path(data).exists()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, run_script, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,16 +32,7 @@ def missing():
     for tool in ("redis-server", "redis-benchmark", "taskset"):
         if not shutil.which(tool):
             return f"{tool} not installed (apt-get install redis-server util-linux)"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--store" not in helptext:
-        return f"{SERVER} has no --store flag (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (server and client are pinned to CPUs 0 and 1)"
-    return None
+    return build_missing(SERVER, CLIENT, ("--store",), "no --store flag")
 
 
 
@@ -51,11 +43,8 @@ def run(tmp_path_factory):
     if why:
         pytest.skip(why)
     out = tmp_path_factory.mktemp("bench_store") / "out"
-    p = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
-         "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = run_script(SCRIPT, ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+                            "--build", BUILD, "--out", out], timeout=120)
     return out, p
 
 
@@ -140,12 +129,8 @@ def test_detail_table_raw_files_and_cleanup(run):
     assert "--workload put-all" in commands and "--workload get-popular" in commands
     assert "## How it was measured" in md and "redis-benchmark -h 127.0.0.1" in md
     # every server the script started is gone, and so is its data directory
-    pids = [int(x) for x in re.findall(r"PID (\d+) on 127\.0\.0\.1", p.stderr)]
-    assert len(pids) == 7  # 2 Redis + 3 cache_server for PUT, 2 cache_server for GET
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or \
-            "cache_server" not in Path(f"/proc/{pid}/cmdline").read_text() and \
-            "redis-server" not in Path(f"/proc/{pid}/cmdline").read_text()
+    # 2 Redis + 3 cache_server for PUT, 2 cache_server for GET
+    assert servers_gone(p.stderr, (b"cache_server", b"redis-server")) == 7
     data = re.search(r"data in (\S+) ", p.stderr)[1]
     assert not Path(data).exists()
 

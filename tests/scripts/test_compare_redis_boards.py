@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, run_script, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,16 +54,7 @@ def missing():
     for tool in ("curl", "taskset"):
         if not shutil.which(tool):
             return f"{tool} not installed (apt-get install curl util-linux)"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--board-maxmem" not in helptext:
-        return f"{SERVER} has no boards (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
-    return None
+    return build_missing(SERVER, CLIENT, ("--board-maxmem",), "no boards")
 
 
 
@@ -80,11 +72,8 @@ def run(tmp_path_factory):
     if why:
         pytest.skip(why)
     out = tmp_path_factory.mktemp("compare_redis_boards") / "out"
-    p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--members", str(MEMBERS), "--duration", "0.5",
-         "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=50)
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = run_script(SCRIPT, ["--quick", "--members", MEMBERS, "--duration", "0.5", "--build", BUILD,
+                            "--out", out], timeout=50)
     return out, p
 
 
@@ -163,15 +152,7 @@ def test_summary_json_memory_and_raw_files(run):
     for w in ("board-update", "board-score", "board-top"):
         assert re.search(rf"taskset -c 1 bench_client .*--workload {w} .*--no-preload", commands)
     # every process the script started is gone, and so is its temporary directory
-    pids = [int(x) for x in re.findall(r"PID (\d+) on 127\.0\.0\.1", p.stderr)]
-    assert len(pids) == 3  # two redis-servers, one cache_server
-    for pid in pids:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        assert state == "Z" or (b"cache_server" not in cmdline and b"redis" not in cmdline)
+    assert servers_gone(p.stderr, (b"cache_server", b"redis")) == 3  # 2 redis-servers, 1 cache_server
     tmp = re.search(r"temporary files in (\S+)", p.stderr)[1]
     assert not Path(tmp).exists()
 
