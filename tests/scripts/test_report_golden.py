@@ -41,3 +41,17 @@ def test_report_usage(name, tmp_path):
     assert bad.returncode == 2 and "Usage:" in bad.stderr
     empty = subprocess.run([sys.executable, script, str(tmp_path)], capture_output=True, text=True)
     assert empty.returncode == 1 and f"no points.jsonl in {tmp_path}" in empty.stderr
+
+
+def test_bench_cluster_report_output_is_unchanged(tmp_path):
+    """bench_cluster.sh's report (its embedded Python until it moved to
+    scripts/bench_cluster_report.py) on a real --quick run: 1 s points, 1 round."""
+    golden = GOLDEN / "bench_cluster"
+    run = tmp_path / "run"
+    shutil.copytree(golden / "run", run)
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_cluster_report.py"), str(run),
+                        "100", "1", "1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    for f in ("summary.md", "summary.json"):
+        assert (run / f).read_bytes() == (golden / f).read_bytes(), f"bench_cluster: {f} changed"
+    assert p.stdout == (golden / "summary.md").read_text() + "\n"
