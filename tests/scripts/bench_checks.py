@@ -1,6 +1,7 @@
 """What the end-to-end tests of the benchmark scripts share: whether the build (and the machine)
 can run them, running one, and checking that every server it started is gone afterwards. The
 scripts log each server they start as "... PID N on 127.0.0.1:PORT ..." on stderr."""
+import importlib.util
 import os
 import re
 import subprocess
@@ -46,3 +47,25 @@ def servers_gone(stderr: str, names: tuple) -> int:
             continue
         assert state == "Z" or not any(n in cmdline for n in names), (pid, cmdline)
     return len(pids)
+
+
+def quick_run(tmp_path_factory, name: str, script: Path, args: list, timeout: float):
+    """A benchmark script's run into a fresh NAME/out directory: (out, CompletedProcess)."""
+    out = tmp_path_factory.mktemp(name) / "out"
+    return out, run_script(script, [*args, "--out", out], timeout)
+
+
+def printed_summary(run) -> str:
+    """The run's summary.md, which must be what the script printed."""
+    out, p = run
+    md = (out / "summary.md").read_text()
+    assert p.stdout == md  # the summary is what was printed
+    return md
+
+
+def load_script(path: Path):
+    """A script (a report) imported as a module, for its functions."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, run_script
+from bench_checks import build_missing, printed_summary, quick_run
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,9 @@ SERVER = BUILD / "server" / "cache_server"
 CLIENT = BUILD / "client" / "bench_client"
 MEMBERS = 2000
 
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-import pg_cluster  # noqa: E402
+sys.path.insert(0, str(ROOT / "scripts"))
+from harness import postgres as pg_cluster  # noqa: E402
+from harness.procs import parse_listening  # noqa: E402
 
 
 def missing():
@@ -44,7 +45,8 @@ def our_processes(out):
     temporary directory or its ports)."""
     ports = set()
     for f in (out / "raw").glob("server-*.log"):
-        ports |= set(re.findall(rb"listening on 127\.0\.0\.1:(\d+)", f.read_bytes()))
+        ports |= {str(found[1]).encode() for found in map(parse_listening, f.read_bytes().splitlines())
+                  if found}
     pids = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -67,16 +69,13 @@ def run(tmp_path_factory):
         if os.environ.get("PG_OPTIONAL") == "1" or "PostgreSQL" not in why:
             pytest.skip(why)
         pytest.fail(why)
-    out = tmp_path_factory.mktemp("bench_board_source") / "out"
-    p = run_script(SCRIPT, ["--quick", "--members", MEMBERS, "--duration", "1", "--build", BUILD,
-                            "--out", out], timeout=300)
-    return out, p
+    return quick_run(tmp_path_factory, "bench_board_source", SCRIPT,
+                     ["--quick", "--members", MEMBERS, "--duration", "1", "--build", BUILD], timeout=300)
 
 
 def test_table_rows_and_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| read | conns |")
     assert header == ["read", "conns", "--board-source", "req/s", "p50 µs", "p99 µs",
                       "cache_server CPU%", "PostgreSQL CPU%", "cache_server CPU µs/req",

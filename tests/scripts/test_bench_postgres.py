@@ -10,7 +10,6 @@ a failure unless PG_OPTIONAL=1 (then a skip); the build (EXPERIMENT_TEST_BUILD, 
 build/release) without the PostgreSQL store, wrk or a second CPU is a skip. The unit tests (the
 %util and CPU arithmetic, the report from a hand-made run) need nothing.
 """
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, run_script, servers_gone
+from bench_checks import build_missing, load_script, printed_summary, quick_run, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,14 +33,7 @@ CONNS = (1, 4)
 KEYS = 2000  # --quick's default
 
 
-def load_helper():
-    spec = importlib.util.spec_from_file_location("bench_postgres_report", HELPER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-report = load_helper()
+report = load_script(HELPER)
 sys.path.insert(0, str(ROOT / "scripts"))
 from harness import resources  # noqa: E402  (the /proc and diskstats arithmetic the report uses)
 
@@ -79,16 +71,15 @@ def run(tmp_path_factory):
     why = missing()
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("bench_postgres") / "out"
-    p = run_script(SCRIPT, ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
-                            "--build", BUILD, "--out", out], timeout=240)
+    out, p = quick_run(tmp_path_factory, "bench_postgres", SCRIPT,
+                       ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+                        "--build", BUILD], timeout=240)
     return out, p
 
 
 def test_put_table_rows_and_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| conns | ours postgres PUT/s")
     assert header == ["conns", "ours postgres PUT/s", "pgbench tps", "ours÷pgbench",
                       "ours rocksdb PUT/s", "p50/p99 postgres", "p50/p99 pgbench",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, run_script, servers_gone
+from bench_checks import build_missing, printed_summary, quick_run, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,16 +42,14 @@ def run(tmp_path_factory):
     why = missing()
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("bench_store") / "out"
-    p = run_script(SCRIPT, ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
-                            "--build", BUILD, "--out", out], timeout=120)
-    return out, p
+    return quick_run(tmp_path_factory, "bench_store", SCRIPT,
+                     ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+                      "--build", BUILD], timeout=120)
 
 
 def test_summary_has_every_row_and_the_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| conns | Redis always SET/s")
     assert header == ["conns", "Redis always SET/s", "Redis everysec SET/s", "ours through PUT/s",
                       "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",

@@ -10,7 +10,6 @@ Redis (redis-server, redis-benchmark, redis-cli) missing is a skip, as is the bu
 (EXPERIMENT_TEST_BUILD, default build/release) without boards or a second CPU. The usage and
 unit tests need nothing.
 """
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, run_script, servers_gone
+from bench_checks import build_missing, load_script, printed_summary, quick_run, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,14 +35,7 @@ TARGET_NAMES = ("update >= 1.0x ZADD at 50 conns", "rank >= 1.0x ZREVRANK at 50 
                 "resident memory per member <= Redis's")
 
 
-def load_helper():
-    spec = importlib.util.spec_from_file_location("compare_redis_boards_report", HELPER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-report = load_helper()
+report = load_script(HELPER)
 
 
 def missing():
@@ -71,16 +63,13 @@ def run(tmp_path_factory):
     why = missing()
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("compare_redis_boards") / "out"
-    p = run_script(SCRIPT, ["--quick", "--members", MEMBERS, "--duration", "0.5", "--build", BUILD,
-                            "--out", out], timeout=50)
-    return out, p
+    return quick_run(tmp_path_factory, "compare_redis_boards", SCRIPT,
+                     ["--quick", "--members", MEMBERS, "--duration", "0.5", "--build", BUILD], timeout=50)
 
 
 def test_throughput_table_and_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| operation | Redis req/s")
     assert header[:6] == ["operation", "Redis req/s", "ours req/s", "ours÷Redis", "target",
                           "result"]
