@@ -71,6 +71,7 @@ fail() { echo "profile_server: $*" >&2; exit 1; }
 start_server() {
   local log="$1"
   shift
+  : > "$log"  # exists before the child opens it: the loop below reads it (a race on a busy machine)
   taskset -c "$SERVER_CPU" "$@" > "$log" 2>&1 &
   SERVER_PID=$!
   SERVER_PORT=""
