@@ -20,7 +20,7 @@ with the raw files to --out.
 
 Processes and measurements come from the harness (scripts/harness/): every server is stopped
 and the data directories removed on every exit path. env: SERVER_CPU (0), CLIENT_CPU (1).
-Needs redis-server and redis-benchmark (Redis 7), taskset. About 6 x (duration + 1 s) per
+Needs redis-server, redis-benchmark and redis-cli (Redis 7), taskset. About 6 x (duration + 1 s) per
 connection count + 6 x (duration + 1 s) for GET, plus start-ups: about 3 minutes by default.
 Exit status: 0 measured (whatever the targets say), 1 a failure (a message says which), 2 bad
 usage, 130 interrupted.
@@ -154,9 +154,9 @@ def binaries(a) -> tuple[Path, Path]:
 
 def check_tools(a) -> str:
     """The tools the run needs, the CPUs it pins to, perf when asked; Redis's version."""
-    for tool in ("redis-server", "redis-benchmark", "taskset"):
+    for tool in ("redis-server", "redis-benchmark", "redis-cli", "taskset"):
         if shutil.which(tool) is None:
-            raise Failure(f"{tool} not found (Debian: apt-get install redis-server util-linux)")
+            raise Failure(f"{tool} not found (Debian: apt-get install redis-server redis-tools util-linux)")
     for cpu in (a.server_cpu, a.client_cpu):
         if subprocess.run(["taskset", "-c", str(cpu), "true"], capture_output=True).returncode:
             online = Path("/sys/devices/system/cpu/online").read_text().strip()
