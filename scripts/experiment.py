@@ -289,61 +289,28 @@ def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool
     return "ok", False
 
 
-def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_root = Path(args.out)
-    out = out_root / stamp
-    out.mkdir(parents=True, exist_ok=False)
+def plan_configs(args, depth: int) -> list[tuple[str, list[str] | None, int]]:
+    """(label, server flags or None for --target, bench_client pipeline depth) of each
+    configuration: every variant at every -t, plus one pipelined at -t 1 when depth > 1."""
+    if args.target:
+        return [(f"target {args.target}", None, 1)]
+    configs = []
+    for variant in server_variants(args):
+        prefix = f"{variant} " if variant else ""
+        for t in args.server_thread_list:
+            flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
+            configs.append((f"{prefix}-t {t}", flags, 1))
+        if depth > 1:
+            flags = ["-t", "1"] + (["--variant", variant] if variant else [])
+            configs.append((f"{prefix}-t 1 -P {depth}", flags, depth))
+    return configs
 
-    notes: list[str] = []
-    depth = args.pipeline_depth
-    if depth > 1 and not args.target and not client_supports_pipeline(args.client_bin):
-        notes.append(f"pipelined configurations (-P {depth}) skipped: {Path(args.client_bin).name} "
-                     "has no --pipeline option (rebuild it)")
-        log(notes[-1])
-        depth = 0
-    # (label, server flags or None for --target, bench_client pipeline depth)
-    configs: list[tuple[str, list[str] | None, int]] = []
+
+def run_configs(args, configs, out: Path, run: dict, progress: Progress) -> tuple[int, bool]:
+    """Each configuration: its server started (none with --target), its sweeps, their merged
+    JSON listed in run["order"]. Returns (failures, interrupted)."""
     if args.target:
         host, port = args.target.rsplit(":", 1)
-        configs = [(f"target {args.target}", None, 1)]
-    else:
-        for variant in server_variants(args):
-            prefix = f"{variant} " if variant else ""
-            for t in args.server_thread_list:
-                flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
-                configs.append((f"{prefix}-t {t}", flags, 1))
-            if depth > 1:
-                flags = ["-t", "1"] + (["--variant", variant] if variant else [])
-                configs.append((f"{prefix}-t 1 -P {depth}", flags, depth))
-
-    warmup_s = float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0
-    n_points = len(configs) * len(args.client_thread_list) * args.repetitions
-    if args.duration is None:
-        args.duration = 10.0 if args.full else \
-            max(3.0, min(8.0, round(DEFAULT_BUDGET_S / n_points - warmup_s - POINT_OVERHEAD_S)))
-    point_s = args.duration + warmup_s + POINT_OVERHEAD_S
-    nginx_skip, nginx_costs = nginx_plan(args)
-    if nginx_skip:
-        notes.append(f"cache_server vs nginx: {nginx_skip}")
-        log(notes[-1])
-    progress = Progress([point_s] * n_points + nginx_costs)
-    run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
-           "command": " ".join(["python scripts/experiment.py", *map(shlex.quote, argv)]),
-           "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
-           "repetitions": args.repetitions, "client_args": args.client_args,
-           "point_duration_s": args.duration, "warmup": args.warmup,
-           "client_threads": args.client_thread_list, "pipeline_depth": depth,
-           "nginx": {"status": "skipped", "note": nginx_skip} if nginx_skip else
-                    {"status": "pending", "point_duration_s": args.nginx_duration,
-                     "connections": args.nginx_connection_list, "pipeline_depths": nginx_depths(args)},
-           "notes": notes, "order": []}
-    log(f"{len(configs)} configuration(s) x {len(args.client_thread_list)} points x "
-        f"{args.repetitions} repetition(s)" +
-        (f", then cache_server vs nginx ({len(nginx_costs)} points)" if nginx_costs else "") +
-        f", ~{progress.estimate_s():.0f}s; results in {out}")
-
     failures = 0
     interrupted = False
     for label, flags, pipeline in configs:
@@ -384,6 +351,52 @@ def main(argv: list[str]) -> int:
             print(file=sys.stderr)
             log("interrupted: servers stopped; reporting the finished configurations")
             break
+    return failures, interrupted
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_root = Path(args.out)
+    out = out_root / stamp
+    out.mkdir(parents=True, exist_ok=False)
+
+    notes: list[str] = []
+    depth = args.pipeline_depth
+    if depth > 1 and not args.target and not client_supports_pipeline(args.client_bin):
+        notes.append(f"pipelined configurations (-P {depth}) skipped: {Path(args.client_bin).name} "
+                     "has no --pipeline option (rebuild it)")
+        log(notes[-1])
+        depth = 0
+    configs = plan_configs(args, depth)
+
+    warmup_s = float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0
+    n_points = len(configs) * len(args.client_thread_list) * args.repetitions
+    if args.duration is None:
+        args.duration = 10.0 if args.full else \
+            max(3.0, min(8.0, round(DEFAULT_BUDGET_S / n_points - warmup_s - POINT_OVERHEAD_S)))
+    point_s = args.duration + warmup_s + POINT_OVERHEAD_S
+    nginx_skip, nginx_costs = nginx_plan(args)
+    if nginx_skip:
+        notes.append(f"cache_server vs nginx: {nginx_skip}")
+        log(notes[-1])
+    progress = Progress([point_s] * n_points + nginx_costs)
+    run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
+           "command": " ".join(["python scripts/experiment.py", *map(shlex.quote, argv)]),
+           "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
+           "repetitions": args.repetitions, "client_args": args.client_args,
+           "point_duration_s": args.duration, "warmup": args.warmup,
+           "client_threads": args.client_thread_list, "pipeline_depth": depth,
+           "nginx": {"status": "skipped", "note": nginx_skip} if nginx_skip else
+                    {"status": "pending", "point_duration_s": args.nginx_duration,
+                     "connections": args.nginx_connection_list, "pipeline_depths": nginx_depths(args)},
+           "notes": notes, "order": []}
+    log(f"{len(configs)} configuration(s) x {len(args.client_thread_list)} points x "
+        f"{args.repetitions} repetition(s)" +
+        (f", then cache_server vs nginx ({len(nginx_costs)} points)" if nginx_costs else "") +
+        f", ~{progress.estimate_s():.0f}s; results in {out}")
+
+    failures, interrupted = run_configs(args, configs, out, run, progress)
     if nginx_costs and not interrupted:
         outcome, interrupted = run_nginx_comparison(args, out, progress)
         run["nginx"]["status"] = outcome
