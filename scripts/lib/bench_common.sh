@@ -46,7 +46,7 @@ cpu_snap() {
     END { print T, S, ST, SI, CT, CI }' /proc/stat
 }
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  PYTHONPATH="$ROOT/scripts" python3 -m harness free-port
 }
 echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
 # help_has BINARY TEXT: does BINARY --help mention TEXT? (Not `--help | grep -q`: grep exits at
