@@ -99,27 +99,7 @@ cmd_stats() {
     echo "node $i $addr $body"
     all+=("$body")
   done < <(state_nodes)
-  printf '%s\n' "${all[@]}" | python3 -c '
-import json, sys
-def add(a, b):
-    if isinstance(a, bool) or isinstance(b, bool):
-        return None
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a + b
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = {k: add(a[k], b[k]) for k in a if k in b}
-        return {k: v for k, v in out.items() if v is not None}
-    return None
-docs = [json.loads(line) for line in sys.stdin if line.strip()]
-total = docs[0]
-for d in docs[1:]:
-    total = add(total, d)
-def numeric(v):
-    if isinstance(v, dict):
-        out = {k: numeric(x) for k, x in v.items()}
-        return {k: x for k, x in out.items() if x is not None}
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-print("sum " + json.dumps(numeric(total)))'
+  printf '%s\n' "${all[@]}" | python3 "$ROOT/scripts/cluster_tools.py" stats-sum
 }
 
 cmd_reset() {
@@ -207,20 +187,7 @@ cmd_ring() {
 }
 
 render() {  # render TEMPLATE OUT SERVERS-FILE LISTEN: fills the @...@ tokens
-  python3 - "$1" "$2" "$3" "$4" "$DIR" << 'PY'
-import sys
-template, out, servers, listen, prefix = sys.argv[1:]
-servers = open(servers).read().rstrip("\n")
-tokens = {"@SERVERS@": servers, "@LISTEN@": listen, "@PREFIX@": prefix, "@WORKERS@": "1"}
-lines = []
-for line in open(template).read().splitlines():
-    if not line.lstrip().startswith("#"):  # the header comment names the tokens: leave it be
-        for token, value in tokens.items():
-            line = line.replace(token, value)
-    lines.append(line)
-text = "\n".join(lines) + "\n"
-open(out, "w").write(text)
-PY
+  python3 "$ROOT/scripts/cluster_tools.py" render "$1" "$2" "$3" "$4" "$DIR"
 }
 
 # start_front KIND: renders the front's configuration and starts it on a free 127.0.0.1 port;

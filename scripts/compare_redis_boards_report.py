@@ -27,10 +27,12 @@ Figures:
   RSS/member     Δ VmRSS (/proc/PID/status) from before the preload to SETTLE s after the last
                  preload (every server idle) ÷ members; the reading right after the preload too
 """
-import json
-import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import report  # noqa: E402
+from harness.report import cpu_pct, fnum, fratio, median, read_json, row, table_head  # noqa: E402
 
 # The issue's targets: ours ÷ Redis at 50 connections, and memory per member at 1M members.
 TARGETS = {"update": 1.0, "rank": 1.0, "top": 2.0}
@@ -88,32 +90,6 @@ def write_resp(members, same_path, padded_path):
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
-
-def fnum(x, digits=0):
-    return "n/a" if x is None else f"{x:,.{digits}f}"
-
-
-def fratio(x):
-    return "n/a" if x is None else f"{x:.2f}"
-
-
-def read_json(path):
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def cpu_pct(ticks, clk_tck, wall_s):
-    if ticks is None or not wall_s or wall_s <= 0:
-        return None
-    return 100.0 * ticks / clk_tck / wall_s
-
 
 def time_cpu(path):
     """bash `time` with TIMEFORMAT='%3R %3U %3S': (real, user+sys) or (None, None)."""
@@ -257,8 +233,7 @@ def summarize(run):
     memory = read_json(run / "memory.json") or {}
     clk = meta.get("clk_tck", 100)
     members = meta.get("members", 1)
-    points = [json.loads(l) for l in (run / "points.jsonl").read_text().splitlines() if l.strip()]
-    figs = [point_figures(run, p, clk) for p in points]
+    figs = [point_figures(run, p, clk) for p in report.read_points(run)]
     ops = {}
     for op, rcmd, ours_req, label in OPS:
         r = summarize_side([f for f in figs if f["op"] == op and f["system"] == "redis"])
@@ -300,13 +275,12 @@ def summarize(run):
             "points": figs, "targets": targets, "errors": errors, "misses": misses}
 
 
-def render(s, run):
-    m = s["meta"]
-    mem = s["memory"]
-    lavg = (run / "loadavg_end.txt").read_text().split()[:3] if (run / "loadavg_end.txt").exists() else []
-    out = [f"# Boards beside Redis sorted sets: {m.get('members', 0):,} members, "
-           f"{m.get('conns')} connections\n"]
-    out.append(
+# --- summary.md, section by section ----------------------------------------------------------
+
+def render_header(run, m):
+    return [
+        f"# Boards beside Redis sorted sets: {m.get('members', 0):,} members, "
+        f"{m.get('conns')} connections\n",
         f"{m.get('date_utc', '?')}, revision {m.get('git_revision', '?')}"
         f"{' (dirty)' if m.get('git_dirty') else ''}, host {m.get('host', '?')}: "
         f"{m.get('cpu_model', '?')}, CPUs {m.get('online_cpus', '?')}, kernel "
@@ -314,44 +288,42 @@ def render(s, run):
         f"{m.get('server_cpu')}, load generators on CPU {m.get('client_cpu')}. "
         f"{m.get('duration_s')} s per point, {m.get('repeat')} repeat(s), medians. "
         f"Load average at the start: {m.get('loadavg_start', '?')}, at the end: "
-        f"{' '.join(lavg) or '?'}. Commands: commands.txt.\n")
-    out.append(f"## Throughput, one board of {m.get('members', 0):,} members, "
-               f"{m.get('conns')} connections\n")
-    out.append("Redis: redis-benchmark (one thread, `-c` connections, `-r` = members); ours: "
-               f"bench_client ({m.get('client_threads')} threads x {m.get('per_thread')} "
-               "connections, every answer checked). CPU% = 100 per core, over the load "
-               "generator's run; bound = the side at >= "
-               f"{BOUND_PCT:.0f}% of its core.\n")
-    out.append("| operation | Redis req/s | ours req/s | ours÷Redis | target | result | "
-               "p50/p99 µs Redis | p50/p99 µs ours | srv/client CPU% Redis | "
-               "srv/client CPU% ours | bound Redis / ours |")
-    out.append("|---|" + "---:|" * 9 + "---|")
+        f"{report.loadavg_end(run) or '?'}. Commands: commands.txt.\n"]
+
+
+def side_cells(r, o):
+    """The latency, CPU and bound cells of one operation, Redis beside ours."""
+    return [f"{fnum(r.get('p50_us'))}/{fnum(r.get('p99_us'))}",
+            f"{fnum(o.get('p50_us'))}/{fnum(o.get('p99_us'))}",
+            f"{fnum(r.get('server_cpu'))}/{fnum(r.get('client_cpu'))}",
+            f"{fnum(o.get('server_cpu'))}/{fnum(o.get('client_cpu'))}",
+            f"{r.get('bound', 'n/a')} / {o.get('bound', 'n/a')}"]
+
+
+def render_throughput(m, s):
+    out = [f"## Throughput, one board of {m.get('members', 0):,} members, "
+           f"{m.get('conns')} connections\n",
+           "Redis: redis-benchmark (one thread, `-c` connections, `-r` = members); ours: "
+           f"bench_client ({m.get('client_threads')} threads x {m.get('per_thread')} "
+           "connections, every answer checked). CPU% = 100 per core, over the load "
+           "generator's run; bound = the side at >= "
+           f"{BOUND_PCT:.0f}% of its core.\n"]
+    out += table_head(["operation", "Redis req/s", "ours req/s", "ours÷Redis", "target", "result",
+                       "p50/p99 µs Redis", "p50/p99 µs ours", "srv/client CPU% Redis",
+                       "srv/client CPU% ours", "bound Redis / ours"], "l" + "r" * 9 + "l")
     results = {t["name"].split(" >=")[0]: t["result"] for t in s["targets"]}
     names = {"update": "update", "rank": "rank", "top": "top-100"}
     for op, _, _, label in OPS:
         e = s["ops"][op]
         r, o = e["redis"] or {}, e["ours"] or {}
-        out.append(
-            f"| {label} | {fnum(r.get('rps'))} | {fnum(o.get('rps'))} | {fratio(e['ratio'])} | "
-            f">= {e['target']:.1f}x | {results.get(names[op], '?')} | "
-            f"{fnum(r.get('p50_us'))}/{fnum(r.get('p99_us'))} | "
-            f"{fnum(o.get('p50_us'))}/{fnum(o.get('p99_us'))} | "
-            f"{fnum(r.get('server_cpu'))}/{fnum(r.get('client_cpu'))} | "
-            f"{fnum(o.get('server_cpu'))}/{fnum(o.get('client_cpu'))} | "
-            f"{r.get('bound', 'n/a')} / {o.get('bound', 'n/a')} |")
+        out.append(row([label, fnum(r.get("rps")), fnum(o.get("rps")), fratio(e["ratio"]),
+                        f">= {e['target']:.1f}x", results.get(names[op], "?"), *side_cells(r, o)]))
     w = s["ops"]["top"].get("ours_wrk")
     if w:
         r = s["ops"]["top"]["redis"] or {}
-        out.append(
-            f"| top 100, ours by wrk (context) | {fnum(r.get('rps'))} | {fnum(w['rps'])} | "
-            f"{fratio(s['ops']['top']['wrk_ratio'])} | – | – | "
-            f"{fnum(r.get('p50_us'))}/{fnum(r.get('p99_us'))} | "
-            f"{fnum(w['p50_us'])}/{fnum(w['p99_us'])} | "
-            f"{fnum(r.get('server_cpu'))}/{fnum(r.get('client_cpu'))} | "
-            f"{fnum(w['server_cpu'])}/{fnum(w['client_cpu'])} | "
-            f"{r.get('bound', 'n/a')} / {w['bound']} |")
-    out.append("")
-    out.append("Bound by (medians):\n")
+        out.append(row(["top 100, ours by wrk (context)", fnum(r.get("rps")), fnum(w["rps"]),
+                        fratio(s["ops"]["top"]["wrk_ratio"]), "–", "–", *side_cells(r, w)]))
+    out += ["", "Bound by (medians):\n"]
     for op, rcmd, ours_req, label in OPS:
         e = s["ops"][op]
         r, o = e["redis"] or {}, e["ours"] or {}
@@ -364,63 +336,67 @@ def render(s, run):
     if s["errors"] or s["misses"]:
         out.append(f"**Warning: {s['errors']} errors and {s['misses']} misses** (see the runs "
                    "below).\n")
+    return out
 
-    out.append(f"## Memory at {m.get('members', 0):,} members\n")
+
+MEMORY_INTRO = (
+    "after each, and settled: {settle} s after the last preload, every server "
+    "idle (both allocate with jemalloc, whose background thread returns freed pages "
+    "after its 10 s decay: the preloads free outgrown hash tables and buffers). Per "
+    "member = Δ ÷ members; the target compares the settled Δ. Redis twice: with our "
+    "member names (`m<i>`, the target's) and with the zero-padded names the load needs "
+    "(`m%012d`, 13 bytes). Allocator-level figures for context: Redis's `used_memory` "
+    "(INFO memory), our `/stats` `board_bytes` (the estimate the budget counts).\n")
+
+
+def memory_row(label, names, x):
+    alloc = x.get("used_memory_per_member", x.get("board_bytes_per_member"))
+    mb = lambda k: fnum(x[k] / 1024, 1) if x.get(k) is not None else "n/a"  # noqa: E731
+    return row([label, f"`{names}`", mb("rss_before_kb"), mb("rss_after_kb"), mb("rss_settled_kb"),
+                fnum(x.get("rss_per_member"), 1), fnum(x.get("rss_per_member_at_preload"), 1),
+                fnum(alloc, 1), fnum(x.get("preload_s"), 2), fnum(x.get("preload_members_per_s")),
+                mb("rss_end_kb")])
+
+
+def render_memory(m, mem):
     settle = (mem.get("ours") or {}).get("settle_s")
-    out.append("RSS = VmRSS of the server process (/proc/PID/status) before the preloads, right "
-               f"after each, and settled: {fnum(settle)} s after the last preload, every server "
-               "idle (both allocate with jemalloc, whose background thread returns freed pages "
-               "after its 10 s decay: the preloads free outgrown hash tables and buffers). Per "
-               "member = Δ ÷ members; the target compares the settled Δ. Redis twice: with our "
-               "member names (`m<i>`, the target's) and with the zero-padded names the load needs "
-               "(`m%012d`, 13 bytes). Allocator-level figures for context: Redis's `used_memory` "
-               "(INFO memory), our `/stats` `board_bytes` (the estimate the budget counts).\n")
-    out.append("| server | names | RSS before MB | after preload MB | settled MB | "
-               "RSS/member B (settled) | RSS/member B (right after) | allocator/member B | "
-               "preload s | preload members/s | RSS at the end MB |")
-    out.append("|---|---|" + "---:|" * 9)
+    out = [f"## Memory at {m.get('members', 0):,} members\n",
+           "RSS = VmRSS of the server process (/proc/PID/status) before the preloads, right "
+           + MEMORY_INTRO.format(settle=fnum(settle))]
+    out += table_head(["server", "names", "RSS before MB", "after preload MB", "settled MB",
+                       "RSS/member B (settled)", "RSS/member B (right after)",
+                       "allocator/member B", "preload s", "preload members/s",
+                       "RSS at the end MB"], "ll" + "r" * 9)
     for key, label, names in (("redis_same", "Redis (memory)", "m<i>"),
                               ("redis_load", "Redis (load)", "m%012d"),
                               ("ours", "ours", "m<i>")):
-        x = mem.get(key)
-        if not x:
-            continue
-        alloc = x.get("used_memory_per_member", x.get("board_bytes_per_member"))
-        mb = lambda k: fnum(x[k] / 1024, 1) if x.get(k) is not None else "n/a"  # noqa: E731
-        out.append(
-            f"| {label} | `{names}` | {mb('rss_before_kb')} | {mb('rss_after_kb')} | "
-            f"{mb('rss_settled_kb')} | {fnum(x.get('rss_per_member'), 1)} | "
-            f"{fnum(x.get('rss_per_member_at_preload'), 1)} | {fnum(alloc, 1)} | "
-            f"{fnum(x.get('preload_s'), 2)} | {fnum(x.get('preload_members_per_s'))} | "
-            f"{mb('rss_end_kb')} |")
-    out.append("")
-    out.append("Preloads: Redis `redis-cli --pipe` of one `ZADD b0 SCORE NAME` per member (one "
-               "connection, fully pipelined); ours bench_client's preload (`PUT "
-               "/board/b0/member/m<i>`, batches of 64 pipelined on up to 4 connections). Both "
-               "on the client CPU, the same scores.\n")
+        if mem.get(key):
+            out.append(memory_row(label, names, mem[key]))
+    out += ["",
+            "Preloads: Redis `redis-cli --pipe` of one `ZADD b0 SCORE NAME` per member (one "
+            "connection, fully pipelined); ours bench_client's preload (`PUT "
+            "/board/b0/member/m<i>`, batches of 64 pipelined on up to 4 connections). Both "
+            "on the client CPU, the same scores.\n"]
+    return out
 
-    out.append("## Targets\n")
-    out.append("```")
-    out.extend(t["text"] for t in s["targets"])
-    n = {k: sum(t["result"] == k for t in s["targets"]) for k in ("PASS", "MISS")}
-    out.append(f"targets: {n['PASS']} PASS, {n['MISS']} MISS")
-    out.append("```\n")
 
-    out.append("## Runs\n")
-    out.append("| op | rep | order | system | req/s | p50 µs | p99 µs | errors | misses | "
-               "srv CPU% | client CPU% | CPU busy% srv/client core | requests (Redis -n) |")
-    out.append("|---|---:|---:|---|" + "---:|" * 9)
-    for f in s["points"]:
-        out.append(
-            f"| {f['op']} | {f['rep']} | {f['order']} | {f['system']} | {fnum(f['rps'])} | "
-            f"{fnum(f['p50_us'])} | {fnum(f['p99_us'])} | {f['errors']} | {f['misses']} | "
-            f"{fnum(f['server_cpu'])} | {fnum(f['client_cpu'])} | "
-            f"{fnum(f['server_core_busy'])}/{fnum(f['client_core_busy'])} | "
-            f"{fnum(f['n']) if f.get('n') else '–'} |")
-    out.append("")
+def render_runs(points):
+    out = ["## Runs\n"]
+    out += table_head(["op", "rep", "order", "system", "req/s", "p50 µs", "p99 µs", "errors",
+                       "misses", "srv CPU%", "client CPU%", "CPU busy% srv/client core",
+                       "requests (Redis -n)"], "lrrl" + "r" * 9)
+    for f in points:
+        out.append(row([
+            f["op"], f["rep"], f["order"], f["system"], fnum(f["rps"]), fnum(f["p50_us"]),
+            fnum(f["p99_us"]), f["errors"], f["misses"], fnum(f["server_cpu"]),
+            fnum(f["client_cpu"]), f"{fnum(f['server_core_busy'])}/{fnum(f['client_core_busy'])}",
+            fnum(f["n"]) if f.get("n") else "–"]))
+    return out + [""]
 
-    out.append("## How it was measured\n")
-    out.append(
+
+def render_how(m):
+    return [
+        "## How it was measured\n",
         f"- **Servers**: `redis-server --save '' --appendonly no` (no persistence: our boards "
         f"are memory-only too) and `cache_server -t {m.get('server_threads')} --board-maxmem "
         f"{m.get('board_maxmem')}`, both pinned to CPU {m.get('server_cpu')}, on 127.0.0.1; "
@@ -444,7 +420,14 @@ def render(s, run):
         "own rate.\n"
         "- **Names**: ours `m0`..`m<N-1>` (2–8 bytes); Redis's load `m000000000000`.. (13 "
         "bytes): a few more bytes per request and per member for Redis, which is why memory "
-        "is compared on a second Redis holding our names.\n")
+        "is compared on a second Redis holding our names.\n"]
+
+
+def render(run, s):
+    m = s["meta"]
+    out = render_header(run, m) + render_throughput(m, s) + render_memory(m, s["memory"])
+    out += report.targets_block(s["targets"], ("PASS", "MISS"))
+    out += render_runs(s["points"]) + render_how(m)
     return "\n".join(out) + "\n"
 
 
@@ -462,30 +445,17 @@ def describe_bound(x, server, client):
     return f"neither core saturated ({figs}): round trips"
 
 
-def main(argv):
-    if len(argv) >= 2 and argv[1] == "resp":
-        if len(argv) != 5 or not argv[2].isdigit():
-            print("usage: compare_redis_boards_report.py resp MEMBERS SAME.resp PADDED.resp",
-                  file=sys.stderr)
-            return 2
-        write_resp(int(argv[2]), argv[3], argv[4])
-        return 0
-    args = [a for a in argv[1:] if a != "--quiet"]
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print(__doc__.strip(), file=sys.stderr if len(args) != 1 else sys.stdout)
-        return 0 if args and args[0] in ("-h", "--help") else 2
-    run = Path(args[0])
-    if not (run / "points.jsonl").exists():
-        print(f"compare_redis_boards_report: no points.jsonl in {run}", file=sys.stderr)
-        return 1
-    s = summarize(run)
-    md = render(s, run)
-    (run / "summary.md").write_text(md)
-    (run / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
-    if "--quiet" not in argv:
-        sys.stdout.write(md)
+def cmd_resp(members, same, padded):
+    if not members.isdigit():
+        print("usage: compare_redis_boards_report.py resp MEMBERS SAME.resp PADDED.resp",
+              file=sys.stderr)
+        return 2
+    write_resp(int(members), same, padded)
     return 0
 
 
+SUBCOMMANDS = {"resp": ("resp MEMBERS SAME.resp PADDED.resp", 3, 3, cmd_resp)}
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(report.main(sys.argv, "compare_redis_boards_report", __doc__, summarize, render,
+                         SUBCOMMANDS))

@@ -31,7 +31,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "graphs"))
 sys.path.insert(0, str(ROOT / "scripts"))
+from harness import metadata  # noqa: E402
+from harness.procs import CacheServer, free_port  # noqa: E402
 
-LISTENING = re.compile(rb"listening on ([0-9.]+):(\d+)")
-SERVER_READY_TIMEOUT_S = 15
 SERVER_STOP_TIMEOUT_S = 5
 POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
 DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
@@ -136,67 +135,10 @@ def client_supports_pipeline(client_bin: str) -> bool:
     return b"--pipeline" in r.stdout + r.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A cache_server child pinned with taskset; stopped by SIGTERM (then SIGKILL) on exit."""
-
-    def __init__(self, binary: str, flags: list[str], cpus: str):
-        # Its own session: a terminal's Ctrl-C reaches us, and we stop it (stop()).
-        cmd = ["taskset", "-c", cpus, binary, "-p", "0", *flags]
-        self.port = None
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-
-    def wait_ready(self) -> None:
-        self.port = self._wait_ready()
-
-    def _wait_ready(self) -> int:
-        deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
-        seen = b""
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        while time.monotonic() < deadline:
-            chunk = self.proc.stdout.read() or b""
-            seen += chunk
-            m = LISTENING.search(seen)
-            if m:
-                return int(m.group(2))
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"cache_server exited with {self.proc.returncode}: {seen.decode(errors='replace').strip()}")
-            time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"cache_server printed no listening line within {SERVER_READY_TIMEOUT_S}s")
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after SERVER_STOP_TIMEOUT_S; a second Ctrl-C kills at once."""
-        while self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(SERVER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            except KeyboardInterrupt:
-                self.proc.kill()
-
-
 def machine_info() -> dict:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": os.uname().release,
-            "git_revision": (rev.stdout.strip() or "unknown") + ("-dirty" if dirty else "")}
+    rev, dirty = metadata.git_revision()
+    return {"cpu": metadata.cpu_model() or "?", "cores": os.cpu_count(), "kernel": os.uname().release,
+            "git_revision": rev + ("-dirty" if dirty else "")}
 
 
 class Progress:
@@ -347,6 +289,71 @@ def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool
     return "ok", False
 
 
+def plan_configs(args, depth: int) -> list[tuple[str, list[str] | None, int]]:
+    """(label, server flags or None for --target, bench_client pipeline depth) of each
+    configuration: every variant at every -t, plus one pipelined at -t 1 when depth > 1."""
+    if args.target:
+        return [(f"target {args.target}", None, 1)]
+    configs = []
+    for variant in server_variants(args):
+        prefix = f"{variant} " if variant else ""
+        for t in args.server_thread_list:
+            flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
+            configs.append((f"{prefix}-t {t}", flags, 1))
+        if depth > 1:
+            flags = ["-t", "1"] + (["--variant", variant] if variant else [])
+            configs.append((f"{prefix}-t 1 -P {depth}", flags, depth))
+    return configs
+
+
+def run_configs(args, configs, out: Path, run: dict, progress: Progress) -> tuple[int, bool]:
+    """Each configuration: its server started (none with --target), its sweeps, their merged
+    JSON listed in run["order"]. Returns (failures, interrupted)."""
+    if args.target:
+        host, port = args.target.rsplit(":", 1)
+    failures = 0
+    interrupted = False
+    for label, flags, pipeline in configs:
+        name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".json"
+        extra = {"label": label, "server_flags": " ".join(flags) if flags is not None else args.target,
+                 "server_cpus": None if flags is None else args.server_cpus, "client_cpus": args.client_cpus,
+                 "pipeline": pipeline}
+        parts = [out / f"{name}.rep{r}" for r in range(args.repetitions)]
+        server = None
+        try:
+            if flags is not None:
+                # Its own session: a terminal's Ctrl-C reaches us, and we stop it.
+                server = CacheServer(args.server_bin, flags, cpu=args.server_cpus,
+                                     stop_timeout_s=SERVER_STOP_TIMEOUT_S).start()
+                host, port, pid = server.host, server.port, server.pid
+            else:
+                pid = None
+            for r, part in enumerate(parts):
+                progress.show(label, f"repetition {r + 1}/{args.repetitions}")
+                rc = run_sweep(args, host, int(port), pid, part, label, progress, pipeline)
+                if rc != 0:
+                    failures += 1
+                    if not part.exists():
+                        break
+        except KeyboardInterrupt:
+            interrupted = True
+        except RuntimeError as e:
+            print(file=sys.stderr)
+            log(f"{label}: {e}")
+            failures += 1
+        finally:
+            if server is not None:
+                server.stop()
+        merge_repetitions(parts, out / name, extra)
+        if (out / name).exists():
+            run["order"].append(name)
+        if interrupted:
+            print(file=sys.stderr)
+            log("interrupted: servers stopped; reporting the finished configurations")
+            break
+    return failures, interrupted
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -361,20 +368,7 @@ def main(argv: list[str]) -> int:
                      "has no --pipeline option (rebuild it)")
         log(notes[-1])
         depth = 0
-    # (label, server flags or None for --target, bench_client pipeline depth)
-    configs: list[tuple[str, list[str] | None, int]] = []
-    if args.target:
-        host, port = args.target.rsplit(":", 1)
-        configs = [(f"target {args.target}", None, 1)]
-    else:
-        for variant in server_variants(args):
-            prefix = f"{variant} " if variant else ""
-            for t in args.server_thread_list:
-                flags = ["-t", str(t)] + (["--variant", variant] if variant else [])
-                configs.append((f"{prefix}-t {t}", flags, 1))
-            if depth > 1:
-                flags = ["-t", "1"] + (["--variant", variant] if variant else [])
-                configs.append((f"{prefix}-t 1 -P {depth}", flags, depth))
+    configs = plan_configs(args, depth)
 
     warmup_s = float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0
     n_points = len(configs) * len(args.client_thread_list) * args.repetitions
@@ -402,45 +396,7 @@ def main(argv: list[str]) -> int:
         (f", then cache_server vs nginx ({len(nginx_costs)} points)" if nginx_costs else "") +
         f", ~{progress.estimate_s():.0f}s; results in {out}")
 
-    failures = 0
-    interrupted = False
-    for label, flags, pipeline in configs:
-        name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".json"
-        extra = {"label": label, "server_flags": " ".join(flags) if flags is not None else args.target,
-                 "server_cpus": None if flags is None else args.server_cpus, "client_cpus": args.client_cpus,
-                 "pipeline": pipeline}
-        parts = [out / f"{name}.rep{r}" for r in range(args.repetitions)]
-        server = None
-        try:
-            if flags is not None:
-                server = Server(args.server_bin, flags, args.server_cpus)
-                server.wait_ready()
-                host, port, pid = "127.0.0.1", server.port, server.proc.pid
-            else:
-                pid = None
-            for r, part in enumerate(parts):
-                progress.show(label, f"repetition {r + 1}/{args.repetitions}")
-                rc = run_sweep(args, host, int(port), pid, part, label, progress, pipeline)
-                if rc != 0:
-                    failures += 1
-                    if not part.exists():
-                        break
-        except KeyboardInterrupt:
-            interrupted = True
-        except RuntimeError as e:
-            print(file=sys.stderr)
-            log(f"{label}: {e}")
-            failures += 1
-        finally:
-            if server is not None:
-                server.stop()
-        merge_repetitions(parts, out / name, extra)
-        if (out / name).exists():
-            run["order"].append(name)
-        if interrupted:
-            print(file=sys.stderr)
-            log("interrupted: servers stopped; reporting the finished configurations")
-            break
+    failures, interrupted = run_configs(args, configs, out, run, progress)
     if nginx_costs and not interrupted:
         outcome, interrupted = run_nginx_comparison(args, out, progress)
         run["nginx"]["status"] = outcome

@@ -71,6 +71,7 @@ fail() { echo "profile_server: $*" >&2; exit 1; }
 start_server() {
   local log="$1"
   shift
+  : > "$log"  # exists before the child opens it: the loop below reads it (a race on a busy machine)
   taskset -c "$SERVER_CPU" "$@" > "$log" 2>&1 &
   SERVER_PID=$!
   SERVER_PORT=""
@@ -166,93 +167,14 @@ for variant in $VARIANTS; do
       ir="$(callgrind_annotate "$cg" 2> /dev/null \
         | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)" || true
       if [ -n "$ir" ]; then
-        instr="$(python3 -c 'import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(json.dumps({"ir": int(sys.argv[3]), "requests": b["requests"] - a["requests"] - 1}))' \
-          "$c0" "$c1" "$ir")"
+        instr="$(python3 "$ROOT/scripts/profile_server_report.py" instr "$c0" "$c1" "$ir")"
       else
         echo "profile_server: no instruction total in $cg; instructions/req left out" >&2
       fi
     fi
-    python3 - "$tag" "$variant" "$depth" "$WORK" "$(getconf CLK_TCK)" "$OUT/$tag.perfstat.csv" \
-      "$WORK/wrk.out" "$instr" >> "$ROWS" << 'EOF'
-import json, re, sys
-from pathlib import Path
-tag, variant, depth, work, tck, perfcsv, wrkout, instr = sys.argv[1:]
-w = Path(work)
-a, b = json.loads((w / "stats0").read_text()), json.loads((w / "stats1").read_text())
-(u0, k0), (u1, k1) = (map(int, (w / f"cpu{i}").read_text().split()) for i in (0, 1))
-secs = float((w / "t1").read_text()) - float((w / "t0").read_text())
-tck = int(tck)
-req = b["requests"] - a["requests"] - 1  # the second /stats counts the first
-n = max(req, 1)
-syscalls = {}
-for line in open(perfcsv):
-    f = line.strip().split(",")
-    if len(f) > 2 and f[0].isdigit():
-        syscalls[f[2].split(":")[-1]] = int(f[0])
-m = re.search(r"Requests/sec:\s*([\d.]+)", open(wrkout).read())
-row = {
-    "tag": tag, "variant": variant, "pipeline": int(depth), "requests": req, "window_s": secs,
-    "req_per_s": req / secs, "wrk_req_per_s": float(m.group(1)) if m else None,
-    "server_cpu_pct": 100.0 * ((u1 - u0) + (k1 - k0)) / tck / secs,
-    "user_us_per_req": 1e6 * (u1 - u0) / tck / n,
-    "sys_us_per_req": 1e6 * (k1 - k0) / tck / n,
-    # (servers older than the reads/writes counters: null)
-    "reads_per_req": (b["reads"] - a["reads"] - 1) / n if "reads" in b else None,
-    "writes_per_req": (b["writes"] - a["writes"] - 1) / n if "writes" in b else None,
-    "syscalls_per_req": syscalls.get("sys_enter", 0) / n,
-    "syscalls": syscalls,
-}
-cg = json.loads(instr)
-if cg:
-    row["instr_per_req"] = cg["ir"] / max(cg["requests"], 1)
-    row["callgrind_requests"] = cg["requests"]
-print(json.dumps(row))
-EOF
+    python3 "$ROOT/scripts/profile_server_report.py" row "$tag" "$variant" "$depth" "$WORK" \
+      "$(getconf CLK_TCK)" "$OUT/$tag.perfstat.csv" "$WORK/wrk.out" "$instr" >> "$ROWS"
   done
 done
 
-python3 - "$ROWS" "$OUT" "$CONNS" "$DURATION" << 'EOF'
-import json, pathlib, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-out, conns, dur = pathlib.Path(sys.argv[2]), sys.argv[3], sys.argv[4]
-(out / "profile.json").write_text(json.dumps(rows, indent=2) + "\n")
-lines = [
-    "# Server profile: cost per GET hit",
-    "",
-    f"`cache_server -t 1` on one CPU, wrk -t1 -c{conns} on the other, 100-byte value, "
-    f"{dur} s windows (rates use each window's measured length). Requests, reads and writes are the server's own counters; syscalls from "
-    "`perf stat -e raw_syscalls:sys_enter`; CPU from /proc/PID/stat; instructions (user space "
-    "only) from a separate run under `valgrind --tool=callgrind`, so its rate is not the "
-    "table's. Pipeline N = wrk sends N GETs per write.",
-    "",
-    "| variant | pipeline | req/s | server CPU % | user µs/req | sys µs/req | syscalls/req "
-    "| reads/req | writes/req | instructions/req |",
-    "|---|---|---|---|---|---|---|---|---|---|",
-]
-def fmt(x):
-    return "n/a" if x is None else f"{x:.3f}"
-
-
-for r in rows:
-    ins = f"{r['instr_per_req']:,.0f}" if "instr_per_req" in r else "n/a"
-    lines.append(
-        f"| {r['variant']} | {r['pipeline']} | {r['req_per_s']:,.0f} | {r['server_cpu_pct']:.0f} "
-        f"| {r['user_us_per_req']:.2f} | {r['sys_us_per_req']:.2f} | {r['syscalls_per_req']:.2f} "
-        f"| {fmt(r['reads_per_req'])} | {fmt(r['writes_per_req'])} | {ins} |")
-lines += ["", "Syscalls per request by name (the busiest):", ""]
-for r in rows:
-    named = {k: v for k, v in r["syscalls"].items() if k != "sys_enter" and v}
-    top = sorted(named.items(), key=lambda kv: -kv[1])[:4]
-    desc = ", ".join(f"{k.removeprefix('sys_enter_')} {v / max(r['requests'], 1):.3f}" for k, v in top)
-    lines.append(f"- {r['variant']}, pipeline {r['pipeline']}: {desc or 'n/a'}")
-for r in rows:
-    top = out / f"{r['tag']}.top.txt"
-    if top.exists() and top.read_text().strip():
-        lines += ["", f"Top symbols by CPU samples, {r['variant']}, pipeline {r['pipeline']} "
-                  "(`perf record -e cpu-clock`, kernel included):", "", "```",
-                  top.read_text().rstrip(), "```"]
-(out / "PROFILE.md").write_text("\n".join(lines) + "\n")
-print(out / "PROFILE.md")
-EOF
+python3 "$ROOT/scripts/profile_server_report.py" report "$ROWS" "$OUT" "$CONNS" "$DURATION"

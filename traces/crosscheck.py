@@ -32,17 +32,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "graphs"))
+sys.path.insert(0, str(ROOT / "scripts"))
 import mrc  # noqa: E402
+from harness.procs import CacheServer, ServerError  # noqa: E402
 
 VALUE_BYTES = 100
 ALPHAS = (0.6, 0.8, 0.99, 1.2)
@@ -97,39 +96,14 @@ def zipf_trace(work: Path, keys: int, requests: int, alpha: float, scan: bool) -
     return {"name": name, "path": path, "basis": keys, "description": desc}
 
 
-class Server:
-    """cache_server -s 127.0.0.1 -p 0 -t 1 [extra flags] on an ephemeral port, stopped by its
-    pid; `config` is its start-up config line (traces/http_replay.py uses it too)."""
-
-    def __init__(self, exe: Path, *flags: str):
-        argv = [str(exe), "-s", "127.0.0.1", "-p", "0", "-t", "1", *flags]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        self.port = None
-        self.config = ""
-        deadline = time.time() + 15
-        while time.time() < deadline and self.port is None:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            if line.startswith("config "):
-                self.config = line.strip()
-            m = re.search(r"listening on [\d.]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-        if self.port is None:
-            self.stop()
-            raise ToolError(f"cache_server did not start: {' '.join(argv)}")
-        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+def start_server(exe: Path, *flags: str) -> CacheServer:
+    """cache_server -t 1 [flags] on 127.0.0.1 and an ephemeral port, started by the harness
+    (.port, .config_line, .stop()); ToolError when it does not start (traces/http_replay.py
+    uses it too)."""
+    try:
+        return CacheServer(exe, ["-t", "1", *flags], stop_timeout_s=5).start()
+    except ServerError as e:
+        raise ToolError(str(e)) from e
 
 
 def etc_trace(work: Path, keys: int, requests: int) -> dict | None:
@@ -139,7 +113,7 @@ def etc_trace(work: Path, keys: int, requests: int) -> dict | None:
         print(f"crosscheck: ETC trace skipped ({client} or {server_exe} not built)", file=sys.stderr)
         return None
     text = work / "etc.txt"
-    server = Server(server_exe)
+    server = start_server(server_exe)
     try:
         run([client, "-p", server.port, "--threads", 1, "-n", requests, "--warmup", 0, "--keys", keys,
              "--no-preload", "--record-trace", text, "-q"])

@@ -42,8 +42,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crosscheck import (S3FIFO_OURS, Server, ToolError, binary, libcachesim_cache,  # noqa: E402
-                        run)  # (one copy of each)
+from crosscheck import (S3FIFO_OURS, ToolError, binary, libcachesim_cache,  # noqa: E402
+                        run, start_server)  # (one copy of each)
 VALUE = b"v" * 100
 KEY_BYTES = 8
 # Our evictor -> libCacheSim's policy of the same algorithm (None: no counterpart there).
@@ -64,16 +64,15 @@ def url_key(obj_id: int) -> bytes:
     return b"".join(b"%%%02X" % b for b in struct.pack("<Q", obj_id))
 
 
-class OneShardServer(Server):
-    """cache_server -t 1 -e EVICTOR holding exactly maxmem bytes in one shard."""
-
-    def __init__(self, exe: Path, evictor: str, maxmem: int):
-        # --max-value = maxmem: the server then keeps one shard (a shard must hold the largest
-        # value), so the eviction order is global, as in the library replay.
-        super().__init__(exe, "-e", evictor, "-m", str(maxmem), "--max-value", str(maxmem))
-        if " shards=1 " not in self.config:
-            self.stop()
-            raise ToolError(f"cache_server did not keep one shard: {self.config}")
+def one_shard_server(exe: Path, evictor: str, maxmem: int):
+    """cache_server -t 1 -e EVICTOR holding exactly maxmem bytes in one shard, started."""
+    # --max-value = maxmem: the server then keeps one shard (a shard must hold the largest
+    # value), so the eviction order is global, as in the library replay.
+    server = start_server(exe, "-e", evictor, "-m", str(maxmem), "--max-value", str(maxmem))
+    if " shards=1 " not in server.config_line:
+        server.stop()
+        raise ToolError(f"cache_server did not keep one shard: {server.config_line}")
+    return server
 
 
 class Client:
@@ -108,7 +107,7 @@ class Client:
 
 
 def over_http(exe: Path, evictor: str, ids: list[int], capacity: int, warmup: int) -> dict:
-    server = OneShardServer(exe, evictor, capacity * (KEY_BYTES + len(VALUE)))
+    server = one_shard_server(exe, evictor, capacity * (KEY_BYTES + len(VALUE)))
     hits = counted = puts = 0
     try:
         client = Client(server.port)

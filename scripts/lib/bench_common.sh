@@ -1,4 +1,4 @@
-# bench_common.sh — shell helpers the benchmark scripts share (bench_store.sh, bench_postgres.sh,
+# bench_common.sh — shell helpers the benchmark scripts share (bench_postgres.sh,
 # compare_redis_boards.sh): usage from the script's header comment, errors with the script's name
 # and exit codes (1 failure, 2 bad usage), stopping processes by PID, CPU ticks from /proc, free
 # ports, splitting connections over client threads, asking a binary's --help for a flag, and
@@ -46,7 +46,7 @@ cpu_snap() {
     END { print T, S, ST, SI, CT, CI }' /proc/stat
 }
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  PYTHONPATH="$ROOT/scripts" python3 -m harness free-port
 }
 echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
 # help_has BINARY TEXT: does BINARY --help mention TEXT? (Not `--help | grep -q`: grep exits at

@@ -154,6 +154,30 @@ def method_note(levels, total, steady_s) -> str:
             "The capacity search runs at the steady saturation level.")
 
 
+def published_rows(results):
+    """The "published beside ours" rows: our best tiny GET and PUT, and where each saturates."""
+    ours = {k: v for k, v in results.items() if k.startswith("cache_server")}
+    rows = []
+    if not ours:
+        return rows
+    best_tiny = max(((k, r["tiny GET"]["peak"]) for k, r in ours.items() if "tiny GET" in r),
+                    key=lambda kv: kv[1]["throughput_rps"], default=None)
+    best_put = max(((k, r["PUT"]["peak"]) for k, r in ours.items() if "PUT" in r),
+                   key=lambda kv: kv[1]["throughput_rps"], default=None)
+    if best_tiny:
+        rows.append([PUBLISHED[0][0], PUBLISHED[0][1],
+                     f"tiny GET: {c.fnum(best_tiny[1]['throughput_rps'])} req/s peak, "
+                     f"{best_tiny[0]}, {best_tiny[1]['connections']} connections"])
+    if best_put:
+        rows.append([PUBLISHED[1][0], PUBLISHED[1][1],
+                     f"PUT: {c.fnum(best_put[1]['throughput_rps'])} req/s peak, "
+                     f"{best_put[0]}, {best_put[1]['connections']} connections"])
+    sats = [f"{k} {ep}: {r[ep]['saturation']['connections']}" for k, r in ours.items() for ep in r]
+    rows.append([PUBLISHED[2][0], PUBLISHED[2][1],
+                 "saturation (95% of peak) at " + "; ".join(sats) + " connections"])
+    return rows
+
+
 def render(results, levels, total, args, fig_name):
     L = ["## Study: threadpool — server threads against concurrency", ""]
     L.append(f"cache_server at -t {', '.join(str(t) for t in results_threads(results))}, pinned to "
@@ -168,26 +192,7 @@ def render(results, levels, total, args, fig_name):
     L.append("")
     L.append("### Published beside ours")
     L.append("")
-    ours = {k: v for k, v in results.items() if k.startswith("cache_server")}
-    rows = []
-    if ours:
-        best_tiny = max(((k, r["tiny GET"]["peak"]) for k, r in ours.items() if "tiny GET" in r),
-                        key=lambda kv: kv[1]["throughput_rps"], default=None)
-        best_put = max(((k, r["PUT"]["peak"]) for k, r in ours.items() if "PUT" in r),
-                       key=lambda kv: kv[1]["throughput_rps"], default=None)
-        if best_tiny:
-            rows.append([PUBLISHED[0][0], PUBLISHED[0][1],
-                         f"tiny GET: {c.fnum(best_tiny[1]['throughput_rps'])} req/s peak, "
-                         f"{best_tiny[0]}, {best_tiny[1]['connections']} connections"])
-        if best_put:
-            rows.append([PUBLISHED[1][0], PUBLISHED[1][1],
-                         f"PUT: {c.fnum(best_put[1]['throughput_rps'])} req/s peak, "
-                         f"{best_put[0]}, {best_put[1]['connections']} connections"])
-        sats = [f"{k} {ep}: {r[ep]['saturation']['connections']}" for k, r in ours.items()
-                for ep in r]
-        rows.append([PUBLISHED[2][0], PUBLISHED[2][1],
-                     "saturation (95% of peak) at " + "; ".join(sats) + " connections"])
-    L.append(c.md_table(["", "published (CivetWeb, ab)", "ours"], rows))
+    L.append(c.md_table(["", "published (CivetWeb, ab)", "ours"], published_rows(results)))
     L.append(f"![threadpool](threadpool/{fig_name})")
     L.append("")
     L.append(f"### Throughput by concurrency (req/s): ab-like `-n {total:,}` and steady state")

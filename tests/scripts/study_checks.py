@@ -3,6 +3,7 @@ every number its section prints against its summary.json, and summary.json again
 bench_client JSON it came from; check each verdict follows from its figures and that no server
 or database is left running."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,11 +74,19 @@ def check_point_against_raw(point: dict, raw_path: Path) -> None:
     assert point["errors"] == raw["errors"] == 0, raw["errors_by_code"]
 
 
+def leaked_cluster(line: str) -> bool:
+    """A PostgreSQL cluster of the harness whose creating process has exited (the harness names
+    its directory pg_cluster_<creator PID>_...): nobody will remove it. Clusters whose creator
+    still runs belong to tests running meanwhile on this machine, and are not this study's."""
+    m = re.search(r"/pg_cluster_(\d+)_", line)
+    return bool(m) and not Path(f"/proc/{m.group(1)}").exists()
+
+
 def no_process_left(out: Path) -> None:
-    """No cache_server started for this study, no PostgreSQL cluster of it, is still running."""
+    """No cache_server started for this study, no PostgreSQL cluster left behind, still runs."""
     r = subprocess.run(["pgrep", "-af", "cache_server|postgres -D /tmp/pg_cluster_"],
                        capture_output=True, text=True)
-    mine = [l for l in r.stdout.splitlines() if str(out) in l or "pg_cluster_" in l]
+    mine = [l for l in r.stdout.splitlines() if str(out) in l or leaked_cluster(l)]
     assert not mine, mine
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, printed_summary, quick_run
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +27,9 @@ SERVER = BUILD / "server" / "cache_server"
 CLIENT = BUILD / "client" / "bench_client"
 MEMBERS = 2000
 
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-import pg_cluster  # noqa: E402
+sys.path.insert(0, str(ROOT / "scripts"))
+from harness import postgres as pg_cluster  # noqa: E402
+from harness.procs import parse_listening  # noqa: E402
 
 
 def missing():
@@ -35,16 +37,7 @@ def missing():
         pg_cluster.find_bindir()
     except pg_cluster.PgClusterError as e:
         return f"PostgreSQL is not installed: {e}"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--board-source" not in helptext:
-        return f"{SERVER} has no --board-source (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
-    return None
+    return build_missing(SERVER, CLIENT, ("--board-source",), "no --board-source")
 
 
 def our_processes(out):
@@ -52,7 +45,8 @@ def our_processes(out):
     temporary directory or its ports)."""
     ports = set()
     for f in (out / "raw").glob("server-*.log"):
-        ports |= set(re.findall(rb"listening on 127\.0\.0\.1:(\d+)", f.read_bytes()))
+        ports |= {str(found[1]).encode() for found in map(parse_listening, f.read_bytes().splitlines())
+                  if found}
     pids = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -75,19 +69,13 @@ def run(tmp_path_factory):
         if os.environ.get("PG_OPTIONAL") == "1" or "PostgreSQL" not in why:
             pytest.skip(why)
         pytest.fail(why)
-    out = tmp_path_factory.mktemp("bench_board_source") / "out"
-    p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--members", str(MEMBERS), "--duration", "1",
-         "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return out, p
+    return quick_run(tmp_path_factory, "bench_board_source", SCRIPT,
+                     ["--quick", "--members", MEMBERS, "--duration", "1", "--build", BUILD], timeout=300)
 
 
 def test_table_rows_and_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| read | conns |")
     assert header == ["read", "conns", "--board-source", "req/s", "p50 µs", "p99 µs",
                       "cache_server CPU%", "PostgreSQL CPU%", "cache_server CPU µs/req",

@@ -1,4 +1,4 @@
-"""scripts/bench_store.sh (and scripts/bench_store_report.py) end to end, in --quick mode.
+"""scripts/bench_store.py (and scripts/bench_store_report.py) end to end, in --quick mode.
 
 A tiny run (0.5 s points at 1 and 8 connections, about 20 s) against a real redis-server and the
 built cache_server/bench_client must leave summary.md with every row, numbers that parse, the
@@ -12,14 +12,16 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, printed_summary, quick_run, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_store.sh"
+SCRIPT = ROOT / "scripts" / "bench_store.py"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
 CLIENT = BUILD / "client" / "bench_client"
@@ -27,19 +29,10 @@ CONNS = (1, 8)
 
 
 def missing():
-    for tool in ("redis-server", "redis-benchmark", "redis-cli", "curl", "taskset"):
+    for tool in ("redis-server", "redis-benchmark", "taskset"):
         if not shutil.which(tool):
-            return f"{tool} not installed (apt-get install redis-server curl util-linux)"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--store" not in helptext:
-        return f"{SERVER} has no --store flag (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (server and client are pinned to CPUs 0 and 1)"
-    return None
+            return f"{tool} not installed (apt-get install redis-server util-linux)"
+    return build_missing(SERVER, CLIENT, ("--store",), "no --store flag")
 
 
 
@@ -49,19 +42,14 @@ def run(tmp_path_factory):
     why = missing()
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("bench_store") / "out"
-    p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
-         "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return out, p
+    return quick_run(tmp_path_factory, "bench_store", SCRIPT,
+                     ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
+                      "--build", BUILD], timeout=120)
 
 
 def test_summary_has_every_row_and_the_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| conns | Redis always SET/s")
     assert header == ["conns", "Redis always SET/s", "Redis everysec SET/s", "ours through PUT/s",
                       "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",
@@ -139,22 +127,18 @@ def test_detail_table_raw_files_and_cleanup(run):
     assert "--workload put-all" in commands and "--workload get-popular" in commands
     assert "## How it was measured" in md and "redis-benchmark -h 127.0.0.1" in md
     # every server the script started is gone, and so is its data directory
-    pids = [int(x) for x in re.findall(r"PID (\d+) on 127\.0\.0\.1", p.stderr)]
-    assert len(pids) == 7  # 2 Redis + 3 cache_server for PUT, 2 cache_server for GET
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or \
-            "cache_server" not in Path(f"/proc/{pid}/cmdline").read_text() and \
-            "redis-server" not in Path(f"/proc/{pid}/cmdline").read_text()
+    # 2 Redis + 3 cache_server for PUT, 2 cache_server for GET
+    assert servers_gone(p.stderr, (b"cache_server", b"redis-server")) == 7
     data = re.search(r"data in (\S+) ", p.stderr)[1]
     assert not Path(data).exists()
 
 
 def test_help_and_bad_usage():
-    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
     assert h.returncode == 0 and "--duration S" in h.stdout and "--quick" in h.stdout
     for args, msg in ((["--conns", "1 x"], "--conns"), (["--duration", "abc"], "--duration"),
                       (["--frobnicate"], "unknown argument"), (["--out"], "needs a value")):
-        p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+        p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
         assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
 
 
@@ -239,7 +223,7 @@ def test_perf_run_end_to_end(tmp_path):
         pytest.skip("perf not installed (apt-get install linux-perf)")
     out = tmp_path / "out"
     p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--duration", "0.5", "--conns", "8", "--perf",
+        [sys.executable, str(SCRIPT), "--quick", "--duration", "0.5", "--conns", "8", "--perf",
          "--build", str(BUILD), "--out", str(out)], capture_output=True, text=True, timeout=120)
     if p.returncode == 1 and "perf record -e cpu-clock does not work here" in p.stderr:
         pytest.skip(p.stderr.strip())

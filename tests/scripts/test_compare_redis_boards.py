@@ -10,7 +10,6 @@ Redis (redis-server, redis-benchmark, redis-cli) missing is a skip, as is the bu
 (EXPERIMENT_TEST_BUILD, default build/release) without boards or a second CPU. The usage and
 unit tests need nothing.
 """
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_checks import build_missing, load_script, printed_summary, quick_run, servers_gone
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,14 +35,7 @@ TARGET_NAMES = ("update >= 1.0x ZADD at 50 conns", "rank >= 1.0x ZREVRANK at 50 
                 "resident memory per member <= Redis's")
 
 
-def load_helper():
-    spec = importlib.util.spec_from_file_location("compare_redis_boards_report", HELPER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-report = load_helper()
+report = load_script(HELPER)
 
 
 def missing():
@@ -53,16 +46,7 @@ def missing():
     for tool in ("curl", "taskset"):
         if not shutil.which(tool):
             return f"{tool} not installed (apt-get install curl util-linux)"
-    for binary in (SERVER, CLIENT):
-        if not binary.exists():
-            return f"no {binary} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
-    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    if "--board-maxmem" not in helptext:
-        return f"{SERVER} has no boards (an older build)"
-    if len(os.sched_getaffinity(0)) < 2:
-        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
-    return None
+    return build_missing(SERVER, CLIENT, ("--board-maxmem",), "no boards")
 
 
 
@@ -79,19 +63,13 @@ def run(tmp_path_factory):
     why = missing()
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("compare_redis_boards") / "out"
-    p = subprocess.run(
-        ["bash", str(SCRIPT), "--quick", "--members", str(MEMBERS), "--duration", "0.5",
-         "--build", str(BUILD), "--out", str(out)],
-        capture_output=True, text=True, timeout=50)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return out, p
+    return quick_run(tmp_path_factory, "compare_redis_boards", SCRIPT,
+                     ["--quick", "--members", MEMBERS, "--duration", "0.5", "--build", BUILD], timeout=50)
 
 
 def test_throughput_table_and_ratios(run):
     out, p = run
-    md = (out / "summary.md").read_text()
-    assert p.stdout == md  # the summary is what was printed
+    md = printed_summary(run)
     header, rows = table(md, "| operation | Redis req/s")
     assert header[:6] == ["operation", "Redis req/s", "ours req/s", "ours÷Redis", "target",
                           "result"]
@@ -163,15 +141,7 @@ def test_summary_json_memory_and_raw_files(run):
     for w in ("board-update", "board-score", "board-top"):
         assert re.search(rf"taskset -c 1 bench_client .*--workload {w} .*--no-preload", commands)
     # every process the script started is gone, and so is its temporary directory
-    pids = [int(x) for x in re.findall(r"PID (\d+) on 127\.0\.0\.1", p.stderr)]
-    assert len(pids) == 3  # two redis-servers, one cache_server
-    for pid in pids:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        assert state == "Z" or (b"cache_server" not in cmdline and b"redis" not in cmdline)
+    assert servers_gone(p.stderr, (b"cache_server", b"redis")) == 3  # 2 redis-servers, 1 cache_server
     tmp = re.search(r"temporary files in (\S+)", p.stderr)[1]
     assert not Path(tmp).exists()
 

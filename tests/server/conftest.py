@@ -1,14 +1,14 @@
 """pytest fixtures for the cache_server integration tests.
 
 The binary comes from --server-bin (or $CACHE_SERVER_BIN). Every server is started on
-127.0.0.1 port 0; the fixture waits for the "listening on HOST:PORT" line, and on teardown sends
-SIGTERM and requires exit code 0 (so sanitizer reports, which make the exit code non-zero, fail
-the test that owned the server).
+127.0.0.1 port 0 by the harness (scripts/harness/procs.py, CacheServer: ready on its listening
+line), and on teardown sent SIGTERM and required to exit 0 (so sanitizer reports, which make the
+exit code non-zero, fail the test that owned the server).
 
 The store tests run on every backend: a test that takes `store_backend` (directly or through
 `store_flags`) is parametrized over `rocksdb` and `postgres` (ids `[rocksdb]`, `[postgres]`),
 unless marked `@pytest.mark.rocksdb_only(reason=...)`. PostgreSQL is one throwaway cluster per
-pytest process (tests/support/pg_cluster.py, the one way the tests start PostgreSQL), and each
+pytest process (scripts/harness/postgres.py, the one way the tests start PostgreSQL), and each
 test gets its own tables (`--store-table`, the test's name, and `--store-board-table`, the same
 with `_lb`). Missing PostgreSQL fails the
 PostgreSQL tests, unless PG_OPTIONAL=1 is set: then they are skipped, saying why.
@@ -16,22 +16,15 @@ PostgreSQL tests, unless PG_OPTIONAL=1 is set: then they are skipped, saying why
 import hashlib
 import os
 import re
-import select
-import signal
-import socket
-import subprocess
 import sys
-import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-import pg_cluster  # noqa: E402  (tests/support/pg_cluster.py)
-
-LISTEN_RE = re.compile(rb"^listening on (\S+):(\d+)$")
-START_TIMEOUT_S = 20
-STOP_TIMEOUT_S = 10
-SOCK_TIMEOUT_S = 10
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))  # `import pg_cluster` in the test modules
+from harness import postgres as pg_cluster  # noqa: E402
+from harness.procs import CacheServer  # noqa: E402
 
 
 def pytest_addoption(parser):
@@ -94,11 +87,8 @@ def pg(pg_cluster_session):
 
 def psql_run(cluster, sql, timeout=30):
     """Runs SQL with psql against the cluster; returns its output rows as lists of strings."""
-    p = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1",
-                        "-d", cluster.conninfo, "-c", sql],
-                       capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, f"psql {sql!r} failed: {p.stderr}"
-    return [line.split("\t") for line in p.stdout.splitlines() if line]
+    out = pg_cluster.psql(cluster.conninfo, sql, timeout, separator="\t")
+    return [line.split("\t") for line in out.splitlines() if line]
 
 
 @pytest.fixture
@@ -139,56 +129,14 @@ def server_bin(request):
     return os.path.abspath(path)
 
 
-class ServerProcess:
+class ServerProcess(CacheServer):
+    """cache_server -s 127.0.0.1 -p 0 ARGS..., started and ready; .port, .stdout_lines, .connect(),
+    .stop(sig) -> (exit code, seconds to exit, stderr)."""
+
     def __init__(self, binary, args):
-        self.args = [binary, "-s", "127.0.0.1", "-p", "0", *args]
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.port = None
-        self.stdout_lines = []
-        deadline = time.monotonic() + START_TIMEOUT_S
-        buf = b""
-        while self.port is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.proc.kill()
-                raise RuntimeError(f"no listening line within {START_TIMEOUT_S}s: {buf!r}")
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            if not chunk:
-                err = self.proc.stderr.read()
-                raise RuntimeError(f"server exited before listening: {buf!r} {err!r}")
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                self.stdout_lines.append(line)
-                m = LISTEN_RE.match(line)
-                if m:
-                    self.port = int(m.group(2))
-
-    def connect(self, timeout=SOCK_TIMEOUT_S):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return s
-
-    def stop(self, sig=signal.SIGTERM):
-        """Signals the server and returns (exit code, seconds to exit, stderr)."""
-        if self.proc.poll() is None:
-            t0 = time.monotonic()
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            elapsed = time.monotonic() - t0
-        else:
-            elapsed = 0.0
-        err = self.proc.stderr.read().decode(errors="replace")
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return self.proc.returncode, elapsed, err
+        super().__init__(binary, args, stderr_apart=True)
+        self.args = self.argv
+        self.start()
 
 
 @pytest.fixture
