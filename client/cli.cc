@@ -223,6 +223,9 @@ Workload
       --no-preload              keep the server's data: no reset, no preload before the first point
                                 (board reads then count a 404 as a miss, not an error)
       --no-reset                do not POST /reset before the preload (keep other data)
+      --ttl SECONDS             put ?ttl=SECONDS (1..315360000) on every key PUT, the preload's
+                                and the workload's, so every item expires (default: none).
+                                A read of an expired key is a miss (404), as any absent key
 
 Answer checking
       --verify all|N|off        which answers are checked in full (a GET's bytes against the
@@ -503,6 +506,8 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
             int_in<unsigned>(cfg.connections_per_thread, 1, Config::kMaxConnectionsPerThread));
   flags.add("--pipeline", "a depth", "a depth 1..1024",
             int_in<unsigned>(cfg.pipeline, 1, Config::kMaxPipeline));
+  flags.add("--ttl", "a number of seconds", "a whole number of seconds 1..315360000",
+            int_in<std::uint32_t>(cfg.ttl_seconds, 1, Config::kMaxTtlSeconds));
   auto* requests = flags.add("-n,--requests", "a count", "a positive request count",
                              int_in<std::uint64_t>(cfg.requests_per_thread, 1, UINT64_MAX));
   auto* requests_total =

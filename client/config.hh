@@ -114,6 +114,10 @@ struct Config {
   std::vector<unsigned> thread_counts;  // the sweep's points, after --threads/--max-threads
   unsigned connections_per_thread = 1;
   unsigned pipeline = 1;  // requests outstanding per connection (closed and open loop)
+  // --ttl: every key PUT (preload and workload) carries ?ttl=SECONDS (docs/api.md, "Expiry");
+  // 0 = none. Board writes are not keys and carry none.
+  std::uint32_t ttl_seconds = 0;
+  static constexpr std::uint32_t kMaxTtlSeconds = 315'360'000;    // the server's ten years
   std::uint64_t requests_per_thread = kDefaultRequestsPerThread;  // ignored when duration > 0
   // --requests-total: the point's measured requests across all threads (like ab -n), split as
   // evenly as possible; 0 = requests_per_thread per thread. Ignored when duration > 0.

@@ -371,6 +371,7 @@ PreloadResult Bench::preload(unsigned nthreads) const {
       Connection& conn = conns[n];
       request = "PUT /key/";
       request.append(k);
+      if (cfg_.ttl_seconds != 0) request += "?ttl=" + std::to_string(cfg_.ttl_seconds);
       request += " HTTP/1.1\r\nHost: " + eps[n].host +
                  "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
       request += value;

@@ -131,6 +131,7 @@ boost::json::value mode_json(const Config& cfg) {
   }
   o["connections_per_thread"] = cfg.connections_per_thread;
   o["pipeline"] = cfg.pipeline;
+  o["ttl_s"] = cfg.ttl_seconds;     // --ttl on every key PUT (0: none)
   o["verify"] = cfg.verify.text();  // --verify: all, off or N (the first answer, then 1 in N)
   o["timeout_ms"] = cfg.timeout.count();
   boost::json::array counts;

@@ -426,6 +426,10 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
       break;  // board ops are built above
   }
   out.append(key, key_len);
+  if (op.type == OpType::kSet && cfg_.ttl_seconds != 0) {
+    out += "?ttl=";
+    append_number(out, cfg_.ttl_seconds);
+  }
   out += " HTTP/1.1\r\nHost: ";
   out += hosts_[node];
   if (op.type == OpType::kSet) {

@@ -1,12 +1,16 @@
 // etag.cc — see etag.hh.
 #include "server/etag.hh"
 
+#include <bit>
 #include <charconv>
+#include <cstring>
 #include <random>
 
 namespace server {
 
 namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
 
 bool is_space(char c) {
   return c == ' ' || c == '\t';
@@ -47,29 +51,45 @@ bool EtagList::matches_weak(const std::uint64_t* current) const {
   return false;
 }
 
-Etags::Etags(std::uint32_t boot) : boot_(boot) {}
+Etags::Etags(std::uint32_t boot) : boot_(boot) {
+  constexpr std::string_view name = "ETag: \"";
+  name.copy(line_prefix_.data(), name.size());
+  char* p = line_prefix_.data() + name.size();
+  for (int shift = 28; shift >= 0; shift -= 4) *p++ = kHexDigits[(boot_ >> shift) & 0xf];
+  *p = '-';
+}
 
 Etags Etags::random() {
   std::random_device rd;
   return Etags(static_cast<std::uint32_t>(rd()));
 }
 
+char* Etags::write_tag(char* p, std::uint64_t version) const {
+  // `"<boot>-` is the prefix's tail; then the version's hex digits, most significant first.
+  constexpr std::size_t name = 6;  // `ETag: `
+  std::memcpy(p, line_prefix_.data() + name, line_prefix_.size() - name);
+  p += line_prefix_.size() - name;
+  const int digits = version == 0 ? 1 : (64 - std::countl_zero(version) + 3) / 4;
+  for (int i = digits - 1; i >= 0; --i) {
+    p[i] = kHexDigits[version & 0xf];
+    version >>= 4;
+  }
+  p += digits;
+  *p++ = '"';
+  return p;
+}
+
 std::string_view Etags::format(std::uint64_t version, EtagBuffer& buf) const {
-  char* p = buf.data();
-  *p++ = '"';
-  // The boot number always in 8 digits, so "<boot>-" is a fixed prefix.
-  char boot[8];
-  auto [boot_end, ec1] = std::to_chars(boot, boot + sizeof boot, boot_, 16);
-  (void)ec1;
-  const auto boot_len = static_cast<std::size_t>(boot_end - boot);
-  for (std::size_t i = boot_len; i < 8; ++i) *p++ = '0';
-  for (char* b = boot; b != boot_end; ++b) *p++ = *b;
-  *p++ = '-';
-  auto [end, ec2] = std::to_chars(p, buf.data() + buf.size() - 1, version, 16);
-  (void)ec2;
-  p = end;
-  *p++ = '"';
-  return {buf.data(), static_cast<std::size_t>(p - buf.data())};
+  const char* end = write_tag(buf.data(), version);
+  return {buf.data(), static_cast<std::size_t>(end - buf.data())};
+}
+
+std::string_view Etags::header_line(std::uint64_t version, EtagBuffer& buf) const {
+  std::memcpy(buf.data(), line_prefix_.data(), 6);
+  char* end = write_tag(buf.data() + 6, version);
+  *end++ = '\r';
+  *end++ = '\n';
+  return {buf.data(), static_cast<std::size_t>(end - buf.data())};
 }
 
 bool Etags::parse(std::string_view header, EtagList& out) const {

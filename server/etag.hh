@@ -15,8 +15,9 @@
 
 namespace server {
 
-// Room for one rendered ETag: quotes, 8 hex digits, '-', up to 12 hex digits.
-using EtagBuffer = std::array<char, 24>;
+// Room for one rendered ETag header line: `ETag: `, quotes, 8 hex digits, '-', up to 12 hex
+// digits, CRLF (the tag alone fits too).
+using EtagBuffer = std::array<char, 40>;
 
 // A parsed If-Match or If-None-Match header.
 struct EtagList {
@@ -40,14 +41,22 @@ class Etags {
   // A random boot number (std::random_device).
   static Etags random();
 
-  // The ETag header's value for `version`, rendered into buf.
+  // The ETag header's value for `version` ("\"<boot>-<version>\""), rendered into buf.
   std::string_view format(std::uint64_t version, EtagBuffer& buf) const;
+  // The whole header line, "ETag: \"<boot>-<version>\"\r\n": what a GET hit appends. The
+  // fixed part is rendered once, at construction (callgrind: format() plus a header() of four
+  // appends were ~240 instructions per hit; this is one copy and the hex digits).
+  std::string_view header_line(std::uint64_t version, EtagBuffer& buf) const;
   // Parses a header's value: "*" or a comma-separated list of entity-tags (RFC 9110 8.8.3).
   // false on a syntax error (the request is then answered 400).
   bool parse(std::string_view header, EtagList& out) const;
 
  private:
+  // Writes "\"<boot>-<version hex>\"" at p; returns the end.
+  char* write_tag(char* p, std::uint64_t version) const;
+
   std::uint32_t boot_;
+  std::array<char, 16> line_prefix_{};  // `ETag: "<boot>-`
 };
 
 }  // namespace server

@@ -78,8 +78,8 @@ DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
 void item_headers(const cache::Item& item, const Etags* etags, ResponseWriter& out) {
   if (etags == nullptr) return;
   EtagBuffer buffer;
-  out.header("ETag", etags->format(item.version, buffer));
-  if (item.ttl_left) {
+  out.header_line(etags->header_line(item.version, buffer));
+  if (item.ttl_left) [[unlikely]] {
     constexpr std::string_view prefix = "max-age=";
     std::array<char, 32> text{};
     prefix.copy(text.data(), prefix.size());
@@ -180,7 +180,7 @@ HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, const Etag
     out.start(s, {}, 0);
     if (o.version != 0) {
       EtagBuffer buffer;
-      out.header("ETag", etags.format(o.version, buffer));
+      out.header_line(etags.header_line(o.version, buffer));
     }
     out.end_headers();
     return HandlerResult{};

@@ -50,6 +50,8 @@ class ResponseWriter {
   void start(status s, std::string_view content_type, std::size_t content_length);
   void header(std::string_view name, std::string_view value);
   void header(std::string_view name, std::uint64_t value);
+  // A complete header line, "Name: value\r\n", rendered by the caller (Etags::header_line).
+  void header_line(std::string_view line) { out_->append(line); }
   void end_headers();  // Date, Connection / Space-Used as needed, then the blank line
   void body(std::string_view bytes) {
     if (!head_) out_->append(bytes);

@@ -338,3 +338,43 @@ def test_open_loop_says_when_the_rate_is_not_met(tmp_path):
         assert "not sustained" in r.stdout
     finally:
         srv.stop()
+
+
+def stats_of(port):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.mark.skipif(not CACHE_SERVER, reason="needs the real cache_server (CACHE_SERVER)")
+def test_ttl_puts_a_ttl_on_every_key_put(tmp_path):
+    """--ttl 1: every key the preload and the workload PUT expires, so within a few seconds
+    the real server has reclaimed them all (docs/api.md, "Expiry")."""
+    srv = real_server()
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "-n", "400", "--warmup", "50", "--keys", "300",
+                      "--workload", "mixed", "--ratio", "5:5:0", "--ttl", "1", "--json", out)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        assert doc["meta"]["mode"]["ttl_s"] == 1
+        point = doc["points"][0]
+        assert point["errors"] == 0, point["errors_by_code"]
+        assert point["sets"] > 0
+        held = stats_of(srv.port)["items"]
+        assert held > 0
+        deadline = time.time() + 8
+        while time.time() < deadline and stats_of(srv.port)["items"] > 0:
+            time.sleep(0.1)
+        s = stats_of(srv.port)
+        assert s["items"] == 0, s
+        assert s["expired"] >= held
+    finally:
+        srv.stop()
+
+
+def test_ttl_outside_its_range_is_a_one_line_error():
+    for bad in ("0", "-5", "315360001", "abc"):
+        r = run_bench("--ttl", bad)
+        assert r.returncode != 0
+        assert "--ttl" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
