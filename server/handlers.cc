@@ -156,6 +156,24 @@ struct Preconditions {
   }
 };
 
+// A GET's or HEAD's If-None-Match (RFC 9110 13.1.2), parsed before the cache is asked and
+// tested in its sink against the item's version. Only when items carry ETags (memory only).
+struct Revalidation {
+  EtagList tags;
+  bool active = false;
+
+  // false on a malformed header (400).
+  bool parse(const Etags& etags, bool items_have_etags, const RequestView& request) {
+    if (!request.has_if_none_match) return true;
+    if (!etags.parse(request.if_none_match, tags)) return false;
+    active = items_have_etags;
+    return true;
+  }
+  bool not_modified(const cache::Item& item) const {
+    return active && tags.matches_weak(&item.version);
+  }
+};
+
 // What a lookup beyond the cache answers (a HEAD's body is dropped by the writer). Items from
 // the store carry no version (KeyService::versions()).
 HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool json,
@@ -307,14 +325,13 @@ HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const Reque
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
   const Etags* etags = ctx.key_service.versions() ? &ctx.etags : nullptr;
-  EtagList if_none_match;
-  if (request.has_if_none_match && !ctx.etags.parse(request.if_none_match, if_none_match)) {
+  Revalidation revalidation;
+  if (!revalidation.parse(ctx.etags, etags != nullptr, request)) {
     return fail(status::bad_request, "malformed If-None-Match");
   }
-  const bool revalidating = request.has_if_none_match && etags != nullptr;
   bool admitted = true;  // --max-inflight had room for the body
   const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
-    if (revalidating && if_none_match.matches_weak(&item.version)) {
+    if (revalidation.not_modified(item)) {
       return render_not_modified(item, *etags, out);
     }
     admitted =
@@ -386,13 +403,12 @@ HandlerResult Handlers::head_key(std::string_view raw_key, const RequestView& re
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
   const Etags* etags = ctx.key_service.versions() ? &ctx.etags : nullptr;
-  EtagList if_none_match;
-  if (request.has_if_none_match && !ctx.etags.parse(request.if_none_match, if_none_match)) {
+  Revalidation revalidation;
+  if (!revalidation.parse(ctx.etags, etags != nullptr, request)) {
     return fail(status::bad_request, "malformed If-None-Match");
   }
-  const bool revalidating = request.has_if_none_match && etags != nullptr;
   const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
-    if (revalidating && if_none_match.matches_weak(&item.version)) {
+    if (revalidation.not_modified(item)) {
       return render_not_modified(item, *etags, out);
     }
     out.start(status::ok, kOctetStream, item.value.size());
