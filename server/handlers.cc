@@ -73,12 +73,14 @@ DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
   return {d.name, d.error};
 }
 
-// The headers an item's answer carries when items have versions (etags not null; memory
-// only): its ETag, and Cache-Control max-age with the whole seconds it has left (rounded down).
+// The headers an item's answer carries: its ETag when items have versions (etags not null;
+// memory only), and Cache-Control max-age with the whole seconds it has left (rounded down)
+// when it has a TTL.
 void item_headers(const cache::Item& item, const Etags* etags, ResponseWriter& out) {
-  if (etags == nullptr) return;
-  EtagBuffer buffer;
-  out.header_line(etags->header_line(item.version, buffer));
+  if (etags != nullptr) {
+    EtagBuffer buffer;
+    out.header_line(etags->header_line(item.version, buffer));
+  }
   if (item.ttl_left) [[unlikely]] {
     constexpr std::string_view prefix = "max-age=";
     std::array<char, 32> text{};
@@ -174,13 +176,21 @@ struct Revalidation {
   }
 };
 
+// The time a value from the store has left, as the cache's items carry it.
+std::optional<std::chrono::milliseconds> ttl_left(const KeyLookup& found) {
+  if (found.expires_at_ms == 0) return std::nullopt;
+  const std::uint64_t now_ms = store::unix_now_ms();
+  const std::uint64_t left = found.expires_at_ms > now_ms ? found.expires_at_ms - now_ms : 0;
+  return std::chrono::milliseconds(left);
+}
+
 // What a lookup beyond the cache answers (a HEAD's body is dropped by the writer). Items from
-// the store carry no version (KeyService::versions()).
+// the store carry no version (KeyService::versions()), and their TTL's max-age.
 HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool json,
                             ResponseWriter& out) {
   switch (found.kind) {
     case KeyLookup::Kind::found:
-      if (const cache::Item item{*found.value, 0, std::nullopt};
+      if (const cache::Item item{*found.value, 0, ttl_left(found)};
           json ? render_json_value(key, item, nullptr, out)
                : render_raw_value(item, nullptr, out)) {
         return {};

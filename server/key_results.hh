@@ -14,6 +14,7 @@ struct KeyLookup {
   enum class Kind : std::uint8_t { found, absent, error } kind = Kind::absent;
   std::shared_ptr<const std::string> value;  // found
   std::string error;                         // error: why (503)
+  std::uint64_t expires_at_ms = 0;           // found: when it expires (Unix ms; 0: never)
 };
 
 // What a PUT or DELETE did.
@@ -28,7 +29,7 @@ struct KeyOutcome {
     no_space,             // 507: the cache is full and its evictor is none (memory only)
     bad_key,              // 400 (memory only)
     precondition_failed,  // 412: If-Match / If-None-Match said no (memory only)
-    unsupported,          // 501: a TTL or a condition with a store (not built yet)
+    unsupported,          // 501: a condition (If-Match, If-None-Match) with a store
   };
   Kind kind = Kind::created;
   std::string error;

@@ -13,17 +13,24 @@ void KeyService::lookup(std::string_view key, Reply<KeyLookup>& reply) {
 namespace {
 KeyOutcome unsupported_with_store() {
   return {KeyOutcome::Kind::unsupported,
-          "TTLs and If-Match/If-None-Match on writes need --store none for now (docs/api.md)"};
+          "If-Match/If-None-Match on writes need --store none for now (docs/api.md)"};
+}
+
+// A TTL as the wall-clock time the store keeps (store.hh, "Expiry"); 0: none.
+std::uint64_t expires_at_ms(std::chrono::seconds ttl) {
+  if (ttl.count() == 0) return 0;
+  return store::unix_now_ms() + static_cast<std::uint64_t>(ttl.count()) * 1000;
 }
 }  // namespace
 
 void KeyService::put(std::string_view key, std::string_view value, const WriteSpec& spec,
                      Reply<KeyOutcome>& reply) {
   if (tier_ == nullptr) return reply.now(put_memory(key, value, spec));
-  if (!spec.plain()) return reply.now(unsupported_with_store());
-  if (auto now = tier_->try_put(key, value)) return reply.now(std::move(*now));
+  if (spec.condition != nullptr) return reply.now(unsupported_with_store());
+  const std::uint64_t expires = expires_at_ms(spec.ttl);
+  if (auto now = tier_->try_put(key, value, expires)) return reply.now(std::move(*now));
   const Deliver<KeyOutcome> deliver = reply.later(DeferKind::write);
-  if (auto now = tier_->put(key, value, deliver)) deliver(*now);
+  if (auto now = tier_->put(key, value, deliver, expires)) deliver(*now);
 }
 
 void KeyService::del(std::string_view key, const cache::Condition* condition,

@@ -27,7 +27,8 @@ namespace server {
 
 // What a PUT or DELETE asks beyond its key and value: a TTL (PUT) and a condition on the key's
 // current version (If-Match / If-None-Match), checked and applied in one step by the cache.
-// Memory only for now: with a store, a write that asks for either answers 501 (docs/api.md).
+// With a store, the TTL is durable (its expiry time is stored with the value); a condition
+// answers 501 for now (docs/api.md).
 struct WriteSpec {
   std::chrono::seconds ttl{0};                  // 0: no expiry (and the key loses any it had)
   const cache::Condition* condition = nullptr;  // nullptr: unconditional
@@ -58,7 +59,7 @@ class KeyService {
   void put(std::string_view key, std::string_view value, const WriteSpec& spec,
            Reply<KeyOutcome>& reply);
   void del(std::string_view key, const cache::Condition* condition, Reply<KeyOutcome>& reply);
-  // Does a cached item carry its version out (ETag) and take conditions and TTLs? Memory only.
+  // Does a cached item carry its version out (ETag) and take conditions? Memory only.
   bool versions() const { return tier_ == nullptr; }
   // scope all: the store (durably, a barrier: store_tier.hh), then the cache and the boards,
   // all or nothing; scope cache: the cache alone (dirty writes stay and are flushed).

@@ -53,6 +53,26 @@ bool refused_unapplied(store::Code c) {
          c == store::Code::abandoned;
 }
 
+// The cache's TTL for a value that expires at expires_at_ms (0: never, a zero TTL), or nullopt
+// once it has expired.
+std::optional<std::chrono::milliseconds> ttl_left(std::uint64_t expires_at_ms) {
+  if (expires_at_ms == 0) return std::chrono::milliseconds(0);
+  const std::uint64_t now_ms = store::unix_now_ms();
+  if (store::expired(expires_at_ms, now_ms)) return std::nullopt;
+  return std::chrono::milliseconds(expires_at_ms - now_ms);
+}
+
+// Puts a value the store holds (or will) into the cache with the time it has left; an expired
+// one is not cached. True if the cache now holds it.
+bool cache_value(cache::Cache& cache, std::string_view key, std::string_view value,
+                 std::uint64_t expires_at_ms) {
+  const auto ttl = ttl_left(expires_at_ms);
+  if (!ttl) return false;
+  cache::WriteOptions options;
+  options.ttl = *ttl;
+  return stored(cache.set(key, value, options).result);
+}
+
 StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
   StoreTier::Lookup l;
   l.kind = StoreTier::Lookup::Kind::error;
@@ -85,10 +105,7 @@ StoreTier::~StoreTier() {
 std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupDone done) {
   std::lock_guard lock(mu_);
   if (resets_pending_ == 0 && options_.mode == WriteMode::behind) {
-    if (auto it = dirty_.find(key); it != dirty_.end()) {
-      if (it->second.tombstone) return Lookup{};
-      return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
-    }
+    if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
   }
   const std::size_t cost = key.size() + kOpOverhead;
   if (read_bytes_.load() + cost > options_.max_waiting) {
@@ -118,10 +135,7 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
 std::optional<StoreTier::Lookup> StoreTier::read_locked(std::string_view key,
                                                         const LookupDone& answer) {
   if (options_.mode == WriteMode::behind) {
-    if (auto it = dirty_.find(key); it != dirty_.end()) {
-      if (it->second.tombstone) return Lookup{};
-      return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
-    }
+    if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
   }
   start_read_locked(std::string(key), answer);
   return std::nullopt;
@@ -160,25 +174,32 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
   Lookup result;
   // Write-behind: a write made while the read was under way is newer than what the store
   // returned (after a reset the store may hold no state the tier ever showed), so it answers.
-  if (auto it = dirty_.find(key); it != dirty_.end()) {
-    if (it->second.tombstone) return result;
-    return Lookup{Lookup::Kind::found, std::make_shared<const std::string>(it->second.value), {}};
-  }
+  if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
   if (r.status.code == store::Code::not_found) return result;
   if (!r.status.ok()) {
     result.kind = Lookup::Kind::error;
     result.error = "store read failed: " + r.status.message;
     return result;
   }
+  if (!ttl_left(r.expires_at_ms)) return result;  // expired since the store read it
   result.kind = Lookup::Kind::found;
   result.value = std::make_shared<const std::string>(std::move(r.value));
+  result.expires_at_ms = r.expires_at_ms;
   const auto it = keys_.find(key);
   const bool unmoved =
       entry.epoch == epoch_ && it != keys_.end() && it->second.version == entry.version;
   if (unmoved && may_fill_locked(key)) {
-    if (stored(cache_.set(key, *result.value))) ++fills_;
+    if (cache_value(cache_, key, *result.value, r.expires_at_ms)) ++fills_;
   }
   return result;
+}
+
+// A dirty key's answer: its value, or absent (deleted, or expired: the flush still writes it
+// with its expiry, and the store drops it).
+StoreTier::Lookup StoreTier::dirty_lookup(const Dirty& d) {
+  if (d.tombstone || !ttl_left(d.expires_at_ms)) return Lookup{};
+  return Lookup{
+      Lookup::Kind::found, std::make_shared<const std::string>(d.value), {}, d.expires_at_ms};
 }
 
 // A fill never overwrites a newer write: none is still uncommitted, the dirty buffer (newer
@@ -228,12 +249,13 @@ void StoreTier::clear_unknown_locked(const std::string& key) {
 
 // --- writes -------------------------------------------------------------------------------------
 
-std::optional<StoreTier::Outcome> StoreTier::try_put(std::string_view key, std::string_view value) {
+std::optional<StoreTier::Outcome> StoreTier::try_put(std::string_view key, std::string_view value,
+                                                     std::uint64_t expires_at_ms) {
   if (options_.mode != WriteMode::behind) return std::nullopt;
   std::lock_guard lock(mu_);
   if (flush_failing_) return std::nullopt;
   if (!waiting_.empty() || !fits_locked(key, value)) return std::nullopt;
-  return apply_dirty_locked(Kind::put, key, value);
+  return apply_dirty_locked({Kind::put, key, value, expires_at_ms});
 }
 
 std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
@@ -242,36 +264,35 @@ std::optional<StoreTier::Outcome> StoreTier::try_del(std::string_view key) {
   if (flush_failing_) return std::nullopt;
   if (!waiting_.empty() || !fits_locked(key, {})) return std::nullopt;
   if (auto it = dirty_.find(key); it != dirty_.end()) {
-    if (it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
-    return apply_dirty_locked(Kind::del, key, {});
+    if (dirty_lookup(it->second).kind == Lookup::Kind::absent) {
+      return Outcome{Outcome::Kind::absent, {}};
+    }
+    return apply_dirty_locked({Kind::del, key});
   }
-  if (cache_.del(key)) return apply_dirty_locked(Kind::del, key, {});
+  if (cache_.del(key)) return apply_dirty_locked({Kind::del, key});
   return std::nullopt;
 }
 
 // A write that may wait on the store is answered by its commit or, at --store-timeout, by a 503
 // saying the outcome is unknown; an outcome known at once settles the deadline instead.
 std::optional<StoreTier::Outcome> StoreTier::put(std::string_view key, std::string_view value,
-                                                 WriteDone done) {
-  return write(Kind::put, key, value, std::move(done));
+                                                 WriteDone done, std::uint64_t expires_at_ms) {
+  return write({Kind::put, key, value, expires_at_ms}, std::move(done));
 }
 
 std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone done) {
-  return write(Kind::del, key, {}, std::move(done));
+  return write({Kind::del, key}, std::move(done));
 }
 
 // Every immediate outcome below is settled (the deadline's claim taken) before the write is
 // applied: a write the deadline answered first — it may have waited that long for mu_ behind a
 // long flush or reset — is dropped, never applied after its 503.
-std::optional<StoreTier::Outcome> StoreTier::write(Kind kind, std::string_view key,
-                                                   std::string_view value, WriteDone done) {
+std::optional<StoreTier::Outcome> StoreTier::write(const KeyWrite& w, WriteDone done) {
   const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome_);
   std::lock_guard lock(mu_);
   if (answer.answered()) return std::nullopt;
-  if (options_.mode == WriteMode::through) {
-    return submit_through_locked(kind, key, value, answer);
-  }
-  return behind_locked(kind, key, value, answer);
+  if (options_.mode == WriteMode::through) return submit_through_locked(w, answer);
+  return behind_locked(w, answer);
 }
 
 // Write-through: the commit may be under way when the deadline answers, so the write may still
@@ -310,10 +331,10 @@ std::optional<StoreTier::Outcome> StoreTier::admit_through_locked(std::size_t by
 // Write-through: the store decides (existed) and the cache follows once the commit succeeded.
 // Every cache entry came from a committed write or a fill, so the store alone says whether a
 // key existed.
-std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, std::string_view key,
-                                                                   std::string_view value,
+std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(const KeyWrite& kw,
                                                                    const Answer& done) {
-  ThroughWrite w{kind, nullptr, false, dirty_size(key, value) + kOpOverhead};
+  const std::string_view key = kw.key;
+  ThroughWrite w{kw.kind, nullptr, false, dirty_size(key, kw.value) + kOpOverhead};
   if (auto full = admit_through_locked(w.bytes)) {  // nothing counted in
     if (!done.settle()) return std::nullopt;
     return full;
@@ -329,9 +350,12 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(Kind kind, st
   ++state.writing;
   ++state.version;
   std::vector<store::Write> batch(1);
-  batch[0].kind = kind;
+  batch[0].kind = kw.kind;
   batch[0].key = key;
-  if (kind == Kind::put) batch[0].value = value;
+  if (kw.kind == Kind::put) {
+    batch[0].value = kw.value;
+    batch[0].expires_at_ms = kw.expires_at_ms;
+  }
   batch[0].want_existed = w.want_existed;
   const store::WriteTicket ticket =
       store_->write(std::move(batch), [this, w, done](store::WriteResult r) {
@@ -380,7 +404,8 @@ StoreTier::Outcome StoreTier::through_outcome_locked(const ThroughWrite& w,
   if (w.kind == Kind::put) {
     // Never leave an older value: without its value back (not the store's contract), or when
     // the cache cannot take it, the key leaves the cache and is read through.
-    const bool set = r.batch.size() == 1 && stored(cache_.set(key, r.batch[0].value));
+    const bool set =
+        r.batch.size() == 1 && cache_value(cache_, key, r.batch[0].value, r.batch[0].expires_at_ms);
     if (!set) cache_.del(key);
     o.kind = existed ? Outcome::Kind::replaced : Outcome::Kind::created;
   } else {
@@ -392,26 +417,23 @@ StoreTier::Outcome StoreTier::through_outcome_locked(const ThroughWrite& w,
 
 // Write-behind: into the cache and the dirty buffer at once when there is room and nobody is
 // waiting (FIFO), else queued for the flusher to admit. A failing store refuses every write.
-std::optional<StoreTier::Outcome> StoreTier::behind_locked(Kind kind, std::string_view key,
-                                                           std::string_view value,
-                                                           const Answer& done) {
+std::optional<StoreTier::Outcome> StoreTier::behind_locked(const KeyWrite& w, const Answer& done) {
   if (flush_failing_) {
     if (!done.settle()) return std::nullopt;
     return refusal("the store is failing (" + flush_error_ +
                    "); write-behind refuses writes until a flush succeeds");
   }
-  if (waiting_.empty() && fits_locked(key, value)) {
-    if (kind == Kind::del) return del_behind_locked(key, done, false);
+  if (waiting_.empty() && fits_locked(w.key, w.value)) {
+    if (w.kind == Kind::del) return del_behind_locked(w.key, done, false);
     if (!done.settle()) return std::nullopt;
-    return apply_dirty_locked(Kind::put, key, value);
+    return apply_dirty_locked(w);
   }
-  return queue_waiting_locked(kind, key, value, done);
+  return queue_waiting_locked(w, done);
 }
 
 // Waits for room in FIFO order, bounded like the dirty buffer: a store
 // that does not answer must not make the server hold every write sent meanwhile.
-std::optional<StoreTier::Outcome> StoreTier::queue_waiting_locked(Kind kind, std::string_view key,
-                                                                  std::string_view value,
+std::optional<StoreTier::Outcome> StoreTier::queue_waiting_locked(const KeyWrite& w,
                                                                   const Answer& done) {
   if (store_failed_locked()) {
     if (!done.settle()) return std::nullopt;
@@ -419,14 +441,15 @@ std::optional<StoreTier::Outcome> StoreTier::queue_waiting_locked(Kind kind, std
   }
   // Writes answered 503 at their deadline leave the queue now, not when room appears.
   while (!waiting_.empty() && waiting_.front().done.answered()) pop_waiting_locked();
-  const std::size_t bytes = dirty_size(key, value) + kOpOverhead;
+  const std::size_t bytes = dirty_size(w.key, w.value) + kOpOverhead;
   if (waiting_bytes_ > 0 && waiting_bytes_ + bytes > options_.max_waiting) {
     if (!done.settle()) return std::nullopt;
     return refusal("write queue full: " + std::to_string(waiting_bytes_) +
                    " bytes of writes wait for the dirty buffer (--max-inflight " +
                    std::to_string(options_.max_waiting) + ")");
   }
-  waiting_.push_back(Waiting{kind, std::string(key), std::string(value), done});
+  waiting_.push_back(
+      Waiting{w.kind, std::string(w.key), std::string(w.value), w.expires_at_ms, done});
   waiting_bytes_ += bytes;
   flusher_wake_.notify_one();
   return std::nullopt;
@@ -451,17 +474,19 @@ bool StoreTier::store_failed_locked() const {
   return store_->stats().failed;
 }
 
-StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key,
-                                                 std::string_view value) {
-  std::string k(key);
+StoreTier::Outcome StoreTier::apply_dirty_locked(const KeyWrite& w) {
+  const Kind kind = w.kind;
+  const std::string_view value = w.value;
+  std::string k(w.key);
   moved_locked(k);
   if (nothing_dirty_locked()) dirty_since_ = std::chrono::steady_clock::now();
   auto [it, inserted] = dirty_.try_emplace(k);
   Dirty& d = it->second;
-  const bool had_value = !inserted && !d.tombstone;
+  const bool had_value = !inserted && dirty_lookup(d).kind == Lookup::Kind::found;
   if (!inserted) dirty_bytes_ -= dirty_size(k, d.value);
   d.tombstone = kind == Kind::del;
   d.value.assign(d.tombstone ? std::string_view() : value);
+  d.expires_at_ms = d.tombstone ? 0 : w.expires_at_ms;
   d.version = ++dirty_version_;
   dirty_bytes_ += dirty_size(k, d.value);
   Outcome o;
@@ -472,8 +497,14 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(Kind kind, std::string_view key
   }
   // The dirty buffer holds the write whatever the cache does with it, so it is never lost to
   // eviction (or to a cache that refuses it): reads consult the buffer before the store.
-  const cache::SetResult set = cache_.set(k, value);
-  if (!stored(set)) cache_.del(k);
+  // (A write that waited for room past its expiry is not cached at all.)
+  std::optional<cache::SetResult> set;
+  if (const auto ttl = ttl_left(w.expires_at_ms)) {
+    cache::WriteOptions options;
+    options.ttl = *ttl;
+    set = cache_.set(k, value, options).result;
+  }
+  if (!set || !stored(*set)) cache_.del(k);
   o.kind = (had_value || set == cache::SetResult::replaced) ? Outcome::Kind::replaced
                                                             : Outcome::Kind::created;
   return o;
@@ -488,8 +519,10 @@ std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view 
   const bool known = it != dirty_.end() || cache_.get(k, [](std::string_view) {});
   if (known) {
     if (!claimed && !done.settle()) return std::nullopt;
-    if (it != dirty_.end() && it->second.tombstone) return Outcome{Outcome::Kind::absent, {}};
-    return apply_dirty_locked(Kind::del, key, {});
+    if (it != dirty_.end() && dirty_lookup(it->second).kind == Lookup::Kind::absent) {
+      return Outcome{Outcome::Kind::absent, {}};
+    }
+    return apply_dirty_locked({Kind::del, key});
   }
   store_->read(k, [this, k, done, claimed](store::ReadResult r) {
     Outcome o;
@@ -497,7 +530,7 @@ std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view 
       std::lock_guard lock(mu_);
       if (!claimed && !done.claim()) return;  // answered 503 at its deadline: not applied
       if (r.status.ok()) {
-        o = apply_dirty_locked(Kind::del, k, {});
+        o = apply_dirty_locked({Kind::del, k});
       } else if (r.status.code == store::Code::not_found) {
         o.kind = Outcome::Kind::absent;
       } else {
@@ -771,6 +804,7 @@ StoreTier::FlushSnapshot StoreTier::snapshot_dirty_locked() const {
     w.kind = d.tombstone ? Kind::del : Kind::put;
     w.key = key;
     w.value = d.value;
+    w.expires_at_ms = d.expires_at_ms;
     f.batch.push_back(std::move(w));
     f.keys.emplace_back(key, d.version);
   }
@@ -914,7 +948,8 @@ void StoreTier::admit_and_answer(std::unique_lock<std::mutex>& lock, bool force)
       if (!w.done.claim()) {
         // Answered 503 at its deadline: dropped, never applied.
       } else if (w.kind == Kind::put) {
-        ready.emplace_back(w.done, apply_dirty_locked(Kind::put, w.key, w.value));
+        ready.emplace_back(w.done,
+                           apply_dirty_locked({Kind::put, w.key, w.value, w.expires_at_ms}));
       } else if (auto o = del_behind_locked(w.key, w.done, true)) {
         ready.emplace_back(w.done, *o);
       }

@@ -121,14 +121,18 @@ class StoreTier {
   // Write-behind's fast path: the answer at once when the write can be applied now (room in
   // the dirty buffer, nobody waiting; for DELETE, the cache or the buffer knows the key);
   // nullopt otherwise (always, in write-through), and the caller then calls put()/del().
-  std::optional<Outcome> try_put(std::string_view key, std::string_view value);
+  // expires_at_ms: when a PUT's value expires (wall clock, store.hh "Expiry"; 0: never). It goes
+  // to the store with the value, and the cache gets the time left as its TTL.
+  std::optional<Outcome> try_put(std::string_view key, std::string_view value,
+                                 std::uint64_t expires_at_ms = 0);
   std::optional<Outcome> try_del(std::string_view key);
 
   // PUT / DELETE. An immediate answer (write-behind with room, or a refusal) is returned;
   // otherwise done is called later (write-through after the commit; write-behind after waiting
   // for room, or for DELETE after the store says whether the key exists) or by the deadline,
   // exactly once either way.
-  std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done);
+  std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done,
+                             std::uint64_t expires_at_ms = 0);
   std::optional<Outcome> del(std::string_view key, WriteDone done);
 
   // A board row (store::Write::Kind::board_set, board_remove, board_drop), in two steps so a
@@ -207,6 +211,7 @@ class StoreTier {
   };
   struct Dirty {  // write-behind: the latest state of one key not yet durable
     std::string value;
+    std::uint64_t expires_at_ms = 0;  // the value's expiry (0: never); an expired one is absent
     bool tombstone = false;
     std::uint64_t version = 0;  // tells a rewrite during a flush from the flushed state
   };
@@ -221,6 +226,7 @@ class StoreTier {
     Kind kind;
     std::string key;
     std::string value;
+    std::uint64_t expires_at_ms = 0;
     Answer done;  // claimed when admitted; a write whose deadline answered first is dropped
   };
   struct ParkedRead {  // a miss that arrived while a reset was pending
@@ -255,19 +261,24 @@ class StoreTier {
   bool may_fill_locked(const std::string& key) const;
   void mark_unknown_locked(const std::string& key);
   void clear_unknown_locked(const std::string& key);
-  std::optional<Outcome> write(Kind kind, std::string_view key, std::string_view value,
-                               WriteDone done);
+  // A key write as it travels through the tier: what a PUT or DELETE asks of the store.
+  struct KeyWrite {
+    Kind kind;
+    std::string_view key;
+    std::string_view value{};         // put only
+    std::uint64_t expires_at_ms = 0;  // put only
+  };
+  // What the dirty buffer says a read of the key gets (write-behind).
+  static Lookup dirty_lookup(const Dirty& d);
+  std::optional<Outcome> write(const KeyWrite& w, WriteDone done);
   // Write-through's backlog bound: bytes counted in (nullopt), or the refusal.
   std::optional<Outcome> admit_through_locked(std::size_t bytes);
   // An immediate refusal (the backlog bound), or nullopt: submitted, done is called later.
-  std::optional<Outcome> submit_through_locked(Kind kind, std::string_view key,
-                                               std::string_view value, const Answer& done);
+  std::optional<Outcome> submit_through_locked(const KeyWrite& kw, const Answer& done);
   Outcome on_through_commit_locked(const ThroughWrite& w, const store::WriteResult& r);
   Outcome through_outcome_locked(const ThroughWrite& w, const store::WriteResult& r);
-  std::optional<Outcome> behind_locked(Kind kind, std::string_view key, std::string_view value,
-                                       const Answer& done);
-  std::optional<Outcome> queue_waiting_locked(Kind kind, std::string_view key,
-                                              std::string_view value, const Answer& done);
+  std::optional<Outcome> behind_locked(const KeyWrite& w, const Answer& done);
+  std::optional<Outcome> queue_waiting_locked(const KeyWrite& w, const Answer& done);
   bool fits_locked(std::string_view key, std::string_view value) const;
   bool nothing_dirty_locked() const {
     return dirty_.empty() && dirty_rows_.empty() && dirty_drops_.empty();
@@ -275,7 +286,7 @@ class StoreTier {
   void board_behind_locked(const store::Write& row);
   std::optional<Outcome> board_through_locked(store::Write row, std::size_t bytes, WriteDone done);
   bool store_failed_locked() const;
-  Outcome apply_dirty_locked(Kind kind, std::string_view key, std::string_view value);
+  Outcome apply_dirty_locked(const KeyWrite& w);
   // `claimed`: the caller has claimed `done` already (an admitted waiting write).
   std::optional<Outcome> del_behind_locked(std::string_view key, const Answer& done, bool claimed);
   void log_error_locked(const std::string& message);

@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 // Type OIDs (pg_type.h) of the binary parameters and results.
 inline constexpr Oid kByteaOid = 17;
 inline constexpr Oid kInt8Oid = 20;
+inline constexpr Oid kTimestamptzOid = 1184;
 inline constexpr Oid kFloat8Oid = 701;
 inline constexpr Oid kByteaArrayOid = 1001;   // bytea[]
 inline constexpr Oid kInt8ArrayOid = 1016;    // int8[]

@@ -40,18 +40,28 @@ constexpr const char* kUpsert = "cache_upsert";
 constexpr const char* kDelete = "cache_delete";
 constexpr const char* kRead = "cache_read";
 std::string select_existed_sql(const std::string& table) {
-  return "SELECT key FROM " + table + " WHERE key = ANY($1::bytea[]) FOR UPDATE";
+  return "SELECT key, expires_at FROM " + table + " WHERE key = ANY($1::bytea[]) FOR UPDATE";
 }
 std::string upsert_sql(const std::string& table) {
   return "INSERT INTO " + table +
-         "(key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])"
-         " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()";
+         "(key, value, expires_at) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::int8[])"
+         " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value,"
+         " expires_at = EXCLUDED.expires_at, updated_at = now()";
 }
 std::string delete_sql(const std::string& table) {
   return "DELETE FROM " + table + " WHERE key = ANY($1::bytea[])";
 }
 std::string read_sql(const std::string& table) {
-  return "SELECT key, value FROM " + table + " WHERE key = ANY($1::bytea[])";
+  return "SELECT key, value, expires_at FROM " + table + " WHERE key = ANY($1::bytea[])";
+}
+// Expired rows, by the partial index on expires_at (create_tables). The condition is on the
+// table itself, so a row a concurrent upsert gives a later expiry is re-checked and kept.
+std::string purge_sql(const std::string& table, std::uint64_t now_ms) {
+  return "DELETE FROM " + table + " WHERE expires_at BETWEEN 1 AND " + std::to_string(now_ms);
+}
+// An int8 column of a binary result.
+std::uint64_t int8_at(const PGresult* r, int row, int col) {
+  return PQgetlength(r, row, col) == 8 ? get_be64(PQgetvalue(r, row, col)) : 0;
 }
 
 // The board rows' statements (store/README.md, "Board rows in PostgreSQL"), by board table.
@@ -76,6 +86,7 @@ std::string board_drop_sql(const std::string& bt) {
 // The board reads' statements are postgres_boards.cc's (board_read_statements).
 
 constexpr auto kIdleCheck = 200ms;  // an idle connection is checked this often
+constexpr auto kPurgeEvery = 1s;    // expired rows are deleted this often (purge_expired_if_due)
 // close(): how long in-flight operations may take before the connections are shut down under
 // them (a server that stopped answering must not hold the process's shutdown).
 constexpr auto kCloseGrace = 1s;
@@ -394,20 +405,24 @@ class GroupPlan {
     // same order.
     std::sort(ws.begin(), ws.end(), [](const Write* a, const Write* b) { return a->key < b->key; });
     std::vector<std::string_view> put_keys, put_values, del_keys;
+    std::vector<std::uint64_t> put_expiry;
     for (const Write* w : ws) {
       if (w->kind == Write::Kind::put) {
         put_keys.push_back(w->key);
         put_values.push_back(w->value);
+        put_expiry.push_back(w->expires_at_ms);
       } else if (!after_truncate_) {  // nothing to delete after a truncate in this transaction
         del_keys.push_back(w->key);
       }
     }
-    auto put_bytes = [&](std::size_t i) { return put_keys[i].size() + put_values[i].size(); };
-    for (auto [b, e] : split_rows(put_keys.size(), 2, max_bytes_, put_bytes)) {
-      queries.push_back({put_sql_,
-                         {bytea_array(std::span(put_keys).subspan(b, e - b)),
-                          bytea_array(std::span(put_values).subspan(b, e - b))},
-                         kUpsert});
+    auto put_bytes = [&](std::size_t i) { return put_keys[i].size() + put_values[i].size() + 8; };
+    for (auto [b, e] : split_rows(put_keys.size(), 3, max_bytes_, put_bytes)) {
+      queries.push_back(
+          {put_sql_,
+           {bytea_array(std::span(put_keys).subspan(b, e - b)),
+            bytea_array(std::span(put_values).subspan(b, e - b)),
+            Param(array8(kInt8Oid, std::span(put_expiry).subspan(b, e - b)), kInt8ArrayOid)},
+           kUpsert});
     }
     auto del_bytes = [&](std::size_t i) { return del_keys[i].size(); };
     for (auto [b, e] : split_rows(del_keys.size(), 1, max_bytes_, del_bytes)) {
@@ -475,7 +490,7 @@ std::string options_error(const PostgresOptions& options) {
 
 // The tables' names, quoted as identifiers, and the ranking index's.
 struct Names {
-  std::string table, board_table, board_index;
+  std::string table, board_table, board_index, expiry_index;
 };
 
 bool quote(PgConnection& setup, const std::string& identifier, std::string& out,
@@ -490,19 +505,25 @@ bool quote(PgConnection& setup, const std::string& identifier, std::string& out,
   return true;
 }
 
+// name's first `bytes` bytes at most, cut at a UTF-8 character boundary.
+std::string cut_name(const std::string& name, std::size_t bytes) {
+  std::string cut = name.substr(0, bytes);
+  while (cut.size() < name.size() && !cut.empty() &&
+         (static_cast<unsigned char>(name[cut.size()]) & 0xC0) == 0x80) {
+    cut.pop_back();
+  }
+  return cut;
+}
+
 bool quote_names(PgConnection& setup, const PostgresOptions& options, Names& names,
                  std::string& error) {
-  // The ranking index is named after its table, cut (at a UTF-8 character boundary) so that the
-  // name fits PostgreSQL's 63 bytes: a name it truncated itself could collide with the table's.
-  std::string index_name = options.board_table.substr(0, 58);
-  while (index_name.size() < options.board_table.size() && !index_name.empty() &&
-         (static_cast<unsigned char>(options.board_table[index_name.size()]) & 0xC0) == 0x80) {
-    index_name.pop_back();
-  }
-  index_name += "_rank";
+  // The indexes are named after their tables, cut so that the names fit PostgreSQL's 63 bytes:
+  // a name it truncated itself could collide with the table's.
+  std::string index_name = cut_name(options.board_table, 58) + "_rank";
   return quote(setup, options.table, names.table, error) &&
          quote(setup, options.board_table, names.board_table, error) &&
-         quote(setup, index_name, names.board_index, error);
+         quote(setup, index_name, names.board_index, error) &&
+         quote(setup, cut_name(options.table, 56) + "_expiry", names.expiry_index, error);
 }
 
 // Runs a DDL statement; false (and error: what, then why) if it fails.
@@ -539,10 +560,23 @@ bool create_tables(PgConnection& setup, const Names& n, std::string& error) {
   return run_ddl(setup,
                  "CREATE TABLE IF NOT EXISTS " + n.table +
                      "(key bytea primary key, value bytea not null, "
-                     "updated_at timestamptz not null default now())",
+                     "updated_at timestamptz not null default now(), "
+                     "expires_at bigint not null default 0)",
                  "table " + n.table, error) &&
-         probe_table(setup, n.table, "key, value, updated_at", {kByteaOid, kByteaOid},
-                     "(key bytea, value bytea, updated_at timestamptz)", error) &&
+         // A table made before expiry: the column (a constant default: no rewrite) and the
+         // purge's partial index (only rows with an expiry).
+         run_ddl(setup,
+                 "ALTER TABLE " + n.table +
+                     " ADD COLUMN IF NOT EXISTS expires_at bigint not null default 0",
+                 "table " + n.table, error) &&
+         run_ddl(setup,
+                 "CREATE INDEX IF NOT EXISTS " + n.expiry_index + " ON " + n.table +
+                     "(expires_at) WHERE expires_at <> 0",
+                 "table " + n.table, error) &&
+         probe_table(setup, n.table, "key, value, updated_at, expires_at",
+                     {kByteaOid, kByteaOid, kTimestamptzOid, kInt8Oid},
+                     "(key bytea, value bytea, updated_at timestamptz, expires_at bigint)",
+                     error) &&
          run_ddl(setup,
                  "CREATE TABLE IF NOT EXISTS " + n.board_table +
                      "(board bytea, member bytea, score double precision not null, "
@@ -561,14 +595,15 @@ bool create_tables(PgConnection& setup, const Names& n, std::string& error) {
 void use_statements(std::vector<std::unique_ptr<PgConnection>>& conns, const Names& n) {
   const std::vector<Oid> arr{kByteaArrayOid};
   const std::vector<Oid> arr2{kByteaArrayOid, kByteaArrayOid};
-  conns[0]->use_statements({{kSelectExisted, select_existed_sql(n.table), arr},
-                            {kUpsert, upsert_sql(n.table), arr2},
-                            {kDelete, delete_sql(n.table), arr},
-                            {kBoardUpsert,
-                             board_upsert_sql(n.board_table),
-                             {kByteaArrayOid, kByteaArrayOid, kFloat8ArrayOid, kInt8ArrayOid}},
-                            {kBoardRemove, board_remove_sql(n.board_table), arr2},
-                            {kBoardDrop, board_drop_sql(n.board_table), arr}});
+  conns[0]->use_statements(
+      {{kSelectExisted, select_existed_sql(n.table), arr},
+       {kUpsert, upsert_sql(n.table), {kByteaArrayOid, kByteaArrayOid, kInt8ArrayOid}},
+       {kDelete, delete_sql(n.table), arr},
+       {kBoardUpsert,
+        board_upsert_sql(n.board_table),
+        {kByteaArrayOid, kByteaArrayOid, kFloat8ArrayOid, kInt8ArrayOid}},
+       {kBoardRemove, board_remove_sql(n.board_table), arr2},
+       {kBoardDrop, board_drop_sql(n.board_table), arr}});
   for (std::size_t i = 1; i < conns.size(); ++i) {
     std::vector<PgConnection::Statement> reads{{kRead, read_sql(n.table), arr}};
     for (auto& st : board_read_statements(n.board_table)) reads.push_back(std::move(st));
@@ -722,6 +757,34 @@ std::optional<GroupCommitter::Clock::time_point> PostgresStore::idle_deadline() 
 
 void PostgresStore::idle() {
   keep_connection(*conns_[0]);
+  purge_expired_if_due();
+}
+
+// Its own transaction on the writer, never part of a group's: a failed purge fails no write.
+void PostgresStore::purge_expired_if_due() {
+  const auto now = Clock::now();
+  if (now < next_purge_) return;
+  next_purge_ = now + kPurgeEvery;
+  PgConnection& conn = *conns_[0];
+  if (!conn.up()) return;
+  const std::string purge = purge_sql(table_, unix_now_ms());  // a Query only points at its SQL
+  const std::vector<Query> queries{{"BEGIN", {}}, {purge, {}}, {"COMMIT", {}}};
+  const PipelineOutcome out = run_pipeline(conn.get(), queries, false);
+  const bool ok = out.results.size() == queries.size() &&
+                  std::all_of(out.results.begin(), out.results.end(),
+                              [](const PgResult& r) { return result_ok(r.get()); });
+  if (ok) return;
+  const std::string why = "postgres: removing expired rows failed: " +
+                          (out.error.empty() ? std::string("unexpected result") : out.error);
+  if (out.lost || conn.bad()) {
+    mark_lost(conn, why);
+    return;
+  }
+  note_error(why);
+  if (PQtransactionStatus(conn.get()) != PQTRANS_IDLE) {
+    PipelineOutcome rb = run_pipeline(conn.get(), {Query{"ROLLBACK", {}}}, false);
+    if (rb.lost || conn.bad()) mark_lost(conn, "postgres: " + rb.error);
+  }
 }
 
 // One group (GroupCommitter::Engine): every batch and clear queued since the last commit, in
@@ -729,6 +792,7 @@ void PostgresStore::idle() {
 // (GroupPlan). existed[] comes from the database's state before the group (the SELECT ... FOR
 // UPDATE first in the transaction) and an overlay of the group's own key ops, as in RocksStore.
 Status PostgresStore::commit(std::vector<Op>& group) {
+  purge_expired_if_due();  // a busy writer is never idle
   GroupPlan plan(table_, board_table_, max_statement_bytes_);
   plan.add_lookup(GroupCommitter::keys_to_look_up(group));
   plan.add_group(group);
@@ -753,9 +817,12 @@ Status PostgresStore::commit(std::vector<Op>& group) {
   writes_.fetch_add(plan.ops);
 
   std::unordered_set<std::string_view> in_db;  // views into the lookups' results
+  const std::uint64_t now_ms = unix_now_ms();  // an expired row counts as absent
   for (std::size_t q : plan.lookups) {
     const PGresult* sel = out.results[q].get();
-    for (int i = 0, n = PQntuples(sel); i < n; ++i) in_db.insert(value_at(sel, i, 0));
+    for (int i = 0, n = PQntuples(sel); i < n; ++i) {
+      if (!expired(int8_at(sel, i, 1), now_ms)) in_db.insert(value_at(sel, i, 0));
+    }
   }
   GroupCommitter::answer_existed(group, [&](std::string_view key) { return in_db.contains(key); });
   return {};
@@ -833,10 +900,17 @@ void PostgresStore::serve_reads(PgConnection& conn, std::vector<ReadOp>& reads) 
     return res.get();
   });
 
-  std::unordered_map<std::string_view, std::string_view> found;
+  struct Row {
+    std::string_view value;
+    std::uint64_t expires_at_ms;
+  };
+  std::unordered_map<std::string_view, Row> found;
   if (error.ok()) {
+    const std::uint64_t now_ms = unix_now_ms();  // an expired row is not served
     for (int i = 0, rows = PQntuples(res.get()); i < rows; ++i) {
-      found.emplace(value_at(res.get(), i, 0), value_at(res.get(), i, 1));
+      const std::uint64_t expires_at_ms = int8_at(res.get(), i, 2);
+      if (expired(expires_at_ms, now_ms)) continue;
+      found.emplace(value_at(res.get(), i, 0), Row{value_at(res.get(), i, 1), expires_at_ms});
     }
   } else {
     note_error(error.message);
@@ -849,7 +923,8 @@ void PostgresStore::serve_reads(PgConnection& conn, std::vector<ReadOp>& reads) 
       count_error();
       r.status = error;
     } else if (auto it = found.find(op.key); it != found.end()) {
-      r.value.assign(it->second);
+      r.value.assign(it->second.value);
+      r.expires_at_ms = it->second.expires_at_ms;
     } else {
       r.status = {Code::not_found, {}};
     }

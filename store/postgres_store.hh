@@ -121,6 +121,9 @@ class PostgresStore final : public detail::EngineStore, public BoardSource {
   void note_refused(const std::string& why) override { note_error(why); }
   std::optional<GroupCommitter::Clock::time_point> idle_deadline() override;
   void idle() override;
+  // Deletes the rows expired by now, at most once per kPurgeEvery (the writer, between groups
+  // and while idle). A failure is only noted: the rows stay, reads skip them.
+  void purge_expired_if_due();
   // A pipeline that did not commit: lost (the connection), sent_all (COMMIT was sent), error.
   Status commit_failed(detail::PgConnection& conn, bool lost, bool sent_all,
                        const std::string& error);
@@ -152,6 +155,7 @@ class PostgresStore final : public detail::EngineStore, public BoardSource {
   std::atomic<int> down_{0};          // connections currently lost
   std::atomic<bool> abandon_{false};  // close() gave up on the server: no reconnecting
   std::vector<std::thread> readers_;
+  std::chrono::steady_clock::time_point next_purge_{};  // the committer thread's
 };
 
 }  // namespace store

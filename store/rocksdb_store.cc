@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "store/rocksdb_values.hh"
+
 namespace store {
 
 namespace {
@@ -109,6 +111,26 @@ Status to_status(const rocksdb::Status& s) {
   return {s.IsNoSpace() ? Code::no_space : Code::io_error, s.ToString()};
 }
 
+// A stored value as a read answers it (rocksdb_values.hh): the bytes after the header, or
+// not_found once it has expired, or io_error when malformed.
+ReadResult read_result(const rocksdb::Status& s, const rocksdb::PinnableSlice& stored,
+                       std::uint64_t now_ms) {
+  ReadResult r;
+  r.status = to_status(s);
+  if (!s.ok()) return r;
+  const auto d = rocks_values::decode(std::string_view(stored.data(), stored.size()));
+  if (!d) {
+    r.status = {Code::io_error, "malformed stored value (" + std::to_string(stored.size()) +
+                                    " bytes, no valid header)"};
+  } else if (expired(d->expires_at_ms, now_ms)) {
+    r.status = {Code::not_found, {}};
+  } else {
+    r.value.assign(d->value);
+    r.expires_at_ms = d->expires_at_ms;
+  }
+  return r;
+}
+
 std::string open_error(const std::string& path, const rocksdb::Status& s) {
   const std::string prefix = "rocksdb:" + path + ": ";
   const std::string msg = s.ToString();
@@ -186,10 +208,16 @@ std::unique_ptr<RocksStore> RocksStore::open(const RocksOptions& options, std::s
   std::unique_ptr<rocksdb::Env> env;
   if (options.file_system) env = rocksdb::NewCompositeEnv(options.file_system);
   rocksdb::Options db_options = make_options(env ? env.get() : rocksdb::Env::Default());
-  db_options.create_missing_column_families = true;  // "boards", in a database made before it
+  db_options.create_missing_column_families = true;  // "boards", "meta": in an older database
   const rocksdb::ColumnFamilyOptions family_options(db_options);
+  // Keys: expired values are dropped by compactions (rocksdb_values.hh).
+  static const rocks_values::ExpiryFilter expiry_filter;
+  rocksdb::ColumnFamilyOptions key_options(db_options);
+  key_options.compaction_filter = &expiry_filter;
   const std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, family_options}, {kBoardsFamily, family_options}};
+      {rocksdb::kDefaultColumnFamilyName, key_options},
+      {kBoardsFamily, family_options},
+      {rocks_values::kMetaFamily, family_options}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   const rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, families, &handles, &raw);
@@ -200,6 +228,13 @@ std::unique_ptr<RocksStore> RocksStore::open(const RocksOptions& options, std::s
   }
   // The default family's handle is the DB's own; only the boards' is kept (and destroyed).
   (void)db->DestroyColumnFamilyHandle(handles[0]);
+  const std::string migrated = rocks_values::migrate(*db, handles[2]);
+  (void)db->DestroyColumnFamilyHandle(handles[2]);
+  if (!migrated.empty()) {
+    (void)db->DestroyColumnFamilyHandle(handles[1]);
+    error = "rocksdb:" + options.path + ": " + migrated;
+    return nullptr;
+  }
   return std::make_unique<RocksStore>(OpenKey{}, options, std::move(env), std::move(db),
                                       handles[1]);
 }
@@ -293,6 +328,7 @@ Status RocksStore::look_up_existed(const std::vector<std::string_view>& keys,
   std::vector<rocksdb::Status> statuses(lookup.size());
   db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), lookup.size(), lookup.data(),
                 values.data(), statuses.data());
+  const std::uint64_t now_ms = unix_now_ms();  // an expired value counts as absent
   for (std::size_t i = 0; i < lookup.size(); ++i) {
     if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
       Status err{Code::io_error, "store lookup before write failed: " + statuses[i].ToString()};
@@ -300,7 +336,8 @@ Status RocksStore::look_up_existed(const std::vector<std::string_view>& keys,
       last_error_ = err.message;
       return err;
     }
-    in_db.emplace(keys[i], statuses[i].ok());
+    in_db.emplace(keys[i],
+                  read_result(statuses[i], values[i], now_ms).status.code != Code::not_found);
   }
   return {};
 }
@@ -309,9 +346,14 @@ namespace {
 
 void add_op(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards, const Write& w) {
   switch (w.kind) {
-    case Write::Kind::put:
-      wb.Put(w.key, w.value);
+    case Write::Kind::put: {  // [header][value] (rocksdb_values.hh), two slices, no copy
+      char buffer[rocks_values::kMaxHeader];
+      const std::string_view h = rocks_values::header(w.expires_at_ms, buffer);
+      const rocksdb::Slice key(w.key);
+      const rocksdb::Slice parts[2] = {rocksdb::Slice(h.data(), h.size()), rocksdb::Slice(w.value)};
+      wb.Put(rocksdb::SliceParts(&key, 1), rocksdb::SliceParts(parts, 2));
       break;
+    }
     case Write::Kind::del:
       wb.Delete(w.key);
       break;
@@ -440,8 +482,7 @@ void RocksStore::serve_reads(std::vector<ReadOp>& reads) {
     rocksdb::PinnableSlice value;
     const auto s =
         db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), reads[0].key, &value);
-    results[0].status = to_status(s);
-    if (s.ok()) results[0].value.assign(value.data(), value.size());
+    results[0] = read_result(s, value, unix_now_ms());
   } else {
     std::vector<rocksdb::Slice> keys;
     keys.reserve(n);
@@ -450,10 +491,8 @@ void RocksStore::serve_reads(std::vector<ReadOp>& reads) {
     std::vector<rocksdb::Status> statuses(n);
     db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, keys.data(), values.data(),
                   statuses.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      results[i].status = to_status(statuses[i]);
-      if (statuses[i].ok()) results[i].value.assign(values[i].data(), values[i].size());
-    }
+    const std::uint64_t now_ms = unix_now_ms();
+    for (std::size_t i = 0; i < n; ++i) results[i] = read_result(statuses[i], values[i], now_ms);
   }
   reads_.fetch_add(n);
   const auto now = Clock::now();

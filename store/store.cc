@@ -11,6 +11,12 @@
 
 namespace store {
 
+std::uint64_t unix_now_ms() {
+  const auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count());
+}
+
 const char* to_string(Code c) {
   switch (c) {
     case Code::ok:

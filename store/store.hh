@@ -61,9 +61,20 @@ struct Status {
   bool ok() const { return code == Code::ok; }
 };
 
+// Expiry (TTL): a put may carry the wall-clock time at which its value expires, in
+// milliseconds since the Unix epoch (0: never), so that it survives a restart. A store never
+// answers an expired value: a read of it is not_found, and a write's existed counts it as
+// absent. The rows themselves go later (RocksDB: a compaction filter; PostgreSQL: the writer
+// deletes them about once a second).
+std::uint64_t unix_now_ms();
+inline bool expired(std::uint64_t expires_at_ms, std::uint64_t now_ms) {
+  return expires_at_ms != 0 && expires_at_ms <= now_ms;
+}
+
 struct ReadResult {
-  Status status;      // ok (value holds the bytes), not_found, or an error
-  std::string value;  // empty unless ok
+  Status status;                    // ok (value holds the bytes), not_found, or an error
+  std::string value;                // empty unless ok
+  std::uint64_t expires_at_ms = 0;  // ok: when the value expires (0: never)
 };
 
 // One op of a write batch. Keys and board rows live apart: a board named "x" and the key "x"
@@ -78,8 +89,9 @@ struct Write {
     board_drop,    // every row of the board `key` removed
   };
   Kind kind = Kind::put;
-  std::string key;            // the key, or for board_* the board name (1..250 bytes either way)
-  std::string value;          // put only
+  std::string key;    // the key, or for board_* the board name (1..250 bytes either way)
+  std::string value;  // put only
+  std::uint64_t expires_at_ms = 0;  // put only: when the value expires (Unix ms; 0: never)
   bool want_existed = false;  // put/del only: ask whether the key had a value just before this op
   std::string member;         // board_set, board_remove: 1..250 bytes
   double score = 0;           // board_set: finite

@@ -258,15 +258,14 @@ def test_compare_and_set_loses_no_update_among_eight_clients(server):
     print(f"412s retried: {sum(conflicts)}")
 
 
-# --- With a store: not built yet, and said so ---------------------------------------------------
+# --- With a store: TTLs work (test_store_expiry.py), conditions are not built yet -------------
 
-def test_with_a_store_ttls_and_conditions_answer_501_and_reads_carry_no_etag(start_server,
-                                                                             tmp_path):
+def test_with_a_store_conditions_answer_501_and_reads_carry_no_etag(start_server, tmp_path):
     srv = start_server("--store", f"rocksdb:{tmp_path / 'db'}")
     assert put(srv, "k", b"v").status == 201
-    r = put(srv, "k", b"w", query="?ttl=5")
+    r = put(srv, "k", b"w", headers={"If-Match": "*"})
     assert r.status == 501 and "--store none" in r.json()["error"]
-    assert put(srv, "k", b"w", headers={"If-Match": "*"}).status == 501
+    assert put(srv, "k", b"w", headers={"If-None-Match": "*"}).status == 501
     assert exchange(srv, "DELETE", "/key/k", headers={"If-Match": "*"}).status == 501
     g = get(srv, "k")
     assert g.status == 200 and g.body == b"v" and "etag" not in g.headers

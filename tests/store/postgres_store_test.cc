@@ -185,6 +185,18 @@ std::string exec_sql(const std::string& sql) {
   return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? "" : PQresultErrorMessage(r.get());
 }
 
+// The first column of every row `sql` returns, one per line (or the error), on its own
+// connection.
+std::string query_column(const std::string& sql) {
+  std::unique_ptr<PGconn, void (*)(PGconn*)> c(PQconnectdb(cluster.conninfo.c_str()), PQfinish);
+  if (PQstatus(c.get()) != CONNECTION_OK) return PQerrorMessage(c.get());
+  std::unique_ptr<PGresult, void (*)(PGresult*)> r(PQexec(c.get(), sql.c_str()), PQclear);
+  if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return PQresultErrorMessage(r.get());
+  std::string out;
+  for (int i = 0; i < PQntuples(r.get()); ++i) out += std::string(PQgetvalue(r.get(), i, 0)) + '\n';
+  return out;
+}
+
 // PREPAREs `sql` as p(types) on a connection of its own and returns the text of
 // EXPLAIN (ANALYZE, BUFFERS) EXECUTE p(args), one line per plan line (or the error).
 std::string explain(const std::string& sql, const std::string& types, const std::string& args,
@@ -735,7 +747,8 @@ TEST_F(PostgresStoreTest, AStatementErrorFailsTheGroupOnlyAndIsLogged) {
   // The table back: the same connections work again (the aborted transaction was rolled back).
   ASSERT_EQ(exec_sql("CREATE TABLE \"" + table_ +
                      "\"(key bytea primary key, value bytea not null, "
-                     "updated_at timestamptz not null default now())"),
+                     "updated_at timestamptz not null default now(), "
+                     "expires_at bigint not null default 0)"),
             "");
   r = write_sync(*s, {put("a", "3")});
   ASSERT_TRUE(r.status.ok()) << r.status.message;
@@ -926,6 +939,73 @@ TEST_F(PostgresStoreTest, AcknowledgedWritesSurviveACrashUnderLoad) {
   }
   ASSERT_GT(keys.size(), 0u);
   for (const auto& k : keys) ASSERT_EQ(value_of(*s, k), k);
+}
+
+// --- expiry ---------------------------------------------------------------------------------
+
+Write put_expiring(std::string key, std::string value, std::uint64_t expires_at_ms) {
+  Write w = put(std::move(key), std::move(value));
+  w.expires_at_ms = expires_at_ms;
+  return w;
+}
+
+TEST_F(PostgresStoreTest, AnExpiredRowReadsAsAbsentAndCountsAsAbsentForExisted) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const std::uint64_t later = store::unix_now_ms() + 60'000;
+  auto r = write_sync(
+      *s, {put_expiring("live", "v", later), put_expiring("gone", "x", 1), put("plain", "p")});
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  auto live = read_sync(*s, "live");
+  ASSERT_TRUE(live.status.ok()) << live.status.message;
+  EXPECT_EQ(live.value, "v");
+  EXPECT_EQ(live.expires_at_ms, later);
+  EXPECT_EQ(read_sync(*s, "gone").status.code, Code::not_found);
+  EXPECT_EQ(read_sync(*s, "plain").expires_at_ms, 0u);
+  r = write_sync(*s, {put("gone", "y"), del("live")});
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  EXPECT_EQ(r.existed, (std::vector<bool>{false, true}));
+  EXPECT_EQ(value_of(*s, "gone"), "y");
+  EXPECT_EQ(read_sync(*s, "gone").expires_at_ms, 0u);  // a put without expiry clears it
+}
+
+TEST_F(PostgresStoreTest, TheWriterDeletesExpiredRowsWithoutReads) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const std::uint64_t later = store::unix_now_ms() + 60'000;
+  std::vector<Write> batch{put_expiring("live", "v", later), put("plain", "p")};
+  for (int i = 0; i < 50; ++i) batch.push_back(put_expiring("gone" + std::to_string(i), "x", 1));
+  ASSERT_TRUE(write_sync(*s, std::move(batch)).status.ok());
+  const std::string count = "SELECT count(*) FROM \"" + table_ + "\"";
+  EXPECT_EQ(query_column(count), "52\n");
+  // The purge runs about once a second, idle or not.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (query_column(count) != "2\n" && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(query_column("SELECT convert_from(key, 'UTF8') FROM \"" + table_ + "\" ORDER BY 1"),
+            "live\nplain\n")
+      << s->stats().last_error;
+  EXPECT_EQ(value_of(*s, "live"), "v");
+}
+
+TEST_F(PostgresStoreTest, AddsTheExpiryColumnToATableMadeBeforeIt) {
+  ASSERT_EQ(exec_sql("CREATE TABLE \"" + table_ +
+                     "\"(key bytea primary key, value bytea not null, "
+                     "updated_at timestamptz not null default now())"),
+            "");
+  ASSERT_EQ(exec_sql("INSERT INTO \"" + table_ + "\"(key, value) VALUES ('old', 'v')"), "");
+  auto s = open();
+  ASSERT_TRUE(s);
+  auto r = read_sync(*s, "old");
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  EXPECT_EQ(r.value, "v");
+  EXPECT_EQ(r.expires_at_ms, 0u);
+  const std::uint64_t later = store::unix_now_ms() + 60'000;
+  ASSERT_TRUE(write_sync(*s, {put_expiring("old", "w", later)}).status.ok());
+  EXPECT_EQ(read_sync(*s, "old").expires_at_ms, later);
+  EXPECT_EQ(query_column("SELECT expires_at FROM \"" + table_ + "\""),
+            std::to_string(later) + "\n");
 }
 
 // --- board rows ---------------------------------------------------------------------------------

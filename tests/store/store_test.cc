@@ -35,6 +35,7 @@
 #include <rocksdb/options.h>
 
 #include "store/rocksdb_store.hh"
+#include "store/rocksdb_values.hh"
 #include "store/store.hh"
 
 namespace {
@@ -1318,7 +1319,7 @@ TEST(RocksBoards, OpensADatabaseMadeBeforeTheBoardsFamily) {
   expect_rows(*s, {{{"b", "m"}, row(1.5, 1)}});
   s->close();
   s.reset();
-  EXPECT_EQ(families(), (std::vector<std::string>{"boards", "default"}));
+  EXPECT_EQ(families(), (std::vector<std::string>{"boards", "default", "meta"}));
 
   s = open_ok("rocksdb:" + path);
   ASSERT_TRUE(s);
@@ -1410,6 +1411,186 @@ TEST(RocksBoards, WantExistedOnABoardOpIsIgnored) {
         std::exit(code);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// --- expiry: values with an expiry time (store/rocksdb_values.hh) ------------------------------
+
+Write put_expiring(std::string key, std::string value, std::uint64_t expires_at_ms) {
+  Write w = put(std::move(key), std::move(value));
+  w.expires_at_ms = expires_at_ms;
+  return w;
+}
+
+TEST(RocksExpiry, AnExpiredValueReadsAsAbsentAndCountsAsAbsentForExisted) {
+  TempDir dir;
+  auto s = open_ok("rocksdb:" + (dir.path() / "db").string());
+  ASSERT_TRUE(s);
+  const std::uint64_t later = store::unix_now_ms() + 60'000;
+  auto r = write_sync(
+      *s, {put_expiring("live", "v", later), put_expiring("gone", "x", 1), put("plain", "p")});
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  auto live = read_sync(*s, "live");
+  ASSERT_TRUE(live.status.ok()) << live.status.message;
+  EXPECT_EQ(live.value, "v");
+  EXPECT_EQ(live.expires_at_ms, later);
+  EXPECT_EQ(read_sync(*s, "gone").status.code, Code::not_found);
+  auto plain = read_sync(*s, "plain");
+  EXPECT_EQ(plain.value, "p");
+  EXPECT_EQ(plain.expires_at_ms, 0u);
+  // existed: the expired value is absent; the live one is there.
+  r = write_sync(*s, {put("gone", "y"), del("live")});
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.existed, (std::vector<bool>{false, true}));
+  EXPECT_EQ(value_of(*s, "gone"), "y");
+  EXPECT_EQ(read_sync(*s, "gone").expires_at_ms, 0u);  // a put without expiry clears it
+}
+
+TEST(RocksExpiry, ExpiryTimesSurviveARestart) {
+  TempDir dir;
+  const std::string uri = "rocksdb:" + (dir.path() / "db").string();
+  const std::uint64_t later = store::unix_now_ms() + 3'600'000;
+  auto s = open_ok(uri);
+  ASSERT_TRUE(write_sync(*s, {put_expiring("k", "v", later)}).status.ok());
+  s->close();
+  s = open_ok(uri);
+  ASSERT_TRUE(s);
+  auto r = read_sync(*s, "k");
+  ASSERT_TRUE(r.status.ok()) << r.status.message;
+  EXPECT_EQ(r.value, "v");
+  EXPECT_EQ(r.expires_at_ms, later);
+}
+
+// The database as RocksStore lays it out, opened with RocksDB's own API (and the expiry filter on
+// the keys, as RocksStore sets it): every key of the default family, and a compaction of it.
+struct RawDb {
+  explicit RawDb(const std::string& path, bool with_meta = true) {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.create_missing_column_families = true;
+    rocksdb::ColumnFamilyOptions keys(o);
+    keys.compaction_filter = &filter;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families{
+        {rocksdb::kDefaultColumnFamilyName, keys}, {"boards", rocksdb::ColumnFamilyOptions(o)}};
+    if (with_meta) families.push_back({"meta", rocksdb::ColumnFamilyOptions(o)});
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status st = rocksdb::DB::Open(o, path, families, &handles, &raw);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    db.reset(raw);
+  }
+  ~RawDb() {
+    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+    (void)db->Close();
+  }
+  std::map<std::string, std::string> keys() {
+    std::map<std::string, std::string> out;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next())
+      out[it->key().ToString()] = it->value().ToString();
+    return out;
+  }
+  void compact() {
+    EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    rocksdb::CompactRangeOptions c;
+    c.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    const rocksdb::Status st = db->CompactRange(c, nullptr, nullptr);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  store::rocks_values::ExpiryFilter filter;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  std::unique_ptr<rocksdb::DB> db;
+};
+
+TEST(RocksExpiry, CompactionsDropExpiredValuesWithoutReadsAndNothingOlderResurfaces) {
+  TempDir dir;
+  const std::string path = (dir.path() / "db").string();
+  const std::uint64_t later = store::unix_now_ms() + 60'000;
+  {
+    auto s = open_ok("rocksdb:" + path);
+    ASSERT_TRUE(write_sync(*s, {put("k", "old"), put("plain", "p")}).status.ok());
+    s->close();
+  }
+  {
+    RawDb raw(path);
+    raw.compact();  // "old" goes to the bottom level
+  }
+  {
+    auto s = open_ok("rocksdb:" + path);
+    std::vector<Write> batch{put_expiring("k", "new", 1), put_expiring("live", "v", later)};
+    for (int i = 0; i < 100; ++i) batch.push_back(put_expiring(name("gone", i), "x", 1));
+    ASSERT_TRUE(write_sync(*s, std::move(batch)).status.ok());
+    s->close();
+  }
+  RawDb raw(path);
+  EXPECT_EQ(raw.keys().size(), 103u);  // expired values are still stored, until a compaction
+  raw.compact();
+  const auto left = raw.keys();
+  std::vector<std::string> names;
+  for (const auto& [k, v] : left) names.push_back(k);
+  EXPECT_EQ(names, (std::vector<std::string>{"live", "plain"}));  // and "k" stays gone
+}
+
+TEST(RocksExpiry, ADatabaseOfBareValuesIsMigratedOnceAndKeepsEveryByte) {
+  TempDir dir;
+  const std::string path = (dir.path() / "db").string();
+  const std::string tricky("\x01\x00\x00\x00\x00\x00\x00\x00\x00tail", 13);  // looks like a header
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "a", "1").ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "empty", "").ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "tricky", tricky).ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  for (int open = 0; open < 2; ++open) {  // the second open must not migrate again
+    SCOPED_TRACE(open);
+    auto s = open_ok("rocksdb:" + path);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(value_of(*s, "a"), "1");
+    EXPECT_EQ(value_of(*s, "empty"), "");
+    EXPECT_EQ(value_of(*s, "tricky"), tricky);
+    EXPECT_EQ(read_sync(*s, "tricky").expires_at_ms, 0u);
+    s->close();
+  }
+}
+
+TEST(RocksExpiry, AMigrationCutShortResumesAfterItsLastBatchAndBadValuesAreErrors) {
+  TempDir dir;
+  const std::string path = (dir.path() / "db").string();
+  {
+    RawDb raw(path);  // a migration that stopped after "b": a and b have headers, c does not
+    const auto& meta = raw.handles[2];
+    ASSERT_TRUE(raw.db
+                    ->Put(rocksdb::WriteOptions(), "a",
+                          std::string("\0"
+                                      "1",
+                                      2))
+                    .ok());
+    ASSERT_TRUE(raw.db
+                    ->Put(rocksdb::WriteOptions(), "b",
+                          std::string("\0"
+                                      "2",
+                                      2))
+                    .ok());
+    ASSERT_TRUE(raw.db->Put(rocksdb::WriteOptions(), "c", "3").ok());
+    ASSERT_TRUE(raw.db->Put(rocksdb::WriteOptions(), meta, "format-progress", "b").ok());
+  }
+  auto s = open_ok("rocksdb:" + path);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(value_of(*s, "a"), "1");
+  EXPECT_EQ(value_of(*s, "b"), "2");
+  EXPECT_EQ(value_of(*s, "c"), "3");
+  s->close();
+  {
+    RawDb raw(path);  // a value no cache_server wrote: an unknown header
+    ASSERT_TRUE(raw.db->Put(rocksdb::WriteOptions(), "bad", "\x07zz").ok());
+  }
+  s = open_ok("rocksdb:" + path);
+  const auto bad = read_sync(*s, "bad");
+  EXPECT_EQ(bad.status.code, Code::io_error);
+  EXPECT_NE(bad.status.message.find("malformed"), std::string::npos) << bad.status.message;
 }
 
 // --- faults ----------------------------------------------------------------------------------
