@@ -36,8 +36,9 @@ Needs PostgreSQL 15 (initdb, pg_ctl, pgbench, psql: postgresql-15), wrk, taskset
 the loads (a few seconds each at 100,000 keys, the cold load more at a slow disk): about 4
 minutes with the defaults.
 Exit status: 0 measured (whatever the targets say), 1 a failure (a message says which), 2 bad
-usage, 130 interrupted. Everything listens on 127.0.0.1 only, on free ports; every process
-started is stopped on every exit path, and the data directories (the cluster's too) are removed.
+usage, 130 interrupted (Ctrl-C; 143 on SIGTERM, 129 on SIGHUP). Everything listens on 127.0.0.1
+only, on free ports; every process started is stopped on every exit path, and the data
+directories (the cluster's too) are removed.
 """
 from __future__ import annotations
 
