@@ -1,28 +1,28 @@
 #!/usr/bin/env python3
-"""bench_postgres_report.py — summary.md and summary.json of a scripts/bench_postgres.sh run,
-and the few measurements that script takes through Python.
+"""bench_postgres_report.py — summary.md and summary.json of a scripts/bench_postgres.py run,
+and the PostgreSQL measurements that script (and scripts/bench_board_source.sh) use.
 
 Usage: python3 scripts/bench_postgres_report.py DIR [--quiet]
        python3 scripts/bench_postgres_report.py pg-start DIR MAX_CONNECTIONS
        python3 scripts/bench_postgres_report.py pg-ticks POSTMASTER_PID
-       python3 scripts/bench_postgres_report.py pgbench-latency OUT.json LOGFILE...
 
 DIR: reads DIR/meta.json, DIR/points.jsonl (one line per measured point, written by
-bench_postgres.sh), DIR/commands.txt and the raw files those name (bench_client JSON, pgbench
+bench_postgres.py), DIR/commands.txt and the raw files those name (bench_client JSON, pgbench
 output and latency summaries, wrk markers and summaries, /stats before and after each point).
 Writes DIR/summary.md (printed to stdout unless --quiet) and DIR/summary.json with every figure.
 
-pg-start: a throwaway cluster through the harness (scripts/harness/postgres.py: its initdb, its settings:
-fsync=on, synchronous_commit=on; run it under `taskset` and PostgreSQL inherits the CPU), with
-one setting added: max_connections (pg_cluster's 40 is too few for pgbench at 64 connections).
-Prints the conninfo; `pg_cluster.py stop DIR` stops it and removes DIR.
+pg-start: a throwaway cluster through the harness (scripts/harness/postgres.py: its initdb, its
+settings: fsync=on, synchronous_commit=on; run it under `taskset` and PostgreSQL inherits the
+CPU), with one setting added: max_connections (pg_cluster's 40 is too few for pgbench at 64
+connections). Prints the conninfo; `pg_cluster.py stop DIR` stops it and removes DIR. For the
+shell scripts (bench_board_source.sh): bench_postgres.py starts its cluster with
+harness.postgres.pinned_cluster.
 
 pg-ticks: utime+stime, in clock ticks, of every PostgreSQL process: the postmaster, each of its
 live children, and (the postmaster's cutime+cstime) the children it has already reaped, so a
 backend that exits during the point (pgbench's, at its end) still counts. Prints "TICKS NPROCS".
-
-pgbench-latency: p50/p99/mean of the latencies in pgbench's per-transaction logs (-l: the third
-column, µs), written as JSON; the logs can then be deleted.
+bench_postgres.py calls pg_ticks() and pgbench_latency() (p50/p99/mean of the latencies in
+pgbench's per-transaction logs, -l: the third column, µs) directly.
 
 Figures of the report:
   PUT/s             bench_client's throughput_rps (responses / measured window); pgbench: its
@@ -30,7 +30,8 @@ Figures of the report:
   p50/p99 µs        bench_client's; pgbench: from its per-transaction log; wrk: its histogram
   PG CPU%           Δ pg-ticks over the point's wall time (the load generator's run), 100 = one
                     core; cache_server CPU% and client CPU% likewise (/proc/PID/stat of the
-                    server; the client's user+sys over real, from bash's `time`)
+                    server; the client's user+sys over real, from its rusage as `time`
+                    prints it: raw/*.time)
   disk util%        as iostat's %util: Δ field 13 of the device's /proc/diskstats line (ms
                     doing I/O) over the elapsed ms; writes/s and flush requests/s from fields 8
                     and 19 (kernel iostats fields 5 and 16)
@@ -93,7 +94,8 @@ def pgbench_latency(paths):
 # --- figures of one point ----------------------------------------------------------------------
 
 def time_cpu(path):
-    """bash `time` output 'real user sys' -> client CPU% (user+sys over real)."""
+    """A .time file, 'real user sys' seconds as bash's `time` prints them -> client CPU%
+    (user+sys over real)."""
     try:
         real, user, sys_ = (float(v) for v in Path(path).read_text().split()[:3])
     except (OSError, ValueError):
@@ -344,9 +346,10 @@ def render_header(run, m):
         f"{m.get('date_utc', '?')}, {m.get('host', '?')} ({m.get('cpu_model', '?')}, CPUs "
         f"{m.get('online_cpus', '?')}, kernel {m.get('kernel', '?')}), git "
         f"{m.get('git_revision', '?')}{' (uncommitted changes)' if m.get('git_dirty') else ''}. "
-        f"**Pinned**: cache_server and PostgreSQL (postmaster started under `taskset -c "
-        f"{m.get('server_cpu')}`, every backend inherits it; checked per point) on CPU "
-        f"{m.get('server_cpu')}; bench_client, pgbench and wrk on CPU {m.get('client_cpu')}. "
+        f"**Pinned**: cache_server and PostgreSQL (postmaster pinned by `taskset -pc "
+        f"{m.get('server_cpu')}` once it is up, every backend inherits it; checked per point) "
+        f"on CPU {m.get('server_cpu')}; bench_client, pgbench and wrk on CPU "
+        f"{m.get('client_cpu')}. "
         f"{d:g} s per point{' (--quick)' if m.get('quick') else ''}, "
         f"{m.get('repeat', 1)} repeat(s) (medians); {m.get('keys'):,} keys, 100-byte values. "
         f"PostgreSQL {m.get('pg_version', '?')}: fsync={st.get('fsync', '?')}, "
@@ -463,7 +466,7 @@ def render_detail(m, detail):
 
 
 HOW_MEASURED = (
-    "- **PostgreSQL**: one throwaway cluster from `tests/support/pg_cluster.py` (initdb, "
+    "- **PostgreSQL**: one throwaway cluster from `scripts/harness/postgres.py` (initdb, "
     "`fsync=on`, `synchronous_commit=on`, its other settings), with max_connections raised "
     "for pgbench; every point begins with a `CHECKPOINT`, so each starts the same way "
     "(full-page writes after it). Three tables of the store's shape (`key bytea primary "
@@ -494,7 +497,7 @@ HOW_MEASURED = (
     "- **CPU**: PostgreSQL = utime+stime of the postmaster, its live children and the "
     "children it reaped meanwhile (cutime+cstime), from /proc/PID/stat at the start and the "
     "end of the load generator's run; cache_server likewise; clients: user+sys ÷ real of "
-    "their own run (bash `time`).\n"
+    "their own run (their rusage).\n"
     "- **disk util%**: iostat's %util: Δ field 13 of the device's `/proc/diskstats` line "
     "(ms with I/O in flight) ÷ the point's elapsed ms; writes/s and flushes/s from fields 8 "
     "and 19.\n")
@@ -545,15 +548,9 @@ def cmd_pg_ticks(pid):
     return 0
 
 
-def cmd_pgbench_latency(out, *logs):
-    Path(out).write_text(json.dumps(pgbench_latency(logs)) + "\n")
-    return 0
-
-
 SUBCOMMANDS = {
     "pg-start": ("pg-start DIR MAX_CONNECTIONS", 2, 2, cmd_pg_start),
     "pg-ticks": ("pg-ticks POSTMASTER_PID", 1, 1, cmd_pg_ticks),
-    "pgbench-latency": ("pgbench-latency OUT.json LOGFILE...", 1, None, cmd_pgbench_latency),
 }
 
 if __name__ == "__main__":

@@ -39,15 +39,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import metadata, peers, procs, resources  # noqa: E402
-from harness.procs import HarnessError  # noqa: E402
+from harness import bench, metadata, peers, procs, resources  # noqa: E402
+from harness.bench import Failure, Parser, log, split_conns  # noqa: E402
 
 NAME = "bench_store"
 GET_CONNS = 8
@@ -56,26 +55,10 @@ PUT_FLAGS = ["--workload", "put-all", "--value-size", "100", "--key-size", "16",
 GET_FLAGS = ["--workload", "get-popular", "--value-size", "100", "--key-size", "16"]
 
 
-class Failure(HarnessError):
-    """The run cannot go on: exit 1 with this message."""
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
 # --- the command line --------------------------------------------------------------------------
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # exit 2 with one line, as the shell version did
-        message = message.replace("expected one argument", "needs a value")
-        message = re.sub(r"unrecognized arguments: (.*)", r"unknown argument '\1'", message)
-        print(f"{NAME}: {message} (see --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = Parser(prog="scripts/bench_store.py", description=__doc__.split("\n\n")[0],
+    p = Parser(NAME, prog="scripts/bench_store.py", description=__doc__.split("\n\n")[0],
                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--duration", metavar="S", help="seconds per point, decimals allowed (default 5; --quick: 1)")
     p.add_argument("--conns", metavar='"LIST"', default="1 8 50 200", help='connection counts (default "1 8 50 200")')
@@ -98,32 +81,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "shares the client's CPU and slows the server a little: take the targets from a run "
                         "without it")
     a = p.parse_args(argv)
-    a.duration = a.duration or ("1" if a.quick else "5")
-    if not re.fullmatch(r"[0-9]+\.?[0-9]*|\.[0-9]+", a.duration):
-        p.error(f"--duration '{a.duration}' is not a number of seconds")
-    a.duration = float(a.duration)
-    if not 0.1 <= a.duration <= 600:
-        p.error("--duration must be 0.1..600 s")
-    a.conn_list = a.conns.split()
-    if not a.conn_list:
-        p.error("--conns is empty")
-    for c in a.conn_list:
-        if not c.isdigit() or not 1 <= int(c) <= 4096:
-            p.error(f"--conns: '{c}' is not a connection count 1..4096")
-    a.conn_list = [int(c) for c in a.conn_list]
-    if len(set(a.conn_list)) != len(a.conn_list):
-        p.error("--conns repeats a count")
+    a.duration = bench.check_duration(p, a.duration or ("1" if a.quick else "5"))
+    a.conn_list = bench.check_conns(p, a.conns, 4096)
     for flag in ("server_threads", "client_threads"):
         v = getattr(a, flag)
         if not v.isdigit() or int(v) < 1:
             p.error(f"--{flag.replace('_', '-')} must be a positive integer")
         setattr(a, flag, int(v))
-    cpus = (os.environ.get("SERVER_CPU", "0"), os.environ.get("CLIENT_CPU", "1"))
-    if not all(c.isdigit() for c in cpus):
-        p.error("SERVER_CPU and CLIENT_CPU must be CPU numbers")
-    a.server_cpu, a.client_cpu = int(cpus[0]), int(cpus[1])
-    if a.server_cpu == a.client_cpu:
-        p.error("SERVER_CPU and CLIENT_CPU must differ")
+    a.server_cpu, a.client_cpu = bench.check_cpus(p)
     if a.quick:
         a.warmup, a.probe_min, a.probe_per_conn = 0.1, 200, 10
     else:
@@ -157,10 +122,7 @@ def check_tools(a) -> str:
     for tool in ("redis-server", "redis-benchmark", "redis-cli", "taskset"):
         if shutil.which(tool) is None:
             raise Failure(f"{tool} not found (Debian: apt-get install redis-server redis-tools util-linux)")
-    for cpu in (a.server_cpu, a.client_cpu):
-        if subprocess.run(["taskset", "-c", str(cpu), "true"], capture_output=True).returncode:
-            online = Path("/sys/devices/system/cpu/online").read_text().strip()
-            raise Failure(f"cannot pin to CPU {cpu} (online: {online}); set SERVER_CPU/CLIENT_CPU")
+    bench.require_cpus(a.server_cpu, a.client_cpu)
     if a.perf:
         if shutil.which("perf") is None:
             raise Failure("--perf needs perf (Debian: apt-get install linux-perf)")
@@ -176,21 +138,6 @@ def check_tools(a) -> str:
     return version
 
 
-def filesystem(path: Path) -> str:
-    r = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", str(path)],
-                       capture_output=True, text=True)
-    return r.stdout.split("\n")[0].strip() or subprocess.run(
-        ["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True).stdout.strip()
-
-
-def split_conns(c: int, most: int) -> tuple[int, int]:
-    """C connections as T threads x K each: T the largest divisor of C up to `most`."""
-    t = min(most, c)
-    while c % t:
-        t -= 1
-    return t, c // t
-
-
 # --- one run ---------------------------------------------------------------------------------
 
 class Run:
@@ -201,7 +148,7 @@ class Run:
         self.disk, how = resources.find_disk(work)
         if self.disk is None:
             log(f"warning: {how}; disk utilization is not reported")
-        self.servers: dict[str, procs.Process] = {}
+        self.servers = bench.Servers()
 
     # --- records ----------------------------------------------------------------------------
 
@@ -239,10 +186,8 @@ class Run:
 
     def start_ours(self, name: str, *flags: str) -> None:
         flags = ["-t", str(self.a.server_threads), *flags]
-        srv = procs.CacheServer(self.server_bin, flags, cpu=self.a.server_cpu, name=f"cache_server ({name})",
-                                log_path=self.out / "raw" / f"server-{name}.log", stop_timeout_s=15)
-        srv.ready_timeout_s = float(os.environ.get("START_WAIT_S", 15))
-        self.servers[name] = srv.start()
+        srv = self.servers.start_cache_server(name, self.server_bin, flags, self.a.server_cpu,
+                                              self.out / "raw")
         self.record_cmd(f"{name} server", self.pinned(self.a.server_cpu, srv.argv))
         log(f"{name}: cache_server PID {srv.pid} on 127.0.0.1:{srv.port} ({' '.join(flags[2:])}), "
             f"CPU {self.a.server_cpu}")
@@ -254,16 +199,6 @@ class Run:
         self.record_cmd(f"{name} server", self.pinned(self.a.server_cpu, srv.argv))
         log(f"{name}: redis-server PID {srv.pid} on 127.0.0.1:{srv.port} ({' '.join(flags)}), "
             f"CPU {self.a.server_cpu}")
-
-    def stop(self, *names: str) -> None:
-        for name in names:
-            self.servers.pop(name).stop()
-
-    def alive(self, name: str) -> procs.Process:
-        srv = self.servers[name]
-        if not srv.alive:
-            raise Failure(f"the {name} server (PID {srv.pid}) died:\n{srv.output()[-2000:]}")
-        return srv
 
     # --- points -----------------------------------------------------------------------------
 
@@ -284,7 +219,7 @@ class Run:
 
     def redis_point(self, name: str, c: int) -> None:
         """A probe sizes -n to about the point's duration, then the measured run."""
-        srv, raw, tag = self.alive(name), self.out / "raw", f"{name}-c{c}"
+        srv, raw, tag = self.servers.alive(name), self.out / "raw", f"{name}-c{c}"
         base = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(srv.port), "-t", "set", "-d", "100",
                 "-r", "100000", "-c", str(c), "-P", "1"]
         probe = max(self.a.probe_per_conn * c, self.a.probe_min)
@@ -299,7 +234,7 @@ class Run:
         k0, before = resources.pid_ticks(srv.pid), self.snapshot()
         rc, real, user, sys_ = self.client(base + ["-n", str(n), "--csv"], raw / f"{tag}.csv", raw / f"{tag}.err")
         k1, after = resources.pid_ticks(srv.pid), self.snapshot()
-        self.alive(name)
+        self.servers.alive(name)
         if rc:
             raise Failure(f"redis-benchmark against {name} (c={c}) failed (exit {rc}): "
                           f"{(raw / f'{tag}.err').read_text()[-500:]}")
@@ -313,7 +248,7 @@ class Run:
         log(f"{tag}: {redis_set_rps(raw / f'{tag}.csv')} SET/s (n={n})")
 
     def ours_point(self, part: str, name: str, config: str, c: int, rep: int, flags: list[str]) -> None:
-        srv, raw = self.alive(name), self.out / "raw"
+        srv, raw = self.servers.alive(name), self.out / "raw"
         t, k = split_conns(c, self.a.client_threads)
         tag = f"{name}-c{c}" + (f"-r{rep}" if part == "get" else "")
         cmd = [self.client_bin, "-s", "127.0.0.1", "-p", srv.port, "--threads", t,
@@ -327,7 +262,7 @@ class Run:
         rc = self.client(cmd, raw / f"{tag}.txt")[0]
         after = self.snapshot()
         extra = {"perf": perf.finish()} if perf else {}
-        self.alive(name)
+        self.servers.alive(name)
         stats(srv, raw / f"{tag}.stats1.json")
         if rc:
             raise Failure(f"bench_client against {name} (c={c}) failed (exit {rc}): "
@@ -435,7 +370,7 @@ def measure(a, run: Run) -> None:
         info = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(run.servers[s].port), "info",
                                "persistence"], capture_output=True, text=True)
         (run.out / "raw" / f"{s}-persistence.txt").write_text(info.stdout + info.stderr)
-    run.stop("redis-always", "redis-everysec", "through", "behind", "none")
+    run.servers.stop("redis-always", "redis-everysec", "through", "behind", "none")
     for d in ("redis-always", "redis-everysec", "through", "behind"):
         shutil.rmtree(run.work / d, ignore_errors=True)
     # 2. GET hit with and without a store (write-through, the default), interleaved, medians of 3.
@@ -444,52 +379,35 @@ def measure(a, run: Run) -> None:
     for rep in (1, 2, 3):
         run.ours_point("get", "get-none", "none", GET_CONNS, rep, GET_FLAGS)
         run.ours_point("get", "get-rocksdb", "rocksdb", GET_CONNS, rep, GET_FLAGS)
-    run.stop("get-none", "get-rocksdb")
+    run.servers.stop("get-none", "get-rocksdb")
+
+
+def run_all(a) -> Path:
+    """Checks, then the whole run in a scratch directory under --data-dir (removed however the
+    run ends); the results directory."""
+    server_bin, client_bin = binaries(a)
+    redis_version = check_tools(a)
+    with bench.scratch_dir(a.data_dir, "bench_store.") as (work, fs):
+        out = bench.results_dir(a.out, ROOT / "results" / f"store-{time.strftime('%Y%m%d-%H%M%S')}")
+        run = Run(a, server_bin, client_bin, out, work)
+        est = len(a.conn_list) * (5 * a.duration + 3 * a.warmup + 2 * 0.3 * a.duration + 3) + \
+            6 * (a.duration + a.warmup + 1) + 10
+        log(f"bench_store: {a.duration:g}s per point, conns {' '.join(map(str, a.conn_list))}, GET at "
+            f"{GET_CONNS}; about {est:.0f}s; results in {out}")
+        log(f"data in {work} (filesystem {fs}, device {run.disk or 'unknown'}); servers on CPU "
+            f"{a.server_cpu}, clients on CPU {a.client_cpu}")
+        (out / "commands.txt").write_text("")
+        write_meta(a, run, fs, redis_version)
+        try:
+            measure(a, run)
+        finally:
+            procs.stop_all()
+    return out
 
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    procs.stop_all_at_exit()
-    try:
-        server_bin, client_bin = binaries(a)
-        redis_version = check_tools(a)
-        data_parent = Path(a.data_dir)
-        if not (data_parent.is_dir() and os.access(data_parent, os.W_OK)):
-            raise Failure(f"--data-dir {data_parent} is not a writable directory")
-        out = Path(a.out or ROOT / "results" / f"store-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
-        (out / "raw").mkdir(parents=True, exist_ok=True)
-        if (out / "points.jsonl").exists():
-            raise Failure(f"{out} already holds a run (points.jsonl); pick another --out")
-        with tempfile.TemporaryDirectory(prefix="bench_store.", dir=data_parent) as work:
-            fs = filesystem(Path(work))
-            if fs in ("tmpfs", "ramfs"):
-                raise Failure(f"--data-dir {data_parent} is on {fs}: fsync costs nothing there; "
-                              "use a directory on a disk")
-            run = Run(a, server_bin, client_bin, out, Path(work))
-            est = len(a.conn_list) * (5 * a.duration + 3 * a.warmup + 2 * 0.3 * a.duration + 3) + \
-                6 * (a.duration + a.warmup + 1) + 10
-            log(f"bench_store: {a.duration:g}s per point, conns {' '.join(map(str, a.conn_list))}, GET at "
-                f"{GET_CONNS}; about {est:.0f}s; results in {out}")
-            log(f"data in {work} (filesystem {fs}, device {run.disk or 'unknown'}); servers on CPU "
-                f"{a.server_cpu}, clients on CPU {a.client_cpu}")
-            (out / "commands.txt").write_text("")
-            write_meta(a, run, fs, redis_version)
-            try:
-                measure(a, run)
-            finally:
-                procs.stop_all()
-        shutil.copy("/proc/loadavg", out / "loadavg_end.txt")
-    except HarnessError as e:
-        print(f"{NAME}: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    rc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_store_report.py"), str(out)]).returncode
-    if rc:
-        print(f"{NAME}: the report failed (raw files are in {out})", file=sys.stderr)
-        return 1
-    log(f"summary: {out}/summary.md")
-    return 0
+    return bench.finish(NAME, lambda: run_all(a), ROOT / "scripts" / "bench_store_report.py")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ the things it measures (issue 31). Stdlib only.
 - resources: CPU ticks from /proc/PID/stat, disk %util from /proc/diskstats, over a with-block
 - metadata:  the run's machine, tool versions and git revision
 - tables:    Markdown tables and the numbers in them
+- bench:     what the benchmark scripts share around their measurements: one-line usage
+             errors, --duration/--conns/SERVER_CPU checks, the scratch and results
+             directories, the servers of a run, the exit status and the report
 
 Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
 """

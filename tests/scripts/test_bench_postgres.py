@@ -1,8 +1,8 @@
-"""scripts/bench_postgres.sh (and scripts/bench_postgres_report.py) end to end in --quick mode,
+"""scripts/bench_postgres.py (and scripts/bench_postgres_report.py) end to end in --quick mode,
 and the report's arithmetic from known inputs.
 
 The end-to-end run (0.5 s points at 1 and 4 connections, 2,000 keys, about 30 s) starts a
-throwaway PostgreSQL (tests/support/pg_cluster.py) and the built cache_server/bench_client, and
+throwaway PostgreSQL (scripts/harness/postgres.py) and the built cache_server/bench_client, and
 must leave summary.md with every row, numbers that parse and are positive, the ratios computed
 from the table's own numbers, the GET-hit line, the cold read of every key, the targets, the disk
 named, and must stop every process it started. Performance is not checked. PostgreSQL missing is
@@ -24,7 +24,7 @@ from bench_checks import build_missing, load_script, printed_summary, quick_run,
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_postgres.sh"
+SCRIPT = ROOT / "scripts" / "bench_postgres.py"
 HELPER = ROOT / "scripts" / "bench_postgres_report.py"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
@@ -214,7 +214,7 @@ def test_detail_raw_files_commands_and_cleanup(run):
         assert (out / pt["raw"]).exists()
         assert pt["disk"] and pt["diskstats_before"].split()[2] == pt["disk"]
     commands = (out / "commands.txt").read_text()
-    assert "taskset -c 0 python3 scripts/bench_postgres_report.py pg-start" in commands
+    assert "harness.postgres.pinned_cluster(cpu=0, max_connections=" in commands
     assert '--store postgres:"$PG"' in commands and "--write-mode through" in commands
     assert "--store rocksdb:$DATA/rocksdb/db" in commands
     assert re.search(r"taskset -c 1 pgbench .* -c 4 -j 4 -T 1 -M prepared", commands)
@@ -229,7 +229,8 @@ def test_detail_raw_files_commands_and_cleanup(run):
 
 
 def test_help_and_bad_usage():
-    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
+                       timeout=10)
     assert h.returncode == 0
     for flag in ("--duration S", "--conns", "--repeat N", "--out DIR", "--quick", "--keys N"):
         assert flag in h.stdout, flag
@@ -237,7 +238,8 @@ def test_help_and_bad_usage():
                       (["--repeat", "0"], "--repeat"), (["--conns", "4 4"], "repeats"),
                       (["--frobnicate"], "unknown argument"), (["--out"], "needs a value"),
                       (["--keys=5"], "--keys")):
-        p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+        p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                           timeout=10)
         assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
 
 
