@@ -9,6 +9,10 @@ the things it measures (issue 31). Stdlib only.
 - resources: CPU ticks from /proc/PID/stat, disk %util from /proc/diskstats, over a with-block
 - metadata:  the run's machine, tool versions and git revision
 - tables:    Markdown tables and the numbers in them
+- report:    what the benchmark report scripts share (DIR [--quiet], cells, the targets)
+- benchrun:  what a benchmark script's run shares: argparse with one-line usage errors,
+             checks before it starts, its scratch and results directories, commands.txt,
+             servers by name, pinned load generators with their CPU time
 
 Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
 """

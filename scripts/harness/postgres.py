@@ -242,11 +242,12 @@ class PgCluster:
 
 
 @contextlib.contextmanager
-def pinned_cluster(cpu=None, max_connections=100, settings=None):
+def pinned_cluster(cpu=None, max_connections=100, settings=None, directory=None):
     """A benchmark's cluster: PgCluster with `max_connections`, 256MB of shared buffers and extra
-    `settings`, its postmaster pinned to `cpu` (backends started later inherit the affinity).
-    Yields the cluster, with .postmaster_pid set; removed when the block ends."""
-    cluster = PgCluster(settings={"max_connections": max_connections, "shared_buffers": "256MB",
+    `settings`, its postmaster pinned to `cpu` (backends started later inherit the affinity), in
+    `directory` (default a fresh temporary one). Yields the cluster, with .postmaster_pid set;
+    removed when the block ends."""
+    cluster = PgCluster(directory, settings={"max_connections": max_connections, "shared_buffers": "256MB",
                                   **(settings or {})})
     try:
         cluster.start()

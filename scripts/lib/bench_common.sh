@@ -1,5 +1,5 @@
-# bench_common.sh — shell helpers the benchmark scripts share (bench_postgres.sh,
-# compare_redis_boards.sh): usage from the script's header comment, errors with the script's name
+# bench_common.sh — shell helpers the benchmark scripts share (bench_postgres.sh, the others
+# until Python): usage from the script's header comment, errors with the script's name
 # and exit codes (1 failure, 2 bad usage), stopping processes by PID, CPU ticks from /proc, free
 # ports, splitting connections over client threads, asking a binary's --help for a flag, and
 # starting cache_server and redis-server.
