@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """compare_redis_boards_report.py — summary.md and summary.json of a
-scripts/compare_redis_boards.sh run, and the Redis preload files that script feeds redis-cli.
+scripts/compare_redis_boards.py run, and the Redis preload files that script feeds redis-cli.
 
 Usage: python3 scripts/compare_redis_boards_report.py DIR [--quiet]
        python3 scripts/compare_redis_boards_report.py resp MEMBERS SAME.resp PADDED.resp
@@ -21,7 +21,7 @@ Figures:
                  window), wrk's Requests/sec. Medians of the repeats.
   srv CPU%       Δ utime+stime of the server process (/proc/PID/stat) over the load generator's
                  wall time; 100 = one core
-  client CPU%    the load generator's user+sys over its real time (bash `time`)
+  client CPU%    the load generator's user+sys over its real time (raw/TAG.time)
   bound          the side at >= BOUND_PCT % of its core: "client", "server", "both", or
                  "neither" (the round trips)
   RSS/member     Δ VmRSS (/proc/PID/status) from before the preload to SETTLE s after the last
@@ -92,7 +92,8 @@ def write_resp(members, same_path, padded_path):
 # --- arithmetic ---------------------------------------------------------------------------------
 
 def time_cpu(path):
-    """bash `time` with TIMEFORMAT='%3R %3U %3S': (real, user+sys) or (None, None)."""
+    """A TAG.time file, "REAL USER SYS" seconds (bash time's %3R %3U %3S): (real, user+sys) or
+    (None, None)."""
     try:
         r, u, s = Path(path).read_text().split()[-3:]
         return float(r), float(u) + float(s)

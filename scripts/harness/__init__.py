@@ -12,6 +12,10 @@ the things it measures (issue 31). Stdlib only.
 - bench:     what the benchmark scripts share around their measurements: one-line usage
              errors, --duration/--conns/SERVER_CPU checks, the scratch and results
              directories, the servers of a run, the exit status and the report
+- report:    what the benchmark report scripts share (DIR [--quiet], cells, the targets)
+- benchrun:  what a benchmark script's run shares: argparse with one-line usage errors,
+             checks before it starts, its scratch and results directories, commands.txt,
+             servers by name, pinned load generators with their CPU time
 
 Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
 """

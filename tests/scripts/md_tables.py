@@ -1,5 +1,5 @@
 """Reading the Markdown tables the benchmark scripts print (bench_store.py, bench_postgres.py,
-compare_redis_boards.sh), for their tests: a table by the start of its header, and a cell as a
+compare_redis_boards.py), for their tests: a table by the start of its header, and a cell as a
 number."""
 import re
 

@@ -1,7 +1,7 @@
-"""scripts/bench_board_source.sh end to end in --quick mode, and its usage errors.
+"""scripts/bench_board_source.py end to end in --quick mode, and its usage errors.
 
 The end-to-end run (2,000 members, 1 s points, one round, about 20 s) starts a real PostgreSQL
-(tests/support/pg_cluster.py) and the built cache_server/bench_client, and must leave summary.md
+(scripts/harness/postgres.py) and the built cache_server/bench_client, and must leave summary.md
 with a row per read, connection count and --board-source (8), the ratios computed from the
 table's own numbers, the rebuild times (the server's own "boards rebuilt" lines), summary.json,
 commands.txt, and must stop every process it started. Performance is not checked. PostgreSQL
@@ -21,7 +21,7 @@ from bench_checks import build_missing, printed_summary, quick_run
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_board_source.sh"
+SCRIPT = ROOT / "scripts" / "bench_board_source.py"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
 CLIENT = BUILD / "client" / "bench_client"
@@ -55,7 +55,7 @@ def our_processes(out):
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        # The temporary directory is mktemp's bench_board_source.XXXXXX.
+        # The temporary directory is bench_board_source.XXXXXX (harness.benchrun.scratch_dir).
         if (re.search(rb"/bench_board_source\.[A-Za-z0-9]{6}", cmd)
                 or any(b"-p " + p + b" " in cmd for p in ports)):
             pids.append(int(d.name))
@@ -131,7 +131,8 @@ def test_commands_and_processes(run):
 
 
 def test_help():
-    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
+                       timeout=10)
     assert h.returncode == 0
     for flag in ("--members N", "--conns N", "--duration S", "--repeat N", "--out DIR", "--quick",
                  "--build DIR", "Exit status"):
@@ -148,7 +149,8 @@ def test_help():
     (["--out"], "needs a value"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, msg):
-    p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+    p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                       timeout=10)
     assert p.returncode == 2, (args, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("bench_board_source: ")

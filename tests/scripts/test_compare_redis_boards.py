@@ -1,4 +1,4 @@
-"""scripts/compare_redis_boards.sh (and scripts/compare_redis_boards_report.py) end to end in
+"""scripts/compare_redis_boards.py (and scripts/compare_redis_boards_report.py) end to end in
 --quick mode, its usage errors, and the report's arithmetic from known inputs.
 
 The end-to-end run (2,000 members, 0.5 s points, one round, about 10 s) starts real redis-server
@@ -24,7 +24,7 @@ from bench_checks import build_missing, load_script, printed_summary, quick_run,
 from md_tables import number, table
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "compare_redis_boards.sh"
+SCRIPT = ROOT / "scripts" / "compare_redis_boards.py"
 HELPER = ROOT / "scripts" / "compare_redis_boards_report.py"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
@@ -149,7 +149,8 @@ def test_summary_json_memory_and_raw_files(run):
 # --- usage ----------------------------------------------------------------------------------------
 
 def test_help():
-    h = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
+    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True,
+                       text=True, timeout=10)
     assert h.returncode == 0
     for flag in ("--members N", "--conns N", "--duration S", "--repeat N", "--out DIR", "--quick",
                  "--build DIR", "Exit status"):
@@ -168,7 +169,8 @@ def test_help():
     (["--board-maxmem", "lots"], "--board-maxmem"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, msg):
-    p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
+    p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
+                       text=True, timeout=10)
     assert p.returncode == 2, (args, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("compare_redis_boards: ")
