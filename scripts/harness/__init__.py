@@ -9,6 +9,7 @@ the things it measures (issue 31). Stdlib only.
 - resources: CPU ticks from /proc/PID/stat, disk %util from /proc/diskstats, over a with-block
 - metadata:  the run's machine, tool versions and git revision
 - tables:    Markdown tables and the numbers in them
+- cli:       a script's argparse parser: one-line usage errors (exit 2), option types, env defaults
 
 Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
 """
