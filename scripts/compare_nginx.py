@@ -28,7 +28,6 @@ import json
 import os
 import re
 import resource
-import shlex
 import shutil
 import subprocess
 import sys
@@ -82,7 +81,12 @@ def parse_args(argv: list[str]):
                    default=env("NGINX_PORT", "18181"),
                    help="nginx's port on 127.0.0.1 (env NGINX_PORT, default 18181; 0: a free one)")
     cli.add_server_options(p, "both servers", "wrk")
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    a.flag_list = a.cache_server_flags.split()
+    if any(f in ("-s", "--host", "-p", "--port") or f.startswith(("--host=", "--port="))
+           for f in a.flag_list):
+        p.error("--cache-server-flags must not set the address: everything listens on 127.0.0.1")
+    return a
 
 
 # --- one wrk run -------------------------------------------------------------------------------
@@ -212,7 +216,7 @@ def http(method: str, url: str, body: bytes | None = None) -> tuple[int, bytes]:
 
 def cache_server(a, work: Path) -> procs.CacheServer:
     """cache_server -t 1 with the extra flags (not started: a with-block starts and stops it)."""
-    flags = ["-t", "1", *shlex.split(a.cache_server_flags)]
+    flags = ["-t", "1", *a.flag_list]
     return procs.CacheServer(a.cache_server, flags, cpu=a.server_cpu,
                              log_path=work / "cache_server.log", new_session=False)
 
