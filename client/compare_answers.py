@@ -4,7 +4,7 @@
 Cases (server on CPU 0, every client on CPU 1, one client thread):
   board  cache_server -t 1, GET /board/b0/top?n=100 of a 100,000-member board, 50 connections
   big    cache_server -t 1, GET of one 100 KiB value, 16 connections
-  nginx  nginx (1 worker, scripts/lib/nginx.sh's config), GET /bench (100 bytes), 1 connection
+  nginx  nginx (1 worker, scripts/harness/peers.py's config), GET /bench (100 bytes), 1 connection
 For each case the server is started once and preloaded; then RUNS rounds run wrk, the new
 bench_client and the old one back to back against the same server, the order rotating each round.
 Every client run (and the preload) holds /tmp/bench.lock (flock(2), as flock(1) takes it), so it
@@ -25,11 +25,16 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from harness import peers  # noqa: E402
+from harness.procs import CacheServer  # noqa: E402
+
 LOCK = "/tmp/bench.lock"
 SERVER_CPU, CLIENT_CPU = "0", "1"
 BIG_KEY = "k00qedr5Zv46Y78Z"  # key 0 of --key-size 16 (KeySpace::write_key)
@@ -89,26 +94,18 @@ def bench_run(binary, port, args, duration, server_pid, json_path):
             "server_cpu_pct": p["server_cpu_pct"], "verified": p.get("verified")}
 
 
-def start_cache_server(binary):
-    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, binary, "-t", "1", "-p", "0",
-                             "-m", "1G"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    for _ in range(100):
-        m = re.search(r"listening on [\d.]+:(\d+)", proc.stdout.readline())
-        if m:
-            return proc, int(m.group(1))
-    proc.kill()
-    raise RuntimeError("cache_server did not start")
-
-
-def start_nginx(work):
-    """nginx as scripts/lib/nginx.sh starts it (sourced, not changed): (pid of the worker, port)."""
-    port = 18000 + os.getpid() % 1000
-    script = (f"source {ROOT}/scripts/lib/nginx.sh; nginx_start {work} {port} {SERVER_CPU} "
-              f">/dev/null 2>&1 && echo $NGINX_PID $(nginx_worker_pid)")
-    master, worker = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                                    check=True).stdout.split()
-    return int(master), int(worker), port
+def start_server(name, a, work):
+    """The case's server from the harness, pinned to the server CPU and ready: cache_server -t 1
+    -m 1G, or nginx (1 worker, harness.peers.Nginx). (server, PID whose CPU is measured, port)."""
+    if name == "nginx":
+        nginx = peers.Nginx(Path(work) / "nginx", cpu=SERVER_CPU).start()
+        worker = nginx.worker_pid()
+        if worker is None:
+            nginx.stop()
+            raise RuntimeError("no nginx worker process found")
+        return nginx, worker, nginx.port
+    srv = CacheServer(a.server, ["-t", "1", "-m", "1G"], cpu=SERVER_CPU).start()
+    return srv, srv.pid, srv.port
 
 
 CASES = {
@@ -131,14 +128,8 @@ CASES = {
 
 def run_case(name, a, work):
     case = CASES[name]
-    nginx = None
-    if name == "nginx":
-        master, server_pid, port = start_nginx(work)
-        nginx = master
-    else:
-        server, port = start_cache_server(a.server)
-        server_pid = server.pid
-    try:
+    server, server_pid, port = start_server(name, a, work)
+    with server:
         if "preload" in case:
             with bench_lock():
                 subprocess.run([a.new, "-p", str(port), "--threads", "1", "--quiet",
@@ -163,12 +154,6 @@ def run_case(name, a, work):
                       f"server {res['server_cpu_pct']:5.1f}%", flush=True)
                 runs.append(res)
         return runs
-    finally:
-        if nginx is not None:
-            subprocess.run(["kill", "-QUIT", str(nginx)])
-        else:
-            server.terminate()
-            server.wait()
 
 
 def summarize(runs):

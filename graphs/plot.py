@@ -10,7 +10,7 @@ server configuration and becomes one line in every figure. It writes, next to th
   throughput_vs_p95       the "hockey stick": throughput against p95
   latency_spectrum        p50..p99.9 at each configuration's saturation point (log scale)
   cpu_vs_threads          server CPU % (solid) and client CPU % (dashed) against client threads
-  nginx_vs_connections    only when nginx.json (scripts/compare_nginx.sh --json) is there: req/s
+  nginx_vs_connections    only when nginx.json (scripts/compare_nginx.py --json) is there: req/s
                           of cache_server and nginx against wrk connections, one line per server
                           and pipeline depth (depth 1 solid, deeper dashed)
   miss_ratio_curves       only when miss_ratio_curves.json (traces/crosscheck.py --curves --json)

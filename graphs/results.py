@@ -10,7 +10,7 @@ top-level "pipeline" (bench_client --pipeline N), else meta["pipeline"], else 1:
 series' latency is per request with up to N outstanding per connection, so it is not
 comparable with depth 1 on latency. Each point also gets get_rps = gets / duration_s.
 
-Also loads nginx.json (scripts/compare_nginx.sh --json): cache_server beside nginx under wrk,
+Also loads nginx.json (scripts/compare_nginx.py --json): cache_server beside nginx under wrk,
 per pipeline depth and connection count, and the peak of each server (load_nginx).
 """
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _looks_like_result(path: Path) -> bool:
     return isinstance(doc, dict) and "points" in doc
 
 
-# --- nginx.json (scripts/compare_nginx.sh --json) ----------------------------------------------
+# --- nginx.json (scripts/compare_nginx.py --json) ----------------------------------------------
 NGINX_SERVERS = ("cache_server", "nginx")
 
 
@@ -239,7 +239,7 @@ def usable(m: dict) -> bool:
 def load_nginx(path: Path) -> NginxComparison:
     doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("measurements"), list):
-        raise ResultError(f"{path}: expected an object with a \"measurements\" list (compare_nginx.sh --json)")
+        raise ResultError(f"{path}: expected an object with a \"measurements\" list (compare_nginx.py --json)")
     grid: dict[int, dict[int, dict[str, dict | None]]] = {}
     for i, m in enumerate(doc["measurements"]):
         where = f"{path}: measurement {i}"

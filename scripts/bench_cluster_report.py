@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench_cluster_report.py — summary.json and summary.md (also printed) of a
-scripts/bench_cluster.sh run: the balance of keys and requests over the nodes, and the cost of
-the nginx front per connection count (medians over the rounds). It was the script's embedded
-Python; the output is unchanged.
+scripts/bench_cluster.py run: the balance of keys and requests over the nodes, and the cost of
+the nginx front per connection count (medians over the rounds). bench_cluster.py calls write();
+the command line re-renders a run directory.
 
 Usage: python3 scripts/bench_cluster_report.py OUT CLK_TCK DURATION ROUNDS
 OUT holds raw/balance-stats.txt ("node I ADDR STATS-JSON" lines), raw/balance-zipf.json,
@@ -102,18 +102,22 @@ def render(summary: dict, keys_ratio: float, req_ratio: float, rounds: int, dura
     return "\n".join(md)
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 5:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    out, clk_tck, duration, rounds = Path(argv[1]), int(argv[2]), float(argv[3]), int(argv[4])
+def write(out: Path, clk_tck: int, duration: float, rounds: int) -> str:
+    """Writes OUT/summary.json and OUT/summary.md; returns the Markdown."""
     raw = out / "raw"
     bal, keys_ratio, req_ratio = balance(raw)
     summary = {"balance": bal, "front_cost": front_cost(raw, rounds, clk_tck)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     md = render(summary, keys_ratio, req_ratio, rounds, duration)
     (out / "summary.md").write_text(md)
-    print(md)
+    return md
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 5:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    print(write(Path(argv[1]), int(argv[2]), float(argv[3]), int(argv[4])))
     return 0
 
 

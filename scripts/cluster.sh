@@ -30,9 +30,13 @@
 # build/cluster; set it to run several clusters at once. Exit codes: 0 ok, 1 failure, 2 usage.
 set -Eeuo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BENCH_NAME="cluster.sh"
-# shellcheck source=lib/bench_common.sh
-source "$ROOT/scripts/lib/bench_common.sh"
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+bad_usage() { echo "cluster.sh: $* (see --help)" >&2; exit 2; }
+is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
+echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
+harness() { PYTHONPATH="$ROOT/scripts" python3 -m harness "$@"; }  # scripts/harness/__main__.py
+free_port() { harness free-port; }
 
 DIR="${CLUSTER_DIR:-$ROOT/build/cluster}"
 STATE="$DIR/state"
@@ -113,26 +117,22 @@ cmd_reset() {
 
 # start_node I LISTEN_HOST NETNS: starts node I; prints "HOST:PORT PID" once it listens.
 start_node() {
-  local i="$1" host="$2" ns="$3" log="$DIR/node$i.log" pid port="" cmd
+  local i="$1" host="$2" ns="$3" log="$DIR/node$i.log" pid addr="" cmd
   cmd=("$CACHE_SERVER" "${SERVER_FLAGS[@]}" --served-by on -s "$host" -p 0)
   [ -n "$STORE_DIR" ] && cmd+=(--store "rocksdb:$STORE_DIR/node$i")
   [ -n "$ns" ] && cmd=(ip netns exec "$ns" "${cmd[@]}")
   : > "$log"
   "${cmd[@]}" < /dev/null > "$log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 $(( START_WAIT_S * 10 ))); do
-    port="$(sed -n 's/^listening on [0-9.]*:\([0-9]*\)$/\1/p' "$log")"
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  if [ -z "$port" ]; then
+  # The harness reads the node's listening line (HOST:PORT) from its log.
+  addr="$(harness listening "$log" "$pid" "$START_WAIT_S")" || addr=""
+  if [ -z "$addr" ]; then
     tail -5 "$log" >&2
     stop_pid_quiet "$pid"
     echo "cluster.sh: node $i did not start: $(echo_cmd "${cmd[@]}")" >&2
     return 1
   fi
-  echo "$host:$port $pid"
+  echo "$host:${addr##*:} $pid"
 }
 
 # write_servers STATE_FILE: the front's server lines for every node in the ring (not removed).

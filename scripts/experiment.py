@@ -6,7 +6,7 @@ waits until it prints its listening line, runs the bench_client sweep pinned to 
 (with --server-pid, so the server's CPU is sampled), and stops the server. Each variant also gets
 one pipelined configuration at -t 1 (bench_client --pipeline N, N = --pipeline-depth, default 16;
 skipped with a note when bench_client has no --pipeline). Then, when nginx and wrk are installed,
-scripts/compare_nginx.sh measures cache_server beside nginx with wrk at pipeline depth 1 and N
+scripts/compare_nginx.py measures cache_server beside nginx with wrk at pipeline depth 1 and N
 (nginx.json). Results go to results/<timestamp>/ (one JSON per configuration; results/latest
 points at the newest run), followed by the figures (graphs/plot.py) and REPORT.md
 (scripts/report.py).
@@ -45,7 +45,7 @@ from harness.procs import CacheServer, free_port  # noqa: E402
 SERVER_STOP_TIMEOUT_S = 5
 POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
 DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
-COMPARE_NGINX = ROOT / "scripts" / "compare_nginx.sh"
+COMPARE_NGINX = ROOT / "scripts" / "compare_nginx.py"
 NGINX_POINT_OVERHEAD_S = 0.3  # wrk start-up and connect per point: for the time estimate only
 NGINX_STOP_TIMEOUT_S = 10
 
@@ -90,7 +90,7 @@ def parse_args(argv: list[str]):
                    help="one extra configuration per variant at -t 1 whose sweep runs bench_client "
                         "--pipeline N, and the nginx comparison's second depth (default 16; 0 disables)")
     p.add_argument("--no-nginx", action="store_true",
-                   help="skip the cache_server vs nginx comparison (scripts/compare_nginx.sh)")
+                   help="skip the cache_server vs nginx comparison (scripts/compare_nginx.py)")
     p.add_argument("--nginx-connections", default="1,2,4,8,16,32",
                    help="wrk connection counts of the nginx comparison (default 1,2,4,8,16,32)")
     p.add_argument("--nginx-duration", type=int, default=None, metavar="SECONDS",
@@ -231,25 +231,26 @@ def nginx_plan(args) -> tuple[str | None, list[float]]:
                 "(bash scripts/setup.sh --peers installs them)"), []
     depths = nginx_depths(args)
     n = 2 * len(depths) * len(args.nginx_connection_list)  # cache_server and nginx per row
-    warmups_s = 2 * len(depths) * 1  # compare_nginx.sh's WARMUP=1 per server and depth
+    warmups_s = 2 * len(depths) * 1  # compare_nginx.py's --warmup 1 per server and depth
     return None, [args.nginx_duration + NGINX_POINT_OVERHEAD_S + warmups_s / n] * n
 
 
 def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool]:
-    """scripts/compare_nginx.sh into out/nginx.json. Returns (outcome, interrupted); the outcome
-    is "ok", or a one-line reason it failed. compare_nginx.sh runs in its own session; on Ctrl-C
-    its whole process group (wrk, cache_server, nginx) gets SIGINT, then SIGKILL if still there."""
+    """scripts/compare_nginx.py into out/nginx.json. Returns (outcome, interrupted); the outcome
+    is "ok", or a one-line reason it failed. compare_nginx.py runs in its own session, with its
+    cache_server and nginx in its process group; on Ctrl-C that whole group (wrk, cache_server,
+    nginx) gets SIGINT, then SIGKILL if still there."""
     depths = nginx_depths(args)
-    env = {**os.environ, "CACHE_SERVER": args.server_bin, "CACHE_SERVER_FLAGS": "",
-           "DURATION": str(args.nginx_duration), "WARMUP": "1",
-           "CONNS": " ".join(map(str, args.nginx_connection_list)),
-           "PIPELINE": " ".join(map(str, depths)), "NGINX_PORT": str(free_port()),
-           "SERVER_CPU": args.server_cpus, "CLIENT_CPU": args.client_cpus}
+    argv = [sys.executable, str(COMPARE_NGINX), "--json", str(out / "nginx.json"),
+            "--cache-server", args.server_bin, "--cache-server-flags", "",
+            "--duration", str(args.nginx_duration), "--warmup", "1",
+            "--conns", " ".join(map(str, args.nginx_connection_list)),
+            "--pipeline", " ".join(map(str, depths)), "--nginx-port", str(free_port()),
+            "--server-cpu", args.server_cpus, "--client-cpu", args.client_cpus]
     err_path = out / "nginx.stderr"
     label = "nginx comparison"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen(["bash", str(COMPARE_NGINX), "--json", str(out / "nginx.json")],
-                                env=env, stdout=subprocess.PIPE, stderr=err, text=True,
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True,
                                 start_new_session=True)
         try:
             progress.show(label, "starting cache_server and nginx")
@@ -284,8 +285,8 @@ def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool
     if rc != 0:
         print(file=sys.stderr)
         last = text.splitlines()[-1] if text else "no message"
-        log(f"compare_nginx.sh exited {rc}: {last} (all of it: {err_path.name})")
-        return f"failed: compare_nginx.sh exited {rc}: {last}", False
+        log(f"compare_nginx.py exited {rc}: {last} (all of it: {err_path.name})")
+        return f"failed: compare_nginx.py exited {rc}: {last}", False
     return "ok", False
 
 

@@ -56,7 +56,7 @@ if [ "${studies[0]}" = crank ]; then
     target=0
     for a in "${crank_args[@]}"; do [ "$a" = "--" ] && break; case "$a" in --target|--target=*) target=1 ;; esac; done
     if [ "$target" = 0 ]; then
-      bash scripts/profile_server.sh "$run_dir/profile" > /dev/null \
+      python scripts/profile_server.py "$run_dir/profile" > /dev/null \
         || echo "experiment: the server profile failed; REPORT.md goes without it" >&2
       python scripts/studies/crank.py --out "$run_dir/crank" --run "$run_dir" "${form[@]}" \
         || { echo "scripts/studies/crank.py failed (see its output)" > "$run_dir/crank/FAILED"; status=1; }

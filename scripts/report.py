@@ -5,8 +5,8 @@ usage: python scripts/report.py RESULTS_DIR
 
 Reads the bench_client JSON files (one per server configuration), run.json (written by
 scripts/experiment.py: machine, pinning, git revision, server flags) and, when present,
-nginx.json (scripts/compare_nginx.sh --json), MICROBENCH.md, profile/PROFILE.md
-(scripts/profile_server.sh), peers.json and miss_ratio_curves.json (traces/crosscheck.py
+nginx.json (scripts/compare_nginx.py --json), MICROBENCH.md, profile/PROFILE.md
+(scripts/profile_server.py), peers.json and miss_ratio_curves.json (traces/crosscheck.py
 --curves: hit ratio against cache size, ours beside libCacheSim). Embeds the figures
 graphs/plot.py wrote into the same directory.
 Every number in the report is copied (or reduced by median) from those files; nothing is
@@ -309,7 +309,7 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
     srv = ", ".join(f"{k} {stats[k]}" for k in ("variant", "lock", "value_path", "dispatch", "threads") if k in stats)
     lines = ["## cache_server vs nginx", "",
              f"{doc.get('description', '')}; {fmt(doc.get('duration_s'))} s per point after a "
-             f"{fmt(doc.get('warmup_s'))} s warm-up per server and depth (`scripts/compare_nginx.sh`, "
+             f"{fmt(doc.get('warmup_s'))} s warm-up per server and depth (`scripts/compare_nginx.py`, "
              f"{doc.get('wrk', 'wrk')}; {doc.get('nginx', 'nginx')}).",
              f"cache_server: {srv or 'variant not reported'}"
              + (f", extra flags `{cs['extra_flags']}`" if cs.get("extra_flags") else "") + ". "

@@ -16,6 +16,7 @@ the things it measures (issue 31). Stdlib only.
 - benchrun:  what a benchmark script's run shares: argparse with one-line usage errors,
              checks before it starts, its scratch and results directories, commands.txt,
              servers by name, pinned load generators with their CPU time
+- cli:       a script's argparse parser: one-line usage errors (exit 2), option types, env defaults
 
 Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
 """

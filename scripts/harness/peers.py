@@ -111,8 +111,8 @@ http {{
 
 
 class Nginx(_PortServer):
-    """nginx, one worker, serving BODY100 at /bench (scripts/lib/nginx.sh's configuration); ready
-    once /bench answers it. Stopped gracefully (SIGQUIT)."""
+    """nginx, one worker, serving BODY100 at /bench;
+    ready once /bench answers it. Stopped gracefully (SIGQUIT)."""
 
     def __init__(self, directory: Path, cpu=None, **kw):
         require("nginx", "nginx-light")

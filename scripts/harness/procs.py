@@ -52,6 +52,39 @@ def taskset(cpu: int | str | None) -> list[str]:
     return ["taskset", "-c", str(cpu)]
 
 
+def pin_running(pid: int, cpus: set[int]) -> None:
+    """Pins every thread of a running process to `cpus` (taskset -a -p): for processes the
+    harness did not start itself, such as the nodes and the front scripts/cluster.sh starts."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that has just exited
+            os.sched_setaffinity(int(tid), cpus)
+
+
+def listening_in_log(log: Path, pid: int | None = None, timeout_s: float = READY_TIMEOUT_S):
+    """(host, port) of the first listening line in the log file of a process started elsewhere
+    (scripts/cluster.sh starts its nodes in the background): waits up to `timeout_s` while the
+    process `pid` runs; None when it exits or the time is up without the line."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(OSError):
+            for line in Path(log).read_bytes().splitlines():
+                found = parse_listening(line)
+                if found:
+                    return found
+        if time.monotonic() >= deadline or (pid is not None and not _running(pid)):
+            return None
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:][:1] != "Z"
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port free on `host` now (the caller binds it soon; a race is possible, retry on failure)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -3,7 +3,7 @@
 -- responses one by one (Requests/sec is responses per second) and records one latency sample
 -- per batch, from the write to the batch's last response.
 --   wrk -t1 -c8 -d5s -s scripts/lib/wrk_pipeline.lua URL -- DEPTH      (DEPTH default 16)
--- Used by scripts/compare_nginx.sh (PIPELINE=N).
+-- Used by scripts/compare_nginx.py (--pipeline N) and scripts/profile_server.py (--pipelines N).
 
 local batch
 

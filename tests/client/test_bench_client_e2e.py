@@ -7,17 +7,18 @@ BENCH_CLIENT names the client binary.
 import csv
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "scripts"))
+from harness.procs import ListeningServer, ServerError  # noqa: E402
+
 BENCH = os.environ.get("BENCH_CLIENT", "")
 CACHE_SERVER = os.environ.get("CACHE_SERVER", "")
 POINT_FIELDS = ["threads", "requests", "errors", "duration_s", "throughput_rps", "mean_us", "p50_us", "p90_us",
@@ -26,41 +27,26 @@ POINT_FIELDS = ["threads", "requests", "errors", "duration_s", "throughput_rps",
 pytestmark = pytest.mark.skipif(not BENCH or not Path(BENCH).exists(), reason="BENCH_CLIENT not set")
 
 
-class Server:
+class Server(ListeningServer):
+    """A server ready on its listening line (the harness reads it: scripts/harness/procs.py),
+    started at once; stop() wakes a stopped (SIGSTOP) one before terminating it."""
+
+    ready_timeout_s = 15
+
     def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + 15
-        self.port = None
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on [\d.]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                break
-        if self.port is None:
-            self.stop()
-            raise RuntimeError(f"server {argv} did not start")
-        # Keep draining output so the server never blocks on a full pipe.
-        threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()
+        super().__init__(argv, stop_timeout_s=5, new_session=False)
+        try:
+            self.start()
+        except ServerError as e:
+            raise RuntimeError(f"server {argv} did not start") from e
 
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def stop(self):
-        if self.proc.poll() is None:
+    def stop(self, sig=signal.SIGTERM):
+        if self.alive:
             try:
-                os.kill(self.proc.pid, signal.SIGCONT)
+                os.kill(self.pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        return super().stop(sig)
 
 
 def fake_server(*extra):

@@ -14,11 +14,14 @@ import re
 import resource
 import shutil
 import subprocess
-import threading
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from harness.procs import CacheServer  # noqa: E402
 
 BENCH = os.environ.get("BENCH_CLIENT", "")
 CACHE_SERVER = os.environ.get("CACHE_SERVER", "")
@@ -56,28 +59,8 @@ def established_on(port):
 
 @pytest.fixture
 def server():
-    proc = subprocess.Popen([CACHE_SERVER, "-t", "2", "-p", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        port = None
-        deadline = time.monotonic() + 15
-        while port is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-            if m:
-                port = int(m.group(1))
-        assert port, "cache_server did not start"
-        threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with CacheServer(CACHE_SERVER, ["-t", "2"], new_session=False) as srv:
+        yield srv.port
 
 
 @pytest.mark.parametrize("threads,per_thread", [(1, 3000), (2, 1500)])

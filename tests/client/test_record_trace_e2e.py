@@ -5,14 +5,15 @@ from CMake."""
 import json
 import os
 import re
-import signal
 import struct
 import subprocess
-import threading
-import time
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from harness.procs import CacheServer  # noqa: E402
 
 BENCH = os.environ.get("BENCH_CLIENT", "")
 CACHE_SERVER = os.environ.get("CACHE_SERVER", "")
@@ -25,27 +26,8 @@ pytestmark = pytest.mark.skipif(not BENCH or not Path(BENCH).exists() or not CAC
 
 @pytest.fixture
 def port():
-    proc = subprocess.Popen([CACHE_SERVER, "-p", "0", "-t", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    found = None
-    deadline = time.time() + 15
-    while time.time() < deadline and found is None:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"listening on [\d.]+:(\d+)", line)
-        found = int(m.group(1)) if m else None
-    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-    try:
-        assert found, "cache_server did not start"
-        yield found
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with CacheServer(CACHE_SERVER, ["-t", "1"], stop_timeout_s=5, new_session=False) as srv:
+        yield srv.port
 
 
 def bench(*args):

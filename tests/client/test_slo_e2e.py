@@ -10,10 +10,14 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from harness.procs import ListeningServer, ServerError  # noqa: E402
 
 BENCH = os.environ.get("BENCH_CLIENT", "")
 DELAY_SERVER = os.environ.get("DELAY_SERVER", "")
@@ -33,21 +37,19 @@ def pinned(cpu):
 
 @pytest.fixture
 def delay_server():
-    proc = subprocess.Popen(pinned(0) + [DELAY_SERVER, "--service-us", str(SERVICE_US)],
-                            stdout=subprocess.PIPE, text=True)
+    """delay_server pinned to CPU 0, ready on its listening line (read by the harness); its port.
+    It must exit 0 on SIGTERM."""
+    srv = ListeningServer([DELAY_SERVER, "--service-us", str(SERVICE_US)], cpu=0, stderr_apart=True,
+                          stop_timeout_s=5, new_session=False)
     try:
-        line = proc.stdout.readline()
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        assert m, f"delay_server did not start: {line!r}"
-        yield int(m.group(1))
+        srv.start()
+    except ServerError as e:
+        pytest.fail(f"delay_server did not start: {e}")
+    try:
+        yield srv.port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, "delay_server did not exit cleanly on SIGTERM"
+        rc, _, _ = srv.stop()
+    assert rc == 0, "delay_server did not exit cleanly on SIGTERM"
 
 
 def run_slo(port, tmp_path, spec, duration="2s", timeout=120):

@@ -1,4 +1,4 @@
-"""scripts/bench_cluster.sh end to end in --quick mode, and its usage errors.
+"""scripts/bench_cluster.py end to end in --quick mode, and its usage errors.
 
 The quick run (10,000 keys, 1 s points, one round, about 15 s) starts real clusters through
 scripts/cluster.sh (nginx in front) and the built bench_client, and must leave summary.md and
@@ -10,12 +10,13 @@ within 1.10 for any, see docs/cluster.md). Skipped without nginx, the build or a
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_cluster.sh"
+SCRIPT = ROOT / "scripts" / "bench_cluster.py"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 CLIENT = BUILD / "client" / "bench_client"
 
@@ -50,8 +51,8 @@ def test_quick_run_end_to_end(tmp_path):
     before = running("cache_server") | running("nginx")
     out = tmp_path / "out"
     env = dict(os.environ, BUILD=str(BUILD))
-    p = subprocess.run(["bash", str(SCRIPT), "--quick", "--out", str(out)], capture_output=True,
-                       text=True, timeout=300, env=env)
+    p = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     b = summary["balance"]
@@ -85,10 +86,12 @@ def test_quick_run_end_to_end(tmp_path):
     (["--bogus"], "unknown argument"),
 ])
 def test_usage_errors(args, message):
-    p = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                       timeout=30)
     assert p.returncode == 2 and message in p.stderr, p
 
 
 def test_help():
-    p = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
+                       timeout=30)
     assert p.returncode == 0 and "--quick" in p.stdout and "Balance" in p.stdout

@@ -1,4 +1,4 @@
-"""scripts/profile_server.sh against the real cache_server, and its embedding in REPORT.md.
+"""scripts/profile_server.py against the real cache_server, and its embedding in REPORT.md.
 
 The profile run needs wrk, perf (tracepoints) and valgrind and skips without them; it checks
 what the profile is for: the baseline (one write per response) makes about one write per
@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def test_profile_counts_writes_syscalls_and_instructions(tmp_path):
     env = dict(os.environ, CACHE_SERVER=str(SERVER), PIPELINES="16", DURATION="1",
                CALLGRIND_DURATION="1", NO_RECORD="1")
     out = tmp_path / "profile"
-    subprocess.run(["bash", str(ROOT / "scripts" / "profile_server.sh"), str(out)], env=env,
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "profile_server.py"), str(out)], env=env,
                    check=True, timeout=240, capture_output=True)
     rows = {r["variant"]: r for r in json.loads((out / "profile.json").read_text())}
     assert set(rows) == {"baseline", "optimized"}

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""bench_cluster.py — what sharding across nodes costs and how evenly it spreads (docs/cluster.md).
+
+1. Balance: 4 nodes behind nginx (scripts/cluster.sh, weight 10). bench_client stores a
+   100,000-key space THROUGH nginx (its preload), so each node's item count is nginx's
+   placement; then a Zipf (theta 0.99) run with bench_client --targets reports the requests
+   each node received. Reported: max / mean keys per node (target <= 1.10) and max / mean
+   requests per node.
+2. Cost of the front: one node, nginx (1 worker) in front of it, both on CPU 0, bench_client
+   on CPU 1. For each connection count, in each round: a run direct to the node and a run
+   through nginx, back to back. Reported per configuration: medians over the rounds of req/s,
+   p50 and p99, the node's and nginx's CPU, and nginx's CPU time per request. On this 2-core
+   machine the front shares the server's core, so scaling across machines cannot be shown;
+   the cost per request is what repeats on every front machine.
+
+Writes to --out: summary.md (also printed) and summary.json (scripts/bench_cluster_report.py),
+raw/ (every bench_client JSON, the nodes' /stats, the CPU ticks), commands.txt and meta.json
+(harness.metadata). env: BUILD (where cache_server and bench_client are, default build/release).
+The clusters are stopped (scripts/cluster.sh down) on every exit path.
+Exit status: 0 measured, 1 a failure (a message says which), 2 bad usage, 130 interrupted.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench_cluster_report  # noqa: E402
+from harness import cli, metadata, procs, resources  # noqa: E402
+from harness.procs import HarnessError  # noqa: E402
+
+NAME = "bench_cluster"
+CLUSTER = ROOT / "scripts" / "cluster.sh"
+SERVER_CPU, CLIENT_CPU = 0, 1
+COST_KEYS = 10000
+
+
+class Failure(HarnessError):
+    """The run cannot go on: exit 1 with this message."""
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str]):
+    p = cli.Parser(NAME, __doc__, prog="scripts/bench_cluster.py")
+    p.add_argument("--quick", action="store_true",
+                   help="10,000 keys, 1 s points, 1 round (a smoke run; the tests use it)")
+    p.add_argument("--out", metavar="DIR",
+                   help="results directory (default results/cluster-<UTC time>)")
+    p.add_argument("--duration", metavar="S", type=cli.positive_int, default=5,
+                   help="seconds per point (default 5)")
+    p.add_argument("--rounds", metavar="R", type=cli.positive_int, default=3,
+                   help="rounds of the cost comparison (default 3)")
+    p.add_argument("--conns", metavar="LIST", type=lambda x: cli.int_list(x, ","), default="1,16",
+                   help="connection counts of the cost comparison (default 1,16)")
+    a = p.parse_args(argv)
+    a.keys = 100000
+    if a.quick:
+        a.duration, a.rounds, a.keys = 1, 1, 10000
+    return a
+
+
+class Run:
+    """The output directory, the cluster state directory and the clients of one run."""
+
+    def __init__(self, a, build: Path, out: Path, work: Path):
+        self.a, self.out = a, out
+        self.server, self.client_bin = build / "server/cache_server", build / "client/bench_client"
+        self.env = dict(os.environ, CLUSTER_DIR=str(work / "cluster"),
+                        CACHE_SERVER=str(self.server))
+        self.nginx_pidfile = work / "cluster" / "nginx.pid"
+
+    def record_cmd(self, name: str, cmd: str) -> None:
+        with open(self.out / "commands.txt", "a") as f:
+            f.write(f"{name}: {cmd}\n")
+
+    def cluster(self, *args: str, check: bool = True) -> str:
+        r = subprocess.run(["bash", str(CLUSTER), *args], env=self.env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True)
+        if check and r.returncode:
+            raise Failure(f"cluster.sh {' '.join(args)} failed: {r.stderr.strip()[-1000:]}")
+        return r.stdout
+
+    def up(self, n: int) -> tuple[str, list[tuple[str, int]]]:
+        """N nodes behind nginx, all pinned to the server CPU: (front, [(node, PID)])."""
+        front, nodes = "", []
+        for line in self.cluster("up", str(n), "--", "-t", "1").splitlines():
+            words = line.split()
+            if words[:1] == ["front"]:
+                front = words[1]
+            elif words[:1] == ["node"]:
+                nodes.append((words[2], int(words[3])))
+        if len(nodes) != n:
+            raise Failure(f"cluster.sh up {n} failed")
+        self.record_cmd("cluster", f"CLUSTER_DIR=$DATA scripts/cluster.sh up {n} -- -t 1")
+        master = self.nginx_master()
+        for pid in [p for _, p in nodes] + [master] + resources.child_pids(master):
+            procs.pin_running(pid, {SERVER_CPU})
+        return front, nodes
+
+    def down(self) -> None:
+        self.cluster("down", check=False)
+
+    def nginx_master(self) -> int:
+        return int(self.nginx_pidfile.read_text().split()[0])
+
+    def nginx_worker(self) -> int | None:
+        kids = resources.child_pids(self.nginx_master())
+        return min(kids) if kids else None
+
+    def client(self, name: str, *args) -> None:
+        """bench_client on the client CPU, its JSON in raw/NAME.json."""
+        args = [str(x) for x in args]
+        self.record_cmd(name, f"taskset -c {CLIENT_CPU} bench_client {' '.join(args)} "
+                              f"--json raw/{name}.json")
+        argv = procs.taskset(CLIENT_CPU) + [str(self.client_bin), *args,
+                                            "--json", str(self.out / "raw" / f"{name}.json"), "-q"]
+        with open(self.out / "raw" / f"{name}.txt", "w") as txt:
+            rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=txt,
+                                stderr=subprocess.STDOUT).returncode
+        if rc:
+            tail = (self.out / "raw" / f"{name}.txt").read_text().splitlines()[-3:]
+            raise Failure(f"bench_client failed ({name}): {' '.join(tail)}")
+
+
+def host_port(addr: str) -> list[str]:
+    host, port = addr.rsplit(":", 1)
+    return ["-s", host, "-p", port]
+
+
+def balance(a, run: Run) -> None:
+    log(f"balance: 4 nodes behind nginx, {a.keys} keys stored through nginx")
+    front, nodes = run.up(4)
+    run.client("balance-store", *host_port(front), "--workload", "zipf", "--keys", a.keys,
+               "--threads", "1", "-n", "1000", "--warmup", "0")
+    (run.out / "raw" / "balance-stats.txt").write_text(run.cluster("stats"))
+    run.client("balance-zipf", "--targets", ",".join(addr for addr, _ in nodes),
+               "--workload", "zipf", "--keys", a.keys, "--threads", "1",
+               "--connections-per-thread", "4", "-d", f"{a.duration}s", "--warmup", "0",
+               "--no-preload")
+    run.down()
+
+
+def front_cost(a, run: Run) -> None:
+    log(f"front cost: 1 node + nginx on CPU {SERVER_CPU}, bench_client on CPU {CLIENT_CPU}")
+    front, [(node, node_pid)] = run.up(1)
+    run.client("cost-preload", *host_port(node), "--workload", "zipf", "--keys", COST_KEYS,
+               "--threads", "1", "-n", "100", "--warmup", "0")
+    for rnd in range(1, a.rounds + 1):
+        for c in a.conns:
+            for via, target in (("direct", node), ("front", front)):
+                worker = run.nginx_worker()
+                # No warm-up: the CPU ticks around the run then cover its measured window (and
+                # the client's few milliseconds of start-up), so CPU % = ticks / the window.
+                n0, s0 = resources.pid_ticks(worker) or 0, resources.pid_ticks(node_pid) or 0
+                run.client(f"cost-{via}-c{c}-r{rnd}", *host_port(target), "--workload", "zipf",
+                           "--keys", COST_KEYS, "--threads", "1", "--connections-per-thread", c,
+                           "-d", f"{a.duration}s", "--warmup", "0", "--no-preload")
+                n1, s1 = resources.pid_ticks(worker) or 0, resources.pid_ticks(node_pid) or 0
+                with open(run.out / "raw" / "cost-ticks.txt", "a") as f:
+                    f.write(f"{via} {c} {rnd} {n1 - n0} {s1 - s0}\n")
+
+
+def check(build: Path) -> None:
+    for b in (build / "server/cache_server", build / "client/bench_client"):
+        if not os.access(b, os.X_OK):
+            raise Failure(f"build first: bash scripts/setup.sh ({build})")
+    client = build / "client/bench_client"
+    help_text = subprocess.run([str(client), "--help"], capture_output=True, text=True).stdout
+    if "--targets" not in help_text:
+        raise Failure(f"{client} has no --targets (an older build)")
+    if shutil.which("nginx") is None:
+        raise Failure("nginx is not installed (bash scripts/setup.sh --peers)")
+    if (os.cpu_count() or 1) < 2:
+        raise Failure("needs 2 CPUs (server side on CPU 0, load on CPU 1)")
+
+
+def main(argv: list[str]) -> int:
+    a = parse_args(argv)
+    procs.stop_all_at_exit()
+    try:
+        build = Path(os.environ.get("BUILD") or ROOT / "build/release")
+        check(build)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        out = Path(a.out or ROOT / "results" / f"cluster-{stamp}")
+        (out / "raw").mkdir(parents=True, exist_ok=True)
+        out = out.resolve()
+        (out / "commands.txt").write_text("")
+        meta = metadata.run_metadata(
+            "scripts/bench_cluster.py", duration_s=a.duration, rounds=a.rounds, conns=a.conns,
+            keys=a.keys, quick=a.quick, server_cpu=SERVER_CPU, client_cpu=CLIENT_CPU,
+            build=str(build))
+        (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        with tempfile.TemporaryDirectory(prefix="bench_cluster.") as work:
+            run = Run(a, build, out, Path(work))
+            try:
+                balance(a, run)
+                front_cost(a, run)
+            finally:
+                run.down()
+        print(bench_cluster_report.write(out, resources.CLK_TCK, a.duration, a.rounds))
+    except HarnessError as e:
+        print(f"{NAME}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    log(f"results in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

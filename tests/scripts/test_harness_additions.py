@@ -1,0 +1,92 @@
+"""What issue 31's script conversions added to scripts/harness/: the listening line read from the
+log of a process started elsewhere (procs.listening_in_log and `python3 -m harness listening`,
+which scripts/cluster.sh uses), pinning a running process (procs.pin_running) and the scripts'
+command line (cli). No binaries needed: the processes are Python stand-ins."""
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from harness import cli, procs  # noqa: E402
+
+# Prints its "listening" line after a moment (as a server that binds, then says so).
+LATE_LINE = ("import socket, sys, time; time.sleep(0.3); s = socket.socket(); "
+             "s.bind(('127.0.0.1', 0)); print('config x'); "
+             "print('listening on 127.0.0.1:%d' % s.getsockname()[1], flush=True); time.sleep(30)")
+
+
+def background(code, log):
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT)
+
+
+def test_listening_in_log_waits_for_the_line(tmp_path):
+    log = tmp_path / "node.log"
+    p = background(LATE_LINE, log)
+    try:
+        host, port = procs.listening_in_log(log, p.pid, timeout_s=10)
+        assert host == "127.0.0.1" and 0 < port < 65536
+        r = subprocess.run([sys.executable, "-m", "harness", "listening", str(log), str(p.pid),
+                            "5"], cwd=ROOT / "scripts", capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and r.stdout == f"127.0.0.1:{port}\n"
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_listening_in_log_gives_up_when_the_process_exits_or_time_is_up(tmp_path):
+    log = tmp_path / "node.log"
+    p = background("print('no such line')", log)
+    p.wait()
+    t0 = time.monotonic()
+    assert procs.listening_in_log(log, p.pid, timeout_s=10) is None
+    assert time.monotonic() - t0 < 5  # gone: no waiting out the timeout
+    assert procs.listening_in_log(tmp_path / "missing.log", None, timeout_s=0.2) is None
+    r = subprocess.run([sys.executable, "-m", "harness", "listening", str(log), str(p.pid), "1"],
+                       cwd=ROOT / "scripts", capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and r.stdout == ""
+    bad = subprocess.run([sys.executable, "-m", "harness", "listening"], cwd=ROOT / "scripts",
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "listening LOG" in bad.stderr
+
+
+def test_pin_running_pins_every_thread(tmp_path):
+    code = ("import threading, time\n"
+            "for _ in range(3): threading.Thread(target=time.sleep, args=(30,)).start()")
+    p = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.3)
+        cpu = min(os.sched_getaffinity(0))
+        procs.pin_running(p.pid, {cpu})
+        tids = [int(t) for t in os.listdir(f"/proc/{p.pid}/task")]
+        assert len(tids) >= 4 and all(os.sched_getaffinity(t) == {cpu} for t in tids)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_cli_types_and_usage_errors(capsys):
+    assert cli.positive_int("3") == 3 and cli.uint("0") == 0
+    assert cli.int_list("1 2 4") == [1, 2, 4] and cli.int_list("1,16", ",") == [1, 16]
+    for bad in ("0", "-1", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cli.positive_int(bad)
+    with pytest.raises(argparse.ArgumentTypeError):
+        cli.int_list("  ")
+    p = cli.Parser("demo", "demo — what it does.\n\nMore.", prog="demo")
+    p.add_argument("--n", type=cli.positive_int, default="2")
+    assert p.parse_args([]).n == 2
+    for argv, message in ((["--n"], "--n: needs a value"),
+                          (["--n", "0"], "'0' is not a positive integer"),
+                          (["--bogus"], "unknown argument '--bogus'")):
+        with pytest.raises(SystemExit) as e:
+            p.parse_args(argv)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("demo: ") and message in err and err.endswith("(see --help)\n")
