@@ -44,8 +44,27 @@ if [ ${#bg_builds[@]} -gt 0 ]; then
     done
   ) &
   bg_pid=$!
-  trap '[ -n "$bg_pid" ] && kill "$bg_pid" 2>/dev/null' EXIT
+  trap 'if [ -n "$bg_pid" ]; then bg_signal CONT; kill "$bg_pid" 2>/dev/null; fi' EXIT
 fi
+# bg_signal SIG: sends SIG to every process under the background build (ninja, the compilers).
+# STOP twice: a compiler ninja started while the first pass ran is caught by the second.
+bg_signal() {
+  [ -n "$bg_pid" ] || return 0
+  local pass pids frontier next p c
+  for pass in 1 2; do
+    pids=(); frontier=("$bg_pid")
+    while [ ${#frontier[@]} -gt 0 ]; do
+      next=()
+      for p in "${frontier[@]}"; do
+        for c in $(pgrep -P "$p"); do next+=("$c"); done
+      done
+      pids+=("${next[@]}"); frontier=("${next[@]}")
+    done
+    [ ${#pids[@]} -eq 0 ] || kill -"$1" "${pids[@]}" 2> /dev/null
+    [ "$1" = STOP ] || break
+  done
+  return 0
+}
 # wait_built NAME: waits for the background build of build/NAME, prints its log; fails if it failed.
 wait_built() {
   local waited=$SECONDS
@@ -74,12 +93,19 @@ ctest_counts() {
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-# run_ctest NAME: the whole ctest suite (fuzz aside) of build/NAME.
+# run_ctest NAME: the whole ctest suite (fuzz aside) of build/NAME. The tests labelled "serial"
+# (they measure a server's capacity or CPU: RUN_SERIAL) run afterwards, alone, with the
+# background build stopped, as they did before the builds were pipelined.
 run_ctest() {
   local b=$1 log="build/$1/ctest.log" t0=$SECONDS
   echo "=== ctest: build/$b ==="
-  ctest --test-dir "build/$b" --output-on-failure -j 2 --timeout 300 -LE fuzz 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
+  ctest --test-dir "build/$b" --output-on-failure -j 2 --timeout 300 -LE '^(fuzz|serial)$' 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
   ctest_counts "$log"
+  log="build/$b/ctest-serial.log"
+  bg_signal STOP
+  ctest --test-dir "build/$b" --output-on-failure --timeout 300 -L '^serial$' 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
+  bg_signal CONT
+  grep -q "No tests were found" "$log" || ctest_counts "$log"
   echo "=== ctest: build/$b took $((SECONDS - t0)) s ==="
 }
 
