@@ -134,41 +134,26 @@ void render_not_modified(const cache::Item& item, const Etags& etags, ResponseWr
   out.end_headers();
 }
 
-// A request's If-Match and If-None-Match (RFC 9110 13.1.1-2), parsed before the cache is asked
-// and tested inside it, under the shard's lock, against the key's current version.
-struct Preconditions {
-  bool has_if_match = false, has_if_none_match = false;
-  EtagList if_match, if_none_match;
-
-  // An empty view when both parse (or are absent), else the 400's reason.
-  std::string_view parse(const Etags& etags, const RequestView& request) {
-    has_if_match = request.has_if_match;
-    has_if_none_match = request.has_if_none_match;
-    if (has_if_match && !etags.parse(request.if_match, if_match)) return "malformed If-Match";
-    if (has_if_none_match && !etags.parse(request.if_none_match, if_none_match)) {
-      return "malformed If-None-Match";
-    }
-    return {};
-  }
-  bool any() const { return has_if_match || has_if_none_match; }
-  // current: the key's version, or nullptr when it has none (absent or expired).
-  bool allow(const std::uint64_t* current) const {
-    if (has_if_match && !if_match.matches_strong(current)) return false;
-    return !(has_if_none_match && if_none_match.matches_weak(current));
-  }
-};
+// A write's If-Match and If-None-Match (preconditions.hh), parsed; an empty view, else the
+// 400's reason.
+std::string_view parse_preconditions(const Etags& etags, const RequestView& request,
+                                     Preconditions& pre) {
+  return pre.parse(etags, request.has_if_match, request.if_match, request.has_if_none_match,
+                   request.if_none_match);
+}
 
 // A GET's or HEAD's If-None-Match (RFC 9110 13.1.2), parsed before the cache is asked and
-// tested in its sink against the item's version. Only when items carry ETags (memory only).
+// tested in its sink against the item's version. (A miss answers 200: a value the store hands
+// back gets a new version, which no client's tag can name.)
 struct Revalidation {
   EtagList tags;
   bool active = false;
 
   // false on a malformed header (400).
-  bool parse(const Etags& etags, bool items_have_etags, const RequestView& request) {
+  bool parse(const Etags& etags, const RequestView& request) {
     if (!request.has_if_none_match) return true;
     if (!etags.parse(request.if_none_match, tags)) return false;
-    active = items_have_etags;
+    active = true;
     return true;
   }
   bool not_modified(const cache::Item& item) const {
@@ -184,15 +169,15 @@ std::optional<std::chrono::milliseconds> ttl_left(const KeyLookup& found) {
   return std::chrono::milliseconds(left);
 }
 
-// What a lookup beyond the cache answers (a HEAD's body is dropped by the writer). Items from
-// the store carry no version (KeyService::versions()), and their TTL's max-age.
+// What a lookup beyond the cache answers (a HEAD's body is dropped by the writer): the value,
+// its ETag when the read filled the cache (the item's version), and its TTL's max-age.
 HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool json,
-                            ResponseWriter& out) {
+                            const Etags& etags, ResponseWriter& out) {
   switch (found.kind) {
     case KeyLookup::Kind::found:
-      if (const cache::Item item{*found.value, 0, ttl_left(found)};
-          json ? render_json_value(key, item, nullptr, out)
-               : render_raw_value(item, nullptr, out)) {
+      if (const cache::Item item{*found.value, found.version, ttl_left(found)};
+          json ? render_json_value(key, item, found.version != 0 ? &etags : nullptr, out)
+               : render_raw_value(item, found.version != 0 ? &etags : nullptr, out)) {
         return {};
       }
       return fail(status::service_unavailable, kInflightFull);
@@ -238,8 +223,6 @@ HandlerResult render_outcome(const KeyOutcome& o, WorkerStats& stats, const Etag
     case K::precondition_failed:
       return fail(status::precondition_failed,
                   "precondition failed: the key's ETag does not match");
-    case K::unsupported:
-      return fail(status::not_implemented, o.error);
     case K::error:
       break;
   }
@@ -334,9 +317,9 @@ HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const Reque
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  const Etags* etags = ctx.key_service.versions() ? &ctx.etags : nullptr;
+  const Etags* etags = &ctx.etags;
   Revalidation revalidation;
-  if (!revalidation.parse(ctx.etags, etags != nullptr, request)) {
+  if (!revalidation.parse(ctx.etags, request)) {
     return fail(status::bad_request, "malformed If-None-Match");
   }
   bool admitted = true;  // --max-inflight had room for the body
@@ -365,12 +348,10 @@ HandlerResult Handlers::put_key(std::string_view raw_key, std::string_view value
   const TtlRequest ttl = parse_ttl(request.query, request.cache_control);
   if (!ttl.error.empty()) return fail(status::bad_request, ttl.error);
   Preconditions pre;
-  if (const std::string_view e = pre.parse(ctx.etags, request); !e.empty()) {
+  if (const std::string_view e = parse_preconditions(ctx.etags, request, pre); !e.empty()) {
     return fail(status::bad_request, e);
   }
-  const auto allow = [&pre](const std::uint64_t* current) { return pre.allow(current); };
-  const cache::Condition condition = allow;
-  const WriteSpec spec{ttl.ttl, pre.any() ? &condition : nullptr};
+  const WriteSpec spec{ttl.ttl, pre.any() ? &pre : nullptr};
   auto reply = outcome_reply(request, out, stats, ctx.etags);
   ctx.key_service.put(k.key, value, spec, reply);
   return reply.answer(out);
@@ -396,13 +377,11 @@ HandlerResult Handlers::delete_key(std::string_view raw_key, const RequestView& 
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
   Preconditions pre;
-  if (const std::string_view e = pre.parse(ctx.etags, request); !e.empty()) {
+  if (const std::string_view e = parse_preconditions(ctx.etags, request, pre); !e.empty()) {
     return fail(status::bad_request, e);
   }
-  const auto allow = [&pre](const std::uint64_t* current) { return pre.allow(current); };
-  const cache::Condition condition = allow;
   auto reply = outcome_reply(request, out, stats, ctx.etags);
-  ctx.key_service.del(k.key, pre.any() ? &condition : nullptr, reply);
+  ctx.key_service.del(k.key, pre.any() ? &pre : nullptr, reply);
   return reply.answer(out);
 }
 
@@ -412,9 +391,9 @@ HandlerResult Handlers::head_key(std::string_view raw_key, const RequestView& re
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  const Etags* etags = ctx.key_service.versions() ? &ctx.etags : nullptr;
+  const Etags* etags = &ctx.etags;
   Revalidation revalidation;
-  if (!revalidation.parse(ctx.etags, etags != nullptr, request)) {
+  if (!revalidation.parse(ctx.etags, request)) {
     return fail(status::bad_request, "malformed If-None-Match");
   }
   const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
@@ -436,9 +415,8 @@ HandlerResult Handlers::lookup(std::string_view key, bool json, const RequestVie
                                ResponseWriter& out) {
   auto reply = make_reply<KeyLookup>(
       request.responses, out,
-      [k = json ? std::string(key) : std::string(), json](const KeyLookup& l, ResponseWriter& w) {
-        return render_lookup(l, k, json, w);
-      });
+      [k = json ? std::string(key) : std::string(), json, &etags = ctx.etags](
+          const KeyLookup& l, ResponseWriter& w) { return render_lookup(l, k, json, etags, w); });
   ctx.key_service.lookup(key, reply);
   return reply.answer(out);
 }

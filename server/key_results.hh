@@ -15,6 +15,7 @@ struct KeyLookup {
   std::shared_ptr<const std::string> value;  // found
   std::string error;                         // error: why (503)
   std::uint64_t expires_at_ms = 0;           // found: when it expires (Unix ms; 0: never)
+  std::uint64_t version = 0;  // found and now cached: the cache item's version (ETag); 0: none
 };
 
 // What a PUT or DELETE did.
@@ -28,12 +29,11 @@ struct KeyOutcome {
     too_big,              // 413: the value does not fit in the cache (memory only)
     no_space,             // 507: the cache is full and its evictor is none (memory only)
     bad_key,              // 400 (memory only)
-    precondition_failed,  // 412: If-Match / If-None-Match said no (memory only)
-    unsupported,          // 501: a condition (If-Match, If-None-Match) with a store
+    precondition_failed,  // 412: If-Match / If-None-Match said no
   };
   Kind kind = Kind::created;
   std::string error;
-  std::uint64_t version = 0;  // created/replaced in memory only: the item's new version (ETag)
+  std::uint64_t version = 0;  // created/replaced: the cache item's new version (ETag); 0: none
 };
 
 }  // namespace server

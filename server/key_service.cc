@@ -11,11 +11,6 @@ void KeyService::lookup(std::string_view key, Reply<KeyLookup>& reply) {
 }
 
 namespace {
-KeyOutcome unsupported_with_store() {
-  return {KeyOutcome::Kind::unsupported,
-          "If-Match/If-None-Match on writes need --store none for now (docs/api.md)"};
-}
-
 // A TTL as the wall-clock time the store keeps (store.hh, "Expiry"); 0: none.
 std::uint64_t expires_at_ms(std::chrono::seconds ttl) {
   if (ttl.count() == 0) return 0;
@@ -26,19 +21,26 @@ std::uint64_t expires_at_ms(std::chrono::seconds ttl) {
 void KeyService::put(std::string_view key, std::string_view value, const WriteSpec& spec,
                      Reply<KeyOutcome>& reply) {
   if (tier_ == nullptr) return reply.now(put_memory(key, value, spec));
-  if (spec.condition != nullptr) return reply.now(unsupported_with_store());
   const std::uint64_t expires = expires_at_ms(spec.ttl);
+  if (spec.preconditions != nullptr) {
+    // It may read the store first (whether the key exists): a read and a write.
+    const Deliver<KeyOutcome> deliver = reply.later(DeferKind::barrier);
+    tier_->write_if(store::Write::Kind::put, key, value, expires, *spec.preconditions, deliver);
+    return;
+  }
   if (auto now = tier_->try_put(key, value, expires)) return reply.now(std::move(*now));
   const Deliver<KeyOutcome> deliver = reply.later(DeferKind::write);
   if (auto now = tier_->put(key, value, deliver, expires)) deliver(*now);
 }
 
-void KeyService::del(std::string_view key, const cache::Condition* condition,
+void KeyService::del(std::string_view key, const Preconditions* preconditions,
                      Reply<KeyOutcome>& reply) {
   using K = KeyOutcome::Kind;
   if (tier_ == nullptr) {
-    if (condition == nullptr) return reply.now({cache_.del(key) ? K::deleted : K::absent, {}});
-    switch (cache_.del(key, *condition)) {
+    if (preconditions == nullptr) return reply.now({cache_.del(key) ? K::deleted : K::absent, {}});
+    const auto allow = [preconditions](const std::uint64_t* v) { return preconditions->allow(v); };
+    const cache::Condition condition = allow;
+    switch (cache_.del(key, condition)) {
       case cache::DelResult::deleted:
         return reply.now({K::deleted, {}});
       case cache::DelResult::absent:
@@ -48,7 +50,12 @@ void KeyService::del(std::string_view key, const cache::Condition* condition,
     }
     return reply.now({K::precondition_failed, {}});
   }
-  if (condition != nullptr) return reply.now(unsupported_with_store());
+  if (preconditions != nullptr) {
+    // It may read the store first (whether the key exists): a read and a write.
+    const Deliver<KeyOutcome> deliver = reply.later(DeferKind::barrier);
+    tier_->write_if(store::Write::Kind::del, key, {}, 0, *preconditions, deliver);
+    return;
+  }
   if (auto now = tier_->try_del(key)) return reply.now(std::move(*now));
   // Write-behind asks the store whether an unknown key exists first: a read and a write.
   const Deliver<KeyOutcome> deliver =
@@ -82,7 +89,10 @@ KeyOutcome KeyService::put_memory(std::string_view key, std::string_view value,
   using K = KeyOutcome::Kind;
   cache::WriteOptions options;
   options.ttl = spec.ttl;
-  options.condition = spec.condition;
+  const Preconditions* pre = spec.preconditions;
+  const auto allow = [pre](const std::uint64_t* v) { return pre->allow(v); };
+  const cache::Condition condition = allow;  // a FunctionRef: the lambda is named first
+  if (pre != nullptr) options.condition = &condition;
   const cache::Written w = cache_.set(key, value, options);
   switch (w.result) {
     case cache::SetResult::created:

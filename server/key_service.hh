@@ -19,6 +19,7 @@
 #include "boards/registry.hh"
 #include "cache/cache.hh"
 #include "server/key_results.hh"
+#include "server/preconditions.hh"
 #include "server/reply.hh"
 #include "server/store_tier.hh"
 #include "store/store.hh"
@@ -26,13 +27,13 @@
 namespace server {
 
 // What a PUT or DELETE asks beyond its key and value: a TTL (PUT) and a condition on the key's
-// current version (If-Match / If-None-Match), checked and applied in one step by the cache.
-// With a store, the TTL is durable (its expiry time is stored with the value); a condition
-// answers 501 for now (docs/api.md).
+// current version (If-Match / If-None-Match), checked and applied in one step: by the cache
+// (memory only), or by the durable tier, which may first ask the store whether the key exists
+// (store_tier.hh, write_if). With a store, the TTL is durable (its expiry time is stored with the
+// value).
 struct WriteSpec {
-  std::chrono::seconds ttl{0};                  // 0: no expiry (and the key loses any it had)
-  const cache::Condition* condition = nullptr;  // nullptr: unconditional
-  bool plain() const { return ttl.count() == 0 && condition == nullptr; }
+  std::chrono::seconds ttl{0};                   // 0: no expiry (and the key loses any it had)
+  const Preconditions* preconditions = nullptr;  // nullptr: unconditional
 };
 
 // POST /reset?scope=: the cache only (cold-cache measurements), or everything (cache, store,
@@ -58,9 +59,7 @@ class KeyService {
   void lookup(std::string_view key, Reply<KeyLookup>& reply);
   void put(std::string_view key, std::string_view value, const WriteSpec& spec,
            Reply<KeyOutcome>& reply);
-  void del(std::string_view key, const cache::Condition* condition, Reply<KeyOutcome>& reply);
-  // Does a cached item carry its version out (ETag) and take conditions? Memory only.
-  bool versions() const { return tier_ == nullptr; }
+  void del(std::string_view key, const Preconditions* preconditions, Reply<KeyOutcome>& reply);
   // scope all: the store (durably, a barrier: store_tier.hh), then the cache and the boards,
   // all or nothing; scope cache: the cache alone (dirty writes stay and are flushed).
   void reset(ResetScope scope, Reply<store::Status>& reply);

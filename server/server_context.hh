@@ -47,8 +47,7 @@ struct ServerContext {
   // store or without.
   KeyService key_service;
   BoardService board_service;
-  // The ETags of this process (a random boot number: etag.hh). Memory only: with a store, items
-  // carry no ETag yet (KeyService::versions()).
+  // The ETags of this process (a random boot number: etag.hh): a cached item's version.
   const Etags etags;
   // --served-by: "X-Served-By: HOST:PORT\r\n", or empty (off). Set by Server::listen() before
   // any connection exists, read-only after.

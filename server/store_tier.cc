@@ -63,14 +63,16 @@ std::optional<std::chrono::milliseconds> ttl_left(std::uint64_t expires_at_ms) {
 }
 
 // Puts a value the store holds (or will) into the cache with the time it has left; an expired
-// one is not cached. True if the cache now holds it.
-bool cache_value(cache::Cache& cache, std::string_view key, std::string_view value,
-                 std::uint64_t expires_at_ms) {
+// one is not cached. The cache item's new version (its ETag), or 0 when the cache does not hold
+// it.
+std::uint64_t cache_value(cache::Cache& cache, std::string_view key, std::string_view value,
+                          std::uint64_t expires_at_ms) {
   const auto ttl = ttl_left(expires_at_ms);
-  if (!ttl) return false;
+  if (!ttl) return 0;
   cache::WriteOptions options;
   options.ttl = *ttl;
-  return stored(cache.set(key, value, options).result);
+  const cache::Written w = cache.set(key, value, options);
+  return stored(w.result) ? w.version : 0;
 }
 
 StoreTier::Lookup timeout_lookup(std::chrono::milliseconds timeout) {
@@ -127,7 +129,7 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
     parked_reads_.push_back(ParkedRead{std::string(key), std::move(answer)});
     return std::nullopt;
   }
-  start_read_locked(std::string(key), answer);
+  start_read_locked(std::string(key), &answer);
   return std::nullopt;
 }
 
@@ -137,36 +139,57 @@ std::optional<StoreTier::Lookup> StoreTier::read_locked(std::string_view key,
   if (options_.mode == WriteMode::behind) {
     if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
   }
-  start_read_locked(std::string(key), answer);
+  start_read_locked(std::string(key), &answer);
   return std::nullopt;
 }
 
-void StoreTier::start_read_locked(const std::string& k, const LookupDone& answer) {
+void StoreTier::start_read_locked(const std::string& k, const LookupDone* answer,
+                                  std::shared_ptr<CondWrite> decision) {
   KeyState& state = keys_[k];
-  if (state.read) {  // single-flight: wait on the read under way
-    state.read->waiters.push_back(answer);
-    return;
+  std::shared_ptr<Inflight> entry = state.read;
+  if (!entry) {
+    entry = std::make_shared<Inflight>();
+    entry->version = state.version;
+    entry->epoch = epoch_;
+    state.read = entry;
+    store_->read(k, [this, k, entry](store::ReadResult r) { on_read_done(k, *entry, r); });
   }
-  auto entry = std::make_shared<Inflight>();
-  entry->waiters.push_back(answer);
-  entry->version = state.version;
-  entry->epoch = epoch_;
-  state.read = entry;
-  store_->read(k, [this, k, entry](store::ReadResult r) {
-    Lookup result;
-    std::vector<LookupDone> waiters;
-    {
-      std::lock_guard lock(mu_);
-      result = on_read_locked(k, r, *entry);
-      // A reset may have detached this read already (a later miss then started its own).
-      if (auto it = keys_.find(k); it != keys_.end() && it->second.read == entry) {
-        it->second.read.reset();
-        erase_if_clean_locked(k);
-      }
-      waiters.swap(entry->waiters);
+  // Single-flight: a later miss (or conditional write) waits on the read under way.
+  if (answer != nullptr) entry->waiters.push_back(*answer);
+  if (decision) entry->decisions.push_back(std::move(decision));
+}
+
+void StoreTier::on_read_done(const std::string& k, Inflight& entry, store::ReadResult& r) {
+  Lookup result;
+  std::vector<LookupDone> waiters;
+  DecidedList decided;
+  {
+    std::lock_guard lock(mu_);
+    // Whether nothing overtook the read (no write of the key, no reset): what it found is then
+    // the key's state now, for a conditional write waiting on it.
+    const auto it = keys_.find(k);
+    const bool unmoved =
+        entry.epoch == epoch_ && it != keys_.end() && it->second.version == entry.version;
+    result = on_read_locked(k, r, entry);
+    // A reset may have detached this read already (a later miss then started its own).
+    if (it != keys_.end() && it->second.read.get() == &entry) {
+      it->second.read.reset();
+      erase_if_clean_locked(k);
     }
-    for (auto& w : waiters) w(result);
-  });
+    waiters.swap(entry.waiters);
+    std::optional<bool> exists;
+    if (unmoved && result.kind != Lookup::Kind::error) exists = result.kind == Lookup::Kind::found;
+    for (const auto& op : entry.decisions) {
+      if (result.kind == Lookup::Kind::error) {
+        decided.push_back({op, Outcome{Outcome::Kind::error, result.error}, false});
+      } else {
+        decide_locked(op, exists, decided);
+      }
+    }
+    entry.decisions.clear();
+  }
+  for (auto& w : waiters) w(result);
+  answer_decided(decided);
 }
 
 StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadResult& r,
@@ -189,7 +212,8 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
   const bool unmoved =
       entry.epoch == epoch_ && it != keys_.end() && it->second.version == entry.version;
   if (unmoved && may_fill_locked(key)) {
-    if (cache_value(cache_, key, *result.value, r.expires_at_ms)) ++fills_;
+    result.version = cache_value(cache_, key, *result.value, r.expires_at_ms);
+    if (result.version != 0) ++fills_;
   }
   return result;
 }
@@ -284,6 +308,113 @@ std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone
   return write({Kind::del, key}, std::move(done));
 }
 
+// --- conditional writes (write_if) ---------------------------------------------------------------
+
+struct StoreTier::CondWrite {
+  Kind kind;
+  std::string key, value;
+  std::uint64_t expires_at_ms = 0;
+  Preconditions preconditions;
+  Answer done;    // the request's own deadline, until the write is applied
+  int reads = 0;  // store reads made for it (kMaxConditionReads)
+  KeyWrite write() const { return {kind, key, value, expires_at_ms}; }
+};
+
+std::optional<StoreTier::Outcome> StoreTier::write_if(Kind kind, std::string_view key,
+                                                      std::string_view value,
+                                                      std::uint64_t expires_at_ms,
+                                                      const Preconditions& preconditions,
+                                                      WriteDone done) {
+  auto op = std::make_shared<CondWrite>(
+      CondWrite{kind, std::string(key), std::string(value), expires_at_ms, preconditions,
+                deadline_.arm<Outcome>(std::move(done), timeout_outcome_)});
+  DecidedList decided;
+  {
+    std::lock_guard lock(mu_);
+    decide_locked(op, std::nullopt, decided);
+  }
+  answer_decided(decided);
+  return std::nullopt;
+}
+
+// The decision, made where the key's state is settled (see write_if in the header).
+void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
+                              std::optional<bool> exists_in_store, DecidedList& decided) {
+  if (op->done.answered()) return;  // answered 503 at its deadline: dropped, never applied
+  const auto answer = [&](Outcome::Kind kind, std::string why = {}) {
+    decided.push_back({op, Outcome{kind, std::move(why)}, false});
+  };
+  const std::string& key = op->key;
+  const auto it = keys_.find(key);
+  if (resets_pending_ > 0) {
+    return answer(Outcome::Kind::error,
+                  "a reset is pending; conditional writes are refused "
+                  "until it completes (retry)");
+  }
+  if (all_unknown_ || (it != keys_.end() && it->second.unknown)) {
+    return answer(Outcome::Kind::error,
+                  "the key's state is unknown (an earlier write of it has an unknown outcome); "
+                  "a conditional write cannot be decided until it is written unconditionally");
+  }
+  if (it != keys_.end() && it->second.writing > 0) {  // decided once the store has answered
+    it->second.parked.push_back(op);
+    return;
+  }
+  if (options_.mode == WriteMode::behind &&
+      std::any_of(waiting_.begin(), waiting_.end(),
+                  [&](const Waiting& w) { return w.key == key; })) {
+    return answer(Outcome::Kind::error,
+                  "a write of this key waits for room in the dirty buffer; retry");
+  }
+  const Preconditions& pre = op->preconditions;
+  std::optional<bool> allowed;
+  std::uint64_t version = 0;
+  if (cache_.get_item(key, [&](const cache::Item& item) { version = item.version; })) {
+    allowed = pre.allow(&version);
+  } else if (auto d = dirty_.find(key); d != dirty_.end()) {
+    const bool exists = dirty_lookup(d->second).kind == Lookup::Kind::found;
+    allowed = pre.allow(exists ? &Preconditions::kUnknowable : nullptr);
+  } else if (!pre.needs_existence()) {
+    allowed = pre.allow(nullptr);
+  } else if (exists_in_store) {
+    allowed = pre.allow(*exists_in_store ? &Preconditions::kUnknowable : nullptr);
+  }
+  if (!allowed) {  // only the store knows whether the key exists
+    if (++op->reads > kMaxConditionReads) {
+      return answer(Outcome::Kind::error,
+                    "the key kept changing while a conditional write "
+                    "looked it up in the store; retry");
+    }
+    return start_read_locked(key, nullptr, op);
+  }
+  if (!*allowed) return answer(Outcome::Kind::precondition_failed);
+  apply_decided_locked(op, decided);
+}
+
+// The condition holds: the write goes the way an unconditional one goes, now, under the same
+// hold of mu_. Its request is claimed first (a deadline that fires from here on cannot answer
+// 503 for a write that is being applied); the write gets a deadline of its own.
+void StoreTier::apply_decided_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided) {
+  if (!op->done.claim()) return;
+  const Answer inner =
+      deadline_.arm<Outcome>([op](const Outcome& o) { op->done.deliver(o); }, timeout_outcome_);
+  std::optional<Outcome> now = options_.mode == WriteMode::through
+                                   ? submit_through_locked(op->write(), inner)
+                                   : behind_locked(op->write(), inner);
+  if (now) decided.push_back({op, std::move(*now), true});
+}
+
+void StoreTier::answer_decided(DecidedList& decided) {
+  for (Decided& d : decided) {
+    if (d.claimed) {
+      d.op->done.deliver(d.outcome);
+    } else {
+      d.op->done(d.outcome);
+    }
+  }
+  decided.clear();
+}
+
 // Every immediate outcome below is settled (the deadline's claim taken) before the write is
 // applied: a write the deadline answered first — it may have waited that long for mu_ behind a
 // long flush or reset — is dropped, never applied after its 503.
@@ -360,11 +491,14 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(const KeyWrit
   const store::WriteTicket ticket =
       store_->write(std::move(batch), [this, w, done](store::WriteResult r) {
         Outcome o;
+        DecidedList decided;  // conditional writes that waited for this one
         {
           std::lock_guard lock(mu_);
           o = on_through_commit_locked(w, r);
+          decided.swap(decided_);
         }
         done(o);
+        answer_decided(decided);
       });
   done.set_ticket(ticket);
   return std::nullopt;
@@ -379,8 +513,21 @@ StoreTier::Outcome StoreTier::on_through_commit_locked(const ThroughWrite& w,
   through_bytes_ -= w.bytes;
   // The entry stays while this write counts in `writing`: released last.
   Outcome o = through_outcome_locked(w, r);
-  --w.entry->second.writing;
-  ++w.entry->second.version;
+  KeyState& state = w.entry->second;
+  --state.writing;
+  ++state.version;
+  if (state.writing == 0 && !state.parked.empty()) {  // the key is settled: decide them in order
+    std::vector<std::shared_ptr<CondWrite>> parked;
+    parked.swap(state.parked);
+    for (std::size_t i = 0; i < parked.size(); ++i) {
+      decide_locked(parked[i], std::nullopt, decided_);
+      // A decision that submitted a write parks the rest behind it again, in order.
+      if (state.writing > 0) {
+        state.parked.insert(state.parked.end(), parked.begin() + i + 1, parked.end());
+        break;
+      }
+    }
+  }
   erase_if_clean_locked(w.entry->first);
   return o;
 }
@@ -404,9 +551,10 @@ StoreTier::Outcome StoreTier::through_outcome_locked(const ThroughWrite& w,
   if (w.kind == Kind::put) {
     // Never leave an older value: without its value back (not the store's contract), or when
     // the cache cannot take it, the key leaves the cache and is read through.
-    const bool set =
-        r.batch.size() == 1 && cache_value(cache_, key, r.batch[0].value, r.batch[0].expires_at_ms);
-    if (!set) cache_.del(key);
+    if (r.batch.size() == 1) {
+      o.version = cache_value(cache_, key, r.batch[0].value, r.batch[0].expires_at_ms);
+    }
+    if (o.version == 0) cache_.del(key);
     o.kind = existed ? Outcome::Kind::replaced : Outcome::Kind::created;
   } else {
     cache_.del(key);
@@ -502,7 +650,9 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(const KeyWrite& w) {
   if (const auto ttl = ttl_left(w.expires_at_ms)) {
     cache::WriteOptions options;
     options.ttl = *ttl;
-    set = cache_.set(k, value, options).result;
+    const cache::Written written = cache_.set(k, value, options);
+    set = written.result;
+    if (stored(written.result)) o.version = written.version;
   }
   if (!set || !stored(*set)) cache_.del(k);
   o.kind = (had_value || set == cache::SetResult::replaced) ? Outcome::Kind::replaced

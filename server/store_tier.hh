@@ -75,6 +75,7 @@
 #include "cache/cache.hh"
 #include "server/config.hh"
 #include "server/key_results.hh"
+#include "server/preconditions.hh"
 #include "server/store_deadline.hh"
 #include "store/store.hh"
 
@@ -135,6 +136,21 @@ class StoreTier {
                              std::uint64_t expires_at_ms = 0);
   std::optional<Outcome> del(std::string_view key, WriteDone done);
 
+  // A PUT (kind put) or DELETE (kind del) with If-Match / If-None-Match (docs/api.md, "With a
+  // store"): decided under mu_ against the key's state once every earlier write of it has been
+  // answered by the store, then applied as the unconditional write would be, in the same step.
+  // - a write of the key in the store's hands (write-through): it waits for that write's answer;
+  // - cached: the cache's version decides (the ETag a client holds names it);
+  // - not cached: the key has no version a client can know, so If-Match answers 412; a "*"
+  //   asks whether it exists: the dirty buffer (write-behind) or, failing that, the store (one
+  //   read; the decision is made when it returns, if nothing moved meanwhile);
+  // - the key's state unknown (an earlier write's outcome is unknown), a reset pending, or a
+  //   write of the key waiting for room in the dirty buffer: 503 (retry).
+  // Answers precondition_failed (412) or what the write answers; at once or later via done.
+  std::optional<Outcome> write_if(store::Write::Kind kind, std::string_view key,
+                                  std::string_view value, std::uint64_t expires_at_ms,
+                                  const Preconditions& preconditions, WriteDone done);
+
   // A board row (store::Write::Kind::board_set, board_remove, board_drop), in two steps so a
   // refused row changes nothing (boards::ChangeSink::admit_change asks before the board moves):
   // reserve_row() holds the bytes the row can add against --max-dirty (write-behind: the dirty
@@ -185,8 +201,10 @@ class StoreTier {
 
  private:
   using Kind = store::Write::Kind;
+  struct CondWrite;  // a conditional write waiting for its decision (write_if)
   struct Inflight {  // one store read and the misses waiting on it
     std::vector<LookupDone> waiters;
+    std::vector<std::shared_ptr<CondWrite>> decisions;  // conditional writes waiting on the read
     std::uint64_t version = 0;  // the key's KeyState::version when the read began
     std::uint64_t epoch = 0;    // epoch_ when the read began
   };
@@ -207,7 +225,9 @@ class StoreTier {
     bool unknown = false;            // the last write's outcome is unknown (in unknown_bytes_)
     std::shared_ptr<Inflight> read;  // the store read under way, if any
     std::uint64_t version = 0;       // bumped by every write submitted, applied or completed
-    bool clean() const { return writing == 0 && !unknown && !read; }
+    // Conditional writes waiting for `writing` to reach 0 (write_if), decided then in order.
+    std::vector<std::shared_ptr<CondWrite>> parked;
+    bool clean() const { return writing == 0 && !unknown && !read && parked.empty(); }
   };
   struct Dirty {  // write-behind: the latest state of one key not yet durable
     std::string value;
@@ -253,7 +273,11 @@ class StoreTier {
   store::Status reset_timeout_status() const;
   Outcome refusal(std::string why);
   std::optional<Lookup> read_locked(std::string_view key, const LookupDone& answer);
-  void start_read_locked(const std::string& key, const LookupDone& answer);
+  // A store read of the key (single-flight), for a miss (answer) or a conditional write
+  // (decision) or both.
+  void start_read_locked(const std::string& key, const LookupDone* answer,
+                         std::shared_ptr<CondWrite> decision = nullptr);
+  void on_read_done(const std::string& key, Inflight& entry, store::ReadResult& r);
   Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
   // A write of the key was submitted, applied or completed: a read under way may not fill.
   void moved_locked(std::string_view key);
@@ -270,6 +294,23 @@ class StoreTier {
   };
   // What the dirty buffer says a read of the key gets (write-behind).
   static Lookup dirty_lookup(const Dirty& d);
+  // Conditional writes decided under mu_, answered once it is released: claimed (the write was
+  // applied: deliver) or not (412 or 503: unless the deadline answered first).
+  struct Decided {
+    std::shared_ptr<CondWrite> op;
+    Outcome outcome;
+    bool claimed = false;
+  };
+  using DecidedList = std::vector<Decided>;
+  // How many store reads one conditional write may make before it answers 503 (each read whose
+  // key moved meanwhile is followed by another).
+  static constexpr int kMaxConditionReads = 3;
+  // exists_in_store: what a store read that nothing overtook says (nullopt: no such read).
+  void decide_locked(const std::shared_ptr<CondWrite>& op, std::optional<bool> exists_in_store,
+                     DecidedList& decided);
+  void apply_decided_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided);
+  static void answer_decided(DecidedList& decided);
+  DecidedList decided_;  // filled by commit callbacks under mu_ (parked writes), drained after
   std::optional<Outcome> write(const KeyWrite& w, WriteDone done);
   // Write-through's backlog bound: bytes counted in (nullopt), or the refusal.
   std::optional<Outcome> admit_through_locked(std::size_t bytes);

@@ -148,6 +148,19 @@ class Client {
     }
     return true;
   }
+  // Sends `request` and reads one bodiless response, up to its blank line, into buf; its size,
+  // or 0 on error, timeout or a response that does not fit.
+  std::size_t exchange_head(const char* request, std::size_t len, char* buf, std::size_t cap) {
+    if (::send(fd_, request, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) return 0;
+    std::size_t got = 0;
+    while (std::string_view(buf, got).find("\r\n\r\n") == std::string_view::npos) {
+      if (got == cap) return 0;
+      const ssize_t n = ::recv(fd_, buf + got, cap - got, 0);
+      if (n <= 0) return 0;
+      got += static_cast<std::size_t>(n);
+    }
+    return got;
+  }
 
  private:
   int fd_;
@@ -163,14 +176,12 @@ std::uint64_t server_get_hit_allocations(Config config) {
   srv.start();
   EXPECT_EQ(srv.context().cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
   // The response with its Date header's value left out (it changes every second).
-  // Memory only, a hit names its version (ETag); with a store, items carry none yet.
+  // A hit names its version (ETag), with or without a store.
   std::string etag_line;
-  if (srv.context().key_service.versions()) {
-    srv.context().cache.get_item("hot", [&](const cache::Item& item) {
-      server::EtagBuffer buffer;
-      etag_line = "ETag: " + std::string(srv.context().etags.format(item.version, buffer)) + "\r\n";
-    });
-  }
+  srv.context().cache.get_item("hot", [&](const cache::Item& item) {
+    server::EtagBuffer buffer;
+    etag_line = "ETag: " + std::string(srv.context().etags.format(item.version, buffer)) + "\r\n";
+  });
   const std::string expected =
       "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n" +
       etag_line + "\r\n" + std::string(100, 'v');
@@ -234,30 +245,29 @@ double server_through_put_allocations(const std::filesystem::path& dir) {
   const std::string put =
       "PUT /key/k0123456789abcdef HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n" +
       std::string(100, 'v');
-  // 204 (replaced) after the first; the Date header's value is 29 bytes.
-  const std::string expected = "HTTP/1.1 204 No Content\r\n\r\n";
-  const std::size_t response_size = expected.size() + std::string_view("Date: \r\n").size() + 29;
+  // 201 then 204 (replaced), each with the new version's ETag, whose length grows with it.
   char buf[512];
   Client client(srv.local_endpoint().port());
   EXPECT_TRUE(client.connected());
-  const std::size_t created_size =  // "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n" + Date
-      std::string_view("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n").size() +
-      std::string_view("Date: \r\n").size() + 29;
-  bool ok = client.exchange(put.data(), put.size(), buf, created_size);
+  std::size_t got = client.exchange_head(put.data(), put.size(), buf, sizeof buf);
+  bool ok = got > 0;
   constexpr int kPuts = 300;
   for (int i = 0; i < 100 && ok; ++i) {
-    ok = client.exchange(put.data(), put.size(), buf, response_size);
+    ok = client.exchange_head(put.data(), put.size(), buf, sizeof buf) > 0;
   }
   std::uint64_t fewest = UINT64_MAX;
   for (int round = 0; round < 3 && ok; ++round) {
     const std::uint64_t before = counting_new::allocations();
     for (int i = 0; i < kPuts && ok; ++i) {
-      ok = client.exchange(put.data(), put.size(), buf, response_size);
+      got = client.exchange_head(put.data(), put.size(), buf, sizeof buf);
+      ok = got > 0;
     }
     fewest = std::min(fewest, counting_new::allocations() - before);
   }
   EXPECT_TRUE(ok);
-  EXPECT_EQ(server::testing::without_dates(std::string_view(buf, response_size)), expected);
+  const std::string last = server::testing::without_dates(std::string_view(buf, got));
+  EXPECT_TRUE(last.starts_with("HTTP/1.1 204 No Content\r\nETag: \"")) << last;
+  EXPECT_TRUE(last.ends_with("\"\r\n\r\n")) << last;
   srv.stop();
   return static_cast<double>(fewest) / kPuts;
 }

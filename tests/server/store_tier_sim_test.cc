@@ -15,6 +15,7 @@
 // The targeted tests below drive each of issue 27's defects on their own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -80,13 +81,18 @@ TierOptions behind(std::chrono::milliseconds flush_interval = 1h,
 }
 
 // A result delivered later, from whichever thread delivers it.
+// Every answer's place in the order of delivery (the model applies writes in that order).
+std::atomic<std::uint64_t> g_deliveries{0};
+
 template <class T>
 struct Later {
   std::shared_ptr<std::optional<T>> slot = std::make_shared<std::optional<T>>();
   std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::uint64_t> order = std::make_shared<std::uint64_t>(0);
   std::function<void(const T&)> callback() const {
-    return [slot = slot, calls = calls](const T& v) {
+    return [slot = slot, calls = calls, order = order](const T& v) {
       *slot = v;  // before the count: ready() then sees the value (the count publishes it)
+      *order = ++g_deliveries;
       ++*calls;
     };
   }
@@ -180,6 +186,7 @@ class Simulation {
     Value value;  // nullopt: DELETE
     OutcomeLater later;
     bool seen = false;
+    bool conditional = false;  // If-Match / If-None-Match
   };
   struct PendingReset {
     int index;
@@ -252,12 +259,29 @@ class Simulation {
       // Write-through: a write is ordered with a reset by its submission, which is now.
       written_before_[*w.value] = resets_issued_;
     }
-    trace((put ? "PUT " + w.key + "=" + *w.value : "DELETE " + w.key));
+    // One write in three is conditional on the key existing (If-Match: *) or, for a PUT, on
+    // its absence (If-None-Match: *): decided by the cache, the dirty buffer or a store read,
+    // or parked behind a write of the key in flight (StoreTier::write_if).
+    server::Preconditions pre;
+    const std::size_t condition = pick(3) == 0 ? 1 + pick(put ? 2 : 1) : 0;
+    if (condition == 1) {
+      pre.has_if_match = true;
+      pre.if_match.any = true;
+    } else if (condition == 2) {
+      pre.has_if_none_match = true;
+      pre.if_none_match.any = true;
+    }
+    const server::Preconditions* when = condition != 0 ? &pre : nullptr;
+    w.conditional = condition != 0;
+    trace(std::string(condition == 1   ? "If-Match: * "
+                      : condition == 2 ? "If-None-Match: * "
+                                       : "") +
+          (put ? "PUT " + w.key + "=" + *w.value : "DELETE " + w.key));
     SimReply<StoreTier::Outcome> reply(w.later);
     if (put) {
-      t_.keys->put(w.key, *w.value, {}, reply);
+      t_.keys->put(w.key, *w.value, server::WriteSpec{{}, when}, reply);
     } else {
-      t_.keys->del(w.key, nullptr, reply);
+      t_.keys->del(w.key, when, reply);
     }
     if (reply.now()) w.later.callback()(*reply.now());
     writes_.push_back(std::move(w));
@@ -298,13 +322,20 @@ class Simulation {
 
   // Answers delivered since the last step, in the order the tier gave them.
   void collect() {
+    std::vector<PendingWrite*> answered;
     for (PendingWrite& w : writes_) {
       if (w.seen || !w.later.ready()) continue;
       w.seen = true;
       if (*w.later.calls != 1)
         fail("a write was answered " + std::to_string(*w.later.calls) + " times");
-      on_write_answered(w);
+      answered.push_back(&w);
     }
+    // In the order they were delivered: one step can answer several writes of a key (a store
+    // read that decides conditional writes, a commit that releases parked ones).
+    std::sort(answered.begin(), answered.end(), [](const PendingWrite* a, const PendingWrite* b) {
+      return *a->later.order < *b->later.order;
+    });
+    for (const PendingWrite* w : answered) on_write_answered(*w);
     for (PendingReset& r : resets_) {
       if (r.seen || !r.later.ready()) continue;
       r.seen = true;
@@ -324,7 +355,12 @@ class Simulation {
     const bool ok = w.later.get().kind != StoreTier::Outcome::Kind::error;
     trace("  answered " + w.key + " " + w.value.value_or("DELETE") + " kind " +
           std::to_string(static_cast<int>(w.later.get().kind)) + " " + w.later.get().error);
+    // A condition that did not hold: nothing was written.
+    if (w.later.get().kind == StoreTier::Outcome::Kind::precondition_failed) return;
     if (!is_behind()) {
+      // A conditional write is submitted when it is decided, which may be after a reset issued
+      // since it was: ordered with resets by then (at the latest, its answer).
+      if (w.conditional && w.value) written_before_[*w.value] = resets_issued_;
       last_acked_[w.key] = ok ? std::optional<Value>(w.value) : std::nullopt;
       return;
     }

@@ -1,0 +1,103 @@
+"""ETags and conditional writes with a store (issue 30; docs/api.md, "With a store"), against
+RocksDB and a real PostgreSQL in both write modes: a cached key's ETag decides If-Match; a key
+that is not cached has no ETag a client can know (If-Match "E" is 412) but "*" asks the store
+whether it exists; the compare-and-set race of eight clients loses no update."""
+import time
+
+import pytest
+
+from rawhttp import exchange
+from test_expiry_cas import ETAG_RE, etag_of, get, put, run_compare_and_set
+
+MODES = ["through", "behind"]
+
+
+def reset_cache(srv):
+    assert exchange(srv, "POST", "/reset?scope=cache").status == 204
+
+
+def delete(srv, key, headers=None):
+    return exchange(srv, "DELETE", f"/key/{key}", headers=headers)
+
+
+@pytest.fixture(params=MODES)
+def srv(request, start_server, store_flags):
+    return start_server(*store_flags, "--write-mode", request.param)
+
+
+def test_writes_and_hits_carry_etags_and_if_none_match_revalidates(srv):
+    w = put(srv, "k", b"v")
+    assert w.status == 201 and ETAG_RE.match(etag_of(w))
+    g = get(srv, "k")
+    assert g.status == 200 and etag_of(g) == etag_of(w)
+    nm = get(srv, "k", headers={"If-None-Match": etag_of(w)})
+    assert nm.status == 304 and nm.body == b"" and etag_of(nm) == etag_of(w)
+    w2 = put(srv, "k", b"v")  # the same bytes: a new version all the same
+    assert w2.status == 204 and etag_of(w2) != etag_of(w)
+    assert get(srv, "k", headers={"If-None-Match": etag_of(w)}).status == 200
+
+
+def test_if_match_applies_only_on_the_current_etag(srv):
+    first = put(srv, "k", b"1")
+    second = put(srv, "k", b"2")
+    stale = put(srv, "k", b"x", headers={"If-Match": etag_of(first)})
+    assert stale.status == 412
+    assert get(srv, "k").body == b"2"
+    ok = put(srv, "k", b"3", headers={"If-Match": etag_of(second)})
+    assert ok.status == 204 and etag_of(ok) not in (etag_of(first), etag_of(second))
+    assert delete(srv, "k", headers={"If-Match": etag_of(second)}).status == 412
+    assert delete(srv, "k", headers={"If-Match": etag_of(ok)}).status == 204
+    assert get(srv, "k").status == 404
+    # A missing key: always 412.
+    assert put(srv, "none", b"v", headers={"If-Match": "*"}).status == 412
+    assert delete(srv, "none", headers={"If-Match": "*"}).status == 412
+
+
+def test_a_key_only_in_the_store_is_checked_against_the_store(srv):
+    w = put(srv, "k", b"v")
+    time.sleep(0.3)  # write-behind: flushed (every --flush-interval / 4)
+    reset_cache(srv)  # the store alone holds it now
+    # Its version left with the cache: no client's ETag can name it.
+    assert put(srv, "k", b"x", headers={"If-Match": etag_of(w)}).status == 412
+    # "*" asks the store: it exists.
+    assert put(srv, "k", b"x", headers={"If-None-Match": "*"}).status == 412
+    reset_cache(srv)
+    m = put(srv, "k", b"y", headers={"If-Match": "*"})
+    assert m.status == 204 and ETAG_RE.match(etag_of(m))
+    assert get(srv, "k").body == b"y"
+    time.sleep(0.3)
+    reset_cache(srv)
+    assert delete(srv, "k", headers={"If-Match": "*"}).status == 204
+    assert get(srv, "k").status == 404
+    # Absent from cache and store: create-only creates.
+    c = put(srv, "new", b"n", headers={"If-None-Match": "*"})
+    assert c.status == 201 and ETAG_RE.match(etag_of(c))
+    assert put(srv, "new", b"again", headers={"If-None-Match": "*"}).status == 412
+    assert get(srv, "new").body == b"n"
+
+
+def test_an_expired_row_counts_as_absent_for_create_only(srv):
+    assert put(srv, "k", b"v", query="?ttl=1").status == 201
+    time.sleep(0.3)
+    reset_cache(srv)
+    time.sleep(1.1)
+    assert put(srv, "k", b"w", headers={"If-None-Match": "*"}).status == 201
+    assert get(srv, "k").body == b"w"
+
+
+def test_a_read_through_fill_carries_the_new_etag(srv):
+    put(srv, "k", b"v")
+    time.sleep(0.3)
+    reset_cache(srv)
+    g = get(srv, "k")  # from the store; the fill gives the cached item a version
+    assert g.status == 200 and ETAG_RE.match(etag_of(g))
+    assert put(srv, "k", b"w", headers={"If-Match": etag_of(g)}).status == 204
+
+
+def test_compare_and_set_loses_no_update_among_eight_clients(srv):
+    print(f"412s retried: {run_compare_and_set(srv, 8, 15, timeout_s=90)}")
+
+
+def test_a_malformed_condition_is_400_with_a_store(srv):
+    assert put(srv, "k", b"v", headers={"If-Match": "nope"}).status == 400
+    assert delete(srv, "k", headers={"If-None-Match": "nope"}).status == 400
