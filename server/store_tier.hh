@@ -38,6 +38,12 @@
 //   clear has committed, and a failed clear changes nothing. Misses that arrive while a reset is
 //   pending wait for it (so no read started before the clear commits can fill or answer after
 //   the 204), and the flusher does not flush writes made before a pending reset.
+// - Expiry: a PUT's expiry time (wall clock, store.hh) goes to the store with the value; every
+//   answer from beyond the cache (dirty buffer, store read, existence checks) treats an expired
+//   value as absent, and the cache gets the time left as the item's TTL.
+// - Conditional writes (write_if): decided under mu_ after every earlier write of the key (parked
+//   on its KeyState while one is in the store's hands), by the cached version, the dirty buffer
+//   or one store read, then applied as the unconditional write is, in the same hold of mu_.
 // - Timeout (--store-timeout): a request that has waited that long on the store is answered 503
 //   (store_deadline.hh). A write-through write answered so may still take effect: its commit may
 //   be under way, and the cache still follows the store's answer whenever it comes. A write
