@@ -260,6 +260,7 @@ def render_miss_ratio(out_dir: Path) -> list[str]:
              f"room for exactly N objects of {meta.get('value_bytes', '?')} bytes) and through libCacheSim "
              f"(N equal-size objects); every request counts. Zipf traces over {meta.get('keys', 0):,} keys, "
              f"{meta.get('zipf_requests', 0):,} Zipf requests each, seed {meta.get('seed', '?')}. "
+             "No key has a TTL: expiry is not part of these replays (docs/api.md, \"Expiry\"). "
              f"Command: `{meta.get('command', 'python traces/crosscheck.py --curves')}`.", ""]
     note = mrc.libcachesim_note(doc)
     if note:
