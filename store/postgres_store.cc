@@ -557,35 +557,34 @@ bool probe_table(PgConnection& setup, const std::string& table, const std::strin
 // top, rank counts, around, max/min); it includes member so that a top page is an index-only
 // scan (postgres_boards.cc).
 bool create_tables(PgConnection& setup, const Names& n, std::string& error) {
-  return run_ddl(setup,
-                 "CREATE TABLE IF NOT EXISTS " + n.table +
-                     "(key bytea primary key, value bytea not null, "
-                     "updated_at timestamptz not null default now(), "
-                     "expires_at bigint not null default 0)",
-                 "table " + n.table, error) &&
-         // A table made before expiry: the column (a constant default: no rewrite) and the
-         // purge's partial index (only rows with an expiry).
-         run_ddl(setup,
-                 "ALTER TABLE " + n.table +
-                     " ADD COLUMN IF NOT EXISTS expires_at bigint not null default 0",
-                 "table " + n.table, error) &&
-         run_ddl(setup,
-                 "CREATE INDEX IF NOT EXISTS " + n.expiry_index + " ON " + n.table +
-                     "(expires_at) WHERE expires_at <> 0",
-                 "table " + n.table, error) &&
-         probe_table(setup, n.table, "key, value, updated_at, expires_at",
+  const std::string keys = "table " + n.table, boards = "board table " + n.board_table;
+  const std::pair<std::string, const std::string*> ddl[] = {
+      {"CREATE TABLE IF NOT EXISTS " + n.table +
+           "(key bytea primary key, value bytea not null, "
+           "updated_at timestamptz not null default now(), expires_at bigint not null default 0)",
+       &keys},
+      // A table made before expiry: the column (a constant default: no rewrite) and the purge's
+      // partial index (only rows with an expiry).
+      {"ALTER TABLE " + n.table + " ADD COLUMN IF NOT EXISTS expires_at bigint not null default 0",
+       &keys},
+      {"CREATE INDEX IF NOT EXISTS " + n.expiry_index + " ON " + n.table +
+           "(expires_at) WHERE expires_at <> 0",
+       &keys},
+      {"CREATE TABLE IF NOT EXISTS " + n.board_table +
+           "(board bytea, member bytea, score double precision not null, "
+           "seq bigint not null, primary key (board, member))",
+       &boards},
+      {"CREATE INDEX IF NOT EXISTS " + n.board_index + " ON " + n.board_table +
+           "(board, score DESC, seq) INCLUDE (member)",
+       &boards},
+  };
+  for (const auto& [sql, what] : ddl) {
+    if (!run_ddl(setup, sql, *what, error)) return false;
+  }
+  return probe_table(setup, n.table, "key, value, updated_at, expires_at",
                      {kByteaOid, kByteaOid, kTimestamptzOid, kInt8Oid},
                      "(key bytea, value bytea, updated_at timestamptz, expires_at bigint)",
                      error) &&
-         run_ddl(setup,
-                 "CREATE TABLE IF NOT EXISTS " + n.board_table +
-                     "(board bytea, member bytea, score double precision not null, "
-                     "seq bigint not null, primary key (board, member))",
-                 "board table " + n.board_table, error) &&
-         run_ddl(setup,
-                 "CREATE INDEX IF NOT EXISTS " + n.board_index + " ON " + n.board_table +
-                     "(board, score DESC, seq) INCLUDE (member)",
-                 "board table " + n.board_table, error) &&
          probe_table(setup, n.board_table, "board, member, score, seq",
                      {kByteaOid, kByteaOid, kFloat8Oid, kInt8Oid},
                      "(board bytea, member bytea, score double precision, seq bigint)", error);
