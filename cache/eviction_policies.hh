@@ -86,8 +86,9 @@ class NoEviction {
   void clear() {}
 };
 
-// Evicts the oldest insertion. A replaced value counts as a new insertion.
-class FifoEviction {
+// The list-ordered policies (FIFO, LRU): an entry joins the front when inserted, leaves when
+// removed, and the victim is the back. What a hit does is the policy's own on_hit.
+class ListEviction {
  public:
   using Hook = ListHook;
   static constexpr bool kEvicts = true;
@@ -99,33 +100,30 @@ class FifoEviction {
   void on_remove(E* e) {
     IntrusiveList::unlink(e);
   }
-  template <class E>
-  void on_hit(const SlotTable<E>&, std::size_t, E*) const {}
   template <class E, class HashFn>
   std::size_t pick_victim(SlotTable<E>& table, const HashFn& hash_of) {
-    const E* oldest = static_cast<const E*>(list_.back());
-    return table.find(oldest->key(), hash_of(oldest->key()));
+    const E* last = static_cast<const E*>(list_.back());
+    return table.find(last->key(), hash_of(last->key()));
   }
   void clear() { list_.clear(); }
 
- private:
-  IntrusiveList list_;
+ protected:
+  // LRU moves an entry on a hit, under the shard's read lock: guarded by the shard lock, plus
+  // LruEviction's touch_mutex_ for readers that share it.
+  mutable IntrusiveList list_;
+};
+
+// Evicts the oldest insertion. A replaced value counts as a new insertion.
+class FifoEviction : public ListEviction {
+ public:
+  template <class E>
+  void on_hit(const SlotTable<E>&, std::size_t, E*) const {}
 };
 
 // Evicts the least recently used (set or hit).
 template <class Lock>
-class LruEviction {
+class LruEviction : public ListEviction {
  public:
-  using Hook = ListHook;
-  static constexpr bool kEvicts = true;
-  template <class E>
-  void on_insert(E* e) {
-    list_.push_front(e);
-  }
-  template <class E>
-  void on_remove(E* e) {
-    IntrusiveList::unlink(e);
-  }
   template <class E>
   void on_hit(const SlotTable<E>&, std::size_t, E* e) const {
     if constexpr (Lock::kReadersShare) {
@@ -135,15 +133,8 @@ class LruEviction {
       list_.move_to_front(e);  // the shard lock is exclusive already
     }
   }
-  template <class E, class HashFn>
-  std::size_t pick_victim(SlotTable<E>& table, const HashFn& hash_of) {
-    const E* lru = static_cast<const E*>(list_.back());
-    return table.find(lru->key(), hash_of(lru->key()));
-  }
-  void clear() { list_.clear(); }
 
  private:
-  mutable IntrusiveList list_;      // guarded by the shard lock, plus touch_mutex_ for readers
   mutable std::mutex touch_mutex_;  // serialises hits that share the shard lock
 };
 

@@ -10,22 +10,20 @@
 
 namespace cache::detail {
 
-// Gets run concurrently under std::shared_lock; sets, deletes and resets are exclusive.
-struct SharedReads {
-  using Mutex = std::shared_mutex;
-  using ReadGuard = std::shared_lock<Mutex>;
+// A shard's lock: its mutex, the guard a get takes and the guard the writes take.
+template <LockScheme S, class M, template <class> class ReadLock>
+struct LockPolicy {
+  using Mutex = M;
+  using ReadGuard = ReadLock<Mutex>;
   using WriteGuard = std::unique_lock<Mutex>;
-  static constexpr bool kReadersShare = true;
-  static constexpr LockScheme kScheme = LockScheme::shared_reads;
+  static constexpr bool kReadersShare = S == LockScheme::shared_reads;
+  static constexpr LockScheme kScheme = S;
 };
 
+// Gets run concurrently under std::shared_lock; sets, deletes and resets are exclusive.
+using SharedReads = LockPolicy<LockScheme::shared_reads, std::shared_mutex, std::shared_lock>;
+
 // Baseline: one exclusive mutex for every operation.
-struct ExclusiveAll {
-  using Mutex = std::mutex;
-  using ReadGuard = std::unique_lock<Mutex>;
-  using WriteGuard = std::unique_lock<Mutex>;
-  static constexpr bool kReadersShare = false;
-  static constexpr LockScheme kScheme = LockScheme::exclusive_all;
-};
+using ExclusiveAll = LockPolicy<LockScheme::exclusive_all, std::mutex, std::unique_lock>;
 
 }  // namespace cache::detail

@@ -108,12 +108,57 @@ std::string parse_targets(const std::string& s, std::vector<Config::Target>& out
 }
 
 std::optional<WorkloadKind> parse_workload(const std::string& s) {
-  for (auto k : {WorkloadKind::kEtc, WorkloadKind::kGetPopular, WorkloadKind::kPutAll,
-                 WorkloadKind::kMixed, WorkloadKind::kZipf, WorkloadKind::kUniform,
-                 WorkloadKind::kFixedGet, WorkloadKind::kBoardUpdate, WorkloadKind::kBoardTop,
-                 WorkloadKind::kBoardMixed, WorkloadKind::kBoardScore})
-    if (s == workload_name(k)) return k;
+  for (const WorkloadSpec& w : workload_specs())
+    if (s == w.name) return w.kind;
   return std::nullopt;
+}
+
+// The names of the workloads `pick` selects: "a", "a and b", "a, b and c" (`last` = " and "), or
+// joined by `last` alone ("a|b|c").
+template <class Pick>
+std::string workload_names(const Pick& pick, const std::string& sep, const std::string& last) {
+  std::vector<std::string> names;
+  for (const WorkloadSpec& w : workload_specs())
+    if (pick(w)) names.emplace_back(w.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? last : sep) + names[i];
+  return out;
+}
+
+constexpr std::size_t kHelpColumn = 32;  // --help: flag names, then their text from this column
+constexpr std::size_t kHelpWidth = 100;
+
+// --help's --workload entry, from the table: the names (the default marked), then each row's
+// text, the board rows after the paragraph they share.
+std::string workload_help() {
+  const std::string indent(kHelpColumn, ' ');
+  std::string out = "      --workload NAME" + std::string(kHelpColumn - 21, ' ');
+  std::string line;
+  for (const WorkloadSpec& w : workload_specs()) {
+    std::string name = w.name;
+    if (w.kind == WorkloadConfig{}.kind) name += " (default)";
+    if (!line.empty() && kHelpColumn + line.size() + 3 + name.size() + 2 > kHelpWidth) {
+      out += line + " |\n" + indent;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " | ") + name;
+  }
+  out += line + "\n";
+  bool boards = false;
+  for (const WorkloadSpec& w : workload_specs()) {
+    if (w.api == WorkloadApi::kBoards && !boards) {
+      boards = true;
+      out += indent + "Leaderboards (board i is b<i>, member j is m<j>; uniform choice\n" + indent +
+             "of board and member; reads need the preload, which PUTs every\n" + indent +
+             "member of every board once):\n";
+    }
+    std::string text = w.help;
+    for (auto nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
+      text.insert(nl + 1, indent + "       ");
+    out += indent + "  " + w.name + ": " + text + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -183,26 +228,8 @@ Capacity at an SLO
                                 (default 0.02)
 
 Workload
-      --workload NAME           etc (default) | get-popular | put-all | mixed | zipf | uniform |
-                                fixed-get | board-update | board-top | board-mixed | board-score
-                                  etc: Facebook ETC key/value sizes, GET:SET 30:1, Zipf popularity,
-                                       20% of GETs aimed at never-stored keys (hit rate ~80%)
-                                  get-popular: GETs of --hot-keys keys
-                                  put-all: PUTs only (creates, then updates), no preload
-                                  mixed: --ratio mix (default 90:10:0), uniform popularity
-                                  zipf: --ratio mix (default 30:1:0), Zipf(--theta) popularity
-                                  uniform: --ratio mix (default 30:1:0), uniform popularity
-                                  fixed-get: GET --path only, any server; 200 is success
-                                Leaderboards (board i is b<i>, member j is m<j>; uniform choice
-                                of board and member; reads need the preload, which PUTs every
-                                member of every board once):
-                                  board-update: PUT /board/b/member/m?op=set, random scores,
-                                       no preload
-                                  board-top: GET /board/b/top?n=--top-n
-                                  board-mixed: top-N reads and updates, --ratio R:U:0
-                                       (default 90:10:0)
-                                  board-score: GET /board/b/member/m
-      --ratio G:S:D             GET:SET:DELETE weights (etc, mixed, zipf, uniform); for
+)" + workload_help() +
+         R"(      --ratio G:S:D             GET:SET:DELETE weights (etc, mixed, zipf, uniform); for
                                 board-mixed READS:UPDATES:0, top-N reads : member updates (the
                                 third weight must be 0)
       --theta T                 Zipf exponent, T >= 0 (default 0.99; etc and zipf)
@@ -357,53 +384,45 @@ void finish_config(Config& cfg, const Given& g) {
     if (cfg.thread_counts.empty()) fail("--max-threads removes every count of --threads");
   }
   if (g.path && !g.workload) cfg.workload.kind = WorkloadKind::kFixedGet;
-  const WorkloadDefaults d = defaults_for(cfg.workload.kind);
-  cfg.workload.ratio = d.ratio;
-  cfg.workload.miss_ratio = d.miss_ratio;
-  const WorkloadKind kind = cfg.workload.kind;
-  const bool takes_miss_ratio = kind == WorkloadKind::kEtc || kind == WorkloadKind::kMixed ||
-                                kind == WorkloadKind::kZipf || kind == WorkloadKind::kUniform;
-  const bool takes_ratio = takes_miss_ratio || kind == WorkloadKind::kBoardMixed;
+  const WorkloadSpec& w = workload_spec(cfg.workload.kind);
+  cfg.workload.ratio = w.ratio;
+  cfg.workload.miss_ratio = w.miss_ratio;
+  const bool board = w.api == WorkloadApi::kBoards;
   if (g.ratio) {
-    if (!takes_ratio)
-      fail(std::string("--ratio does not apply to workload ") + workload_name(kind));
-    if (kind == WorkloadKind::kBoardMixed && g.ratio->del != 0)
-      fail(
-          "--ratio for board-mixed is READS:UPDATES:0 (top-N reads : updates); board workloads "
-          "send no deletes");
+    if (!w.has(kTakesRatio)) fail(std::string("--ratio does not apply to workload ") + w.name);
+    if (board && g.ratio->del != 0)
+      fail(std::string("--ratio for ") + w.name +
+           " is READS:UPDATES:0 (top-N reads : updates); board workloads send no deletes");
     cfg.workload.ratio = *g.ratio;
   }
-  const bool board = is_board_workload(kind);
+  const auto is_board = [](const WorkloadSpec& s) { return s.api == WorkloadApi::kBoards; };
   if (!g.board_flag.empty() && !board)
-    fail(g.board_flag + " applies to the board workloads only (board-update, board-top, " +
-         "board-mixed, board-score), not to " + workload_name(kind));
-  if (g.top_n && kind != WorkloadKind::kBoardTop && kind != WorkloadKind::kBoardMixed)
-    fail(std::string("--top-n applies to board-top and board-mixed only, not to ") +
-         workload_name(kind));
-  if (g.score_max && kind != WorkloadKind::kBoardUpdate && kind != WorkloadKind::kBoardMixed &&
-      kind != WorkloadKind::kBoardTop && kind != WorkloadKind::kBoardScore)
-    fail(std::string("--score-max applies to the board workloads only, not to ") +
-         workload_name(kind));
+    fail(g.board_flag + " applies to the board workloads only (" +
+         workload_names(is_board, ", ", ", ") + "), not to " + w.name);
+  if (g.top_n && !w.has(kTakesTopN))
+    fail("--top-n applies to " +
+         workload_names([](const WorkloadSpec& s) { return s.has(kTakesTopN); }, ", ", " and ") +
+         " only, not to " + w.name);
+  if (g.score_max && !board)
+    fail(std::string("--score-max applies to the board workloads only, not to ") + w.name);
   if (board &&
       std::uint64_t{cfg.workload.boards} * cfg.workload.members > WorkloadConfig::kMaxBoardMembers)
     fail("--boards x --members must be at most 1000000000 (got " +
          std::to_string(cfg.workload.boards) + " x " + std::to_string(cfg.workload.members) + ")");
-  if (!cfg.record_trace_path.empty() && board)
-    fail(std::string("--record-trace records keys; workload ") + workload_name(kind) + " has none");
+  // A trace records keys: the board and fixed-path workloads have none.
+  if (!cfg.record_trace_path.empty() && w.api != WorkloadApi::kKeys)
+    fail(std::string("--record-trace records keys; workload ") + w.name + " has none");
   if (g.miss_ratio) {
-    if (!takes_miss_ratio)
-      fail(std::string("--miss-ratio does not apply to workload ") + workload_name(kind));
+    if (!w.has(kTakesMissRatio))
+      fail(std::string("--miss-ratio does not apply to workload ") + w.name);
     cfg.workload.miss_ratio = *g.miss_ratio;
   }
-  if (!cfg.record_trace_path.empty() && kind == WorkloadKind::kFixedGet)
-    fail("--record-trace records keys; workload fixed-get has none");
   if (g.targets) {
     if (!g.host_port_flag.empty())
       fail("--targets names the servers: it cannot be combined with " + g.host_port_flag);
-    if (kind == WorkloadKind::kFixedGet)
-      fail(
-          "--targets places requests by their key or board; workload fixed-get has none (send it "
-          "to one server with --host/--port)");
+    if (w.api == WorkloadApi::kFixedPath)
+      fail(std::string("--targets places requests by their key or board; workload ") + w.name +
+           " has none (send it to one server with --host/--port)");
     if (!cfg.server_pids.empty() && cfg.server_pids.size() != cfg.targets.size())
       fail("--server-pid with --targets needs one PID per target, in --targets order (got " +
            std::to_string(cfg.server_pids.size()) + " PIDs for " +
@@ -576,15 +595,13 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
             });
 
   // Workload
-  auto* workload = flags.add(
-      "--workload", "a workload name",
-      "etc|get-popular|put-all|mixed|zipf|uniform|fixed-get|board-update|board-top|board-mixed|"
-      "board-score",
-      [&](const std::string& v) {
-        auto k = parse_workload(v);
-        if (k) cfg.workload.kind = *k;
-        return k.has_value();
-      });
+  auto* workload = flags.add("--workload", "a workload name",
+                             workload_names([](const WorkloadSpec&) { return true; }, "|", "|"),
+                             [&](const std::string& v) {
+                               auto k = parse_workload(v);
+                               if (k) cfg.workload.kind = *k;
+                               return k.has_value();
+                             });
   flags.add("--ratio", "G:S:D", "three non-negative weights G:S:D", [&](const std::string& v) {
     std::vector<double> parts;
     std::istringstream in(v);

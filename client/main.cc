@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli.hh"
+#include "exit_codes.hh"
 #include "interrupt.hh"
 #include "merge.hh"
 #include "output.hh"
@@ -14,14 +15,6 @@
 #include "trace_record.hh"
 
 namespace {
-constexpr int kExitOk = 0;
-constexpr int kExitUsage = 1;
-constexpr int kExitUnreachable = 2;
-constexpr int kExitAborted = 3;
-constexpr int kExitOutput = 4;
-constexpr int kExitNotMergeable = 5;  // bench_client merge: the inputs cannot be merged
-constexpr int kExitWrongAnswer = 6;   // a point had a wrong answer (mismatch): it is invalid
-
 // Whether any point of the run saw a wrong answer (docs/client.md, "Validity of a point").
 bool any_wrong_answer(const bench::SweepResult& r) {
   for (const auto& p : r.points) {
@@ -39,10 +32,10 @@ int merge_main(const std::vector<std::string>& args) {
   switch (bench::parse_merge_args(args, opts, error)) {
     case bench::MergeCliOutcome::kHelp:
       std::cout << bench::merge_help_text();
-      return kExitOk;
+      return bench::kExitOk;
     case bench::MergeCliOutcome::kError:
       std::cerr << "bench_client: " << error << "\n";
-      return kExitUsage;
+      return bench::kExitUsage;
     case bench::MergeCliOutcome::kRun:
       break;
   }
@@ -55,7 +48,7 @@ int merge_main(const std::vector<std::string>& args) {
     merged = bench::merge_runs(runs, command_line);
   } catch (const bench::MergeError& e) {
     std::cerr << "bench_client: merge: " << e.what() << "\n";
-    return kExitNotMergeable;
+    return bench::kExitNotMergeable;
   }
   if (!opts.quiet) {
     bench::write_table_preamble(std::cout, merged);
@@ -77,14 +70,14 @@ int merge_main(const std::vector<std::string>& args) {
     }
     std::cout.flush();
   }
-  int code = kExitOk;
+  int code = bench::kExitOk;
   if (!opts.json_path.empty() && !bench::write_json(merged, opts.json_path, error)) {
     std::cerr << "bench_client: " << error << "\n";
-    code = kExitOutput;
+    code = bench::kExitOutput;
   }
   if (!opts.csv_path.empty() && !bench::write_csv(merged, opts.csv_path, error)) {
     std::cerr << "bench_client: " << error << "\n";
-    code = kExitOutput;
+    code = bench::kExitOutput;
   }
   return code;
 }
@@ -102,10 +95,10 @@ int main(int argc, char** argv) {
   switch (bench::parse_args(args, cfg, error)) {
     case bench::CliOutcome::kHelp:
       std::cout << bench::help_text();
-      return kExitOk;
+      return bench::kExitOk;
     case bench::CliOutcome::kError:
       std::cerr << "bench_client: " << error << "\n";
-      return kExitUsage;
+      return bench::kExitUsage;
     case bench::CliOutcome::kRun:
       break;
   }
@@ -113,7 +106,7 @@ int main(int argc, char** argv) {
   if (!cfg.record_trace_path.empty() &&
       !bench::write_recorded_trace(cfg.workload, {}, cfg.record_trace_path, error)) {
     std::cerr << "bench_client: " << error << "\n";
-    return kExitOutput;
+    return bench::kExitOutput;
   }
   // Ctrl-C / SIGTERM: the sweep stops, the finished points are written, exit 3.
   bench::install_interrupt_handlers();
@@ -146,36 +139,36 @@ int main(int argc, char** argv) {
   const bench::SweepStatus status = bench::run_sweep(cfg, command_line, hooks, result);
   if (status == bench::SweepStatus::kUnreachable) {
     std::cerr << "bench_client: server unreachable: " << result.abort_reason << "\n";
-    return kExitUnreachable;
+    return bench::kExitUnreachable;
   }
-  int code = kExitOk;
+  int code = bench::kExitOk;
   if (status == bench::SweepStatus::kInterrupted) {
     std::cerr << "bench_client: " << result.abort_reason << "; " << result.points.size()
               << " finished point(s)"
               << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " saved") << "\n";
-    code = kExitAborted;
+    code = bench::kExitAborted;
   } else if (status == bench::SweepStatus::kAborted) {
     std::cerr << "bench_client: run aborted: " << result.abort_reason
               << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " (partial results saved)")
               << "\n";
-    code = kExitAborted;
+    code = bench::kExitAborted;
   } else if (any_wrong_answer(result)) {
     std::cerr << "bench_client: wrong answers (mismatch): the point(s) are invalid\n";
-    code = kExitWrongAnswer;
+    code = bench::kExitWrongAnswer;
   }
   if (!cfg.json_path.empty() && !bench::write_json(result, cfg.json_path, error)) {
     std::cerr << "bench_client: " << error << "\n";
-    code = code == kExitOk ? kExitOutput : code;
+    code = code == bench::kExitOk ? bench::kExitOutput : code;
   }
   if (!cfg.csv_path.empty() && !bench::write_csv(result, cfg.csv_path, error)) {
     std::cerr << "bench_client: " << error << "\n";
-    code = code == kExitOk ? kExitOutput : code;
+    code = code == bench::kExitOk ? bench::kExitOutput : code;
   }
   if (!cfg.record_trace_path.empty() &&
       !bench::write_recorded_trace(cfg.workload, result.recorded_trace, cfg.record_trace_path,
                                    error)) {
     std::cerr << "bench_client: " << error << "\n";
-    code = code == kExitOk ? kExitOutput : code;
+    code = code == bench::kExitOk ? bench::kExitOutput : code;
   }
   return code;
 }

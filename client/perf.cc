@@ -345,7 +345,8 @@ const std::vector<Endpoint>& Bench::endpoints() const {
 // The preload connects once to every node (to the one server without --targets) and sends each
 // key to the node that owns it.
 PreloadResult Bench::preload(unsigned nthreads) const {
-  if (is_board_workload(cfg_.workload.kind)) return preload_boards(nthreads);
+  if (workload_spec(cfg_.workload.kind).preload == Preload::kBoardMembers)
+    return preload_boards(nthreads);
   PreloadResult result;
   const std::uint64_t count = keys_.preload_count();
   result.keys = count;

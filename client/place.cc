@@ -6,6 +6,7 @@
 #include <ostream>
 #include <set>
 
+#include "exit_codes.hh"
 #include "placement.hh"
 
 namespace bench {
@@ -67,20 +68,20 @@ int run_place(const std::vector<std::string>& args, std::istream& in, std::ostre
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
       out << kPlaceHelp;
-      return 0;
+      return kExitOk;
     }
     if ((a == "--targets" || a == "--target-weight") && i + 1 >= args.size()) {
       err << "bench_client place: " << a << " needs a value (see --help)\n";
-      return 1;
+      return kExitUsage;
     }
     if (a == "--targets") {
       if (!targets.empty()) {
         err << "bench_client place: --targets given twice\n";
-        return 1;
+        return kExitUsage;
       }
       if (!parse_targets(args[++i], targets, error)) {
         err << "bench_client place: " << error << "\n";
-        return 1;
+        return kExitUsage;
       }
     } else if (a == "--target-weight") {
       const std::string& v = args[++i];
@@ -89,16 +90,16 @@ int run_place(const std::vector<std::string>& args, std::istream& in, std::ostre
           weight > HashRing::kMaxWeight) {
         err << "bench_client place: --target-weight must be 1.." << HashRing::kMaxWeight
             << ", not '" << v << "'\n";
-        return 1;
+        return kExitUsage;
       }
     } else {
       err << "bench_client place: unknown argument '" << a << "' (see --help)\n";
-      return 1;
+      return kExitUsage;
     }
   }
   if (targets.empty()) {
     err << "bench_client place: --targets is required (see --help)\n";
-    return 1;
+    return kExitUsage;
   }
   const HashRing ring(targets, weight);
   std::string line;
@@ -107,7 +108,7 @@ int run_place(const std::vector<std::string>& args, std::istream& in, std::ostre
     const std::string_view key = std::string_view(line).substr(0, line.find('/'));
     out << targets[ring.node_of(key)] << '\n';
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace bench

@@ -77,25 +77,23 @@ boost::json::value board_workload_json(const WorkloadConfig& w) {
   o["keys"] = std::uint64_t{w.boards} * w.members;
   o["boards"] = w.boards;
   o["members"] = w.members;
-  if (w.kind == WorkloadKind::kBoardTop || w.kind == WorkloadKind::kBoardMixed)
-    o["top_n"] = w.top_n;
+  const WorkloadSpec& spec = workload_spec(w.kind);
+  if (spec.has(kTakesTopN)) o["top_n"] = w.top_n;
   o["ratio"] = {{"get", w.ratio.get}, {"set", w.ratio.set}, {"delete", w.ratio.del}};
-  o["popularity"] = "uniform";
+  o["popularity"] = popularity_name(spec.popularity);
   o["seed"] = w.seed;
   return o;
 }
 
 boost::json::value workload_json(const Config& cfg) {
   const WorkloadConfig& w = cfg.workload;
-  if (is_board_workload(w.kind)) return board_workload_json(w);
+  const WorkloadSpec& spec = workload_spec(w.kind);
+  if (spec.api == WorkloadApi::kBoards) return board_workload_json(w);
   boost::json::object o;
   o["name"] = workload_name(w.kind);
   o["keys"] = w.keys;
   o["ratio"] = {{"get", w.ratio.get}, {"set", w.ratio.set}, {"delete", w.ratio.del}};
-  o["popularity"] = w.kind == WorkloadKind::kEtc || w.kind == WorkloadKind::kZipf ? "zipf"
-                    : w.kind == WorkloadKind::kGetPopular                         ? "hot-keys"
-                    : w.kind == WorkloadKind::kFixedGet                           ? "fixed-path"
-                                                                                  : "uniform";
+  o["popularity"] = popularity_name(spec.popularity);
   o["theta"] = w.theta;
   o["miss_ratio"] = w.miss_ratio;
   o["hot_keys"] = w.hot_keys;
@@ -105,13 +103,13 @@ boost::json::value workload_json(const Config& cfg) {
     o["key_size"] = "gev(30.7984,8.20449,0.078688)";
   if (w.value_bytes)
     o["value_size"] = w.value_bytes;
-  else if (w.kind == WorkloadKind::kEtc)
+  else if (spec.has(kEtcValueSizes))
     o["value_size"] = "etc(discrete 0-14, gpareto(15,214.476,0.348238))";
   else
     o["value_size"] = WorkloadConfig::kDefaultFixedValueBytes;
   o["max_value_size"] = w.max_value_bytes;
   o["seed"] = w.seed;
-  if (w.kind == WorkloadKind::kFixedGet) o["path"] = w.path;
+  if (spec.api == WorkloadApi::kFixedPath) o["path"] = w.path;
   return o;
 }
 
@@ -352,7 +350,8 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
 
   Bench bench = several ? Bench(cfg, eps) : Bench(cfg, eps[0]);
   if (!cfg.record_trace_path.empty()) bench.record_into(&out.recorded_trace);
-  const bool wants_data = cfg.workload.kind != WorkloadKind::kFixedGet;
+  const WorkloadSpec& spec = workload_spec(cfg.workload.kind);
+  const bool wants_data = spec.api != WorkloadApi::kFixedPath;  // fixed-get: any server
   // The reset belongs to the preload: --no-preload keeps whatever the server already holds.
   if (wants_data && cfg.preload && cfg.reset) {
     for (std::size_t i = 0; i < eps.size(); ++i) {
@@ -366,7 +365,7 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
     const unsigned max_threads =
         *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
     meta.preload = bench.preload(std::min(max_threads, kMaxPreloadThreads));
-    const std::string what = is_board_workload(cfg.workload.kind)
+    const std::string what = spec.preload == Preload::kBoardMembers
                                  ? " board members (" + std::to_string(cfg.workload.boards) +
                                        " boards x " + std::to_string(cfg.workload.members) + ")"
                                  : " keys";

@@ -107,15 +107,19 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
   } else {
     for (const auto& node : routing_->endpoints) hosts_.push_back(node.host);
   }
-  verify_ = defaults_for(cfg_.workload.kind).verify;
-  if (cfg_.workload.kind == WorkloadKind::kFixedGet) {
+  // The workload's row (workload.hh): what its requests are, and how its answers are checked.
+  const WorkloadSpec& spec = workload_spec(cfg_.workload.kind);
+  verify_ = spec.check == AnswerCheck::kValue;
+  if (spec.api == WorkloadApi::kFixedPath) {
     fixed_request_ = "GET " + cfg_.workload.path + " HTTP/1.1\r\nHost: " + ep_.text() + "\r\n\r\n";
   }
-  if (is_board_workload(cfg_.workload.kind)) {
+  if (spec.api == WorkloadApi::kBoards) {
     board_requests_.emplace(cfg_.workload, ep_.host);
     for (const auto& host : hosts_) node_board_requests_.emplace_back(cfg_.workload, host);
+  }
+  if (spec.check == AnswerCheck::kBoardAnswer) {
     board_verifier_ = std::make_unique<BoardVerifier>();
-    if (cfg_.preload && defaults_for(cfg_.workload.kind).preload)
+    if (cfg_.preload && spec.preload == Preload::kBoardMembers)
       board_min_members_ = cfg_.workload.members;
   }
   for (auto& link : links_) link.request.reserve(1024);
@@ -183,83 +187,91 @@ bool Worker::local_failure(const char* what, int err) {
 }
 
 // One phase (warm-up or measured): issue up to `limit` requests (0: no limit) until `deadline`,
-// then drain the outstanding ones. Each turn of the loop fills every connection's free slots
-// (one write per connection), then waits for responses and handles all that arrived.
+// then drain the outstanding ones. Each turn of the loop fills the free slots (fill_links, or
+// fill_routed with --targets), then waits for responses and handles all that arrived.
 bool Worker::phase(std::uint64_t limit, Clock::time_point deadline,
                    Clock::time_point schedule_start, bool measured) {
-  if (routing_ != nullptr) return routed_phase(limit, deadline, schedule_start, measured);
   OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
   const bool open = schedule.open();
-  std::uint64_t issued = 0;
-  for (const auto& link : links_)
-    if (link.pending.free() > 0) issuable_.push(link.index);
+  Turn turn{schedule, limit, deadline, measured};
+  if (routing_ == nullptr)
+    for (const auto& link : links_)
+      if (link.pending.free() > 0) issuable_.push(link.index);
 
   for (;;) {
     if (interrupted()) {
       stats_.interrupted = true;
       return false;
     }
-    auto now = Clock::now();
-    const bool issuing = (limit == 0 || issued < limit) && now < deadline;
-    bool idle_left = false;
-    bool refill = false;  // responses parsed right after a write freed slots: do not wait
+    turn.now = Clock::now();
+    const bool issuing = (limit == 0 || turn.issued < limit) && turn.now < deadline;
+    turn.idle_left = turn.refill = false;
     if (issuing) {
-      // The links with a free slot, first freed first; each once per turn (a link freed again
-      // during its own write is queued for the next turn).
-      for (std::size_t turn = issuable_.size(); turn > 0; --turn) {
-        if (limit != 0 && issued >= limit) break;
-        Link& link = links_[issuable_.front()];
-        std::size_t count = link.pending.free();
-        if (limit != 0)
-          count = static_cast<std::size_t>(std::min<std::uint64_t>(count, limit - issued));
-        if (count == 0) {  // full: queued again when a response frees a slot
-          issuable_.pop();
-          continue;
-        }
-        const auto planned = schedule.take_due(now);
-        if (!planned) {
-          idle_left = true;
-          break;
-        }
-        issuable_.pop();
-        if (open && count > 1) count = take_due_sends(schedule, *planned, now, count);
-        const std::size_t outstanding = link.pending.size() + count;
-        const bool written = issue(link, count, *planned, open, measured);
-        if (stats_.fatal) return false;
-        if (plan_.pipeline > 1) {
-          // A batch whose write failed is issued all the same: part of it may have reached the
-          // server, and each of its requests is accounted for (answered, or an error). Sending it
-          // again would exceed -n. (--pipeline 1 replaces a request whose write failed.)
-          issued += count;
-          // Responses handled during the write (or a re-opened connection) freed slots.
-          if (link.pending.size() < outstanding) refill = true;
-        } else if (written) {
-          issued += count;
-        }
-        if (link.pending.free() > 0) issuable_.push(link.index);  // e.g. fewer sends were due
-        if (!written) continue;
-        if (links_.size() > 1) now = Clock::now();
-      }
+      if (routing_ == nullptr)
+        fill_links(turn);
+      else
+        fill_routed(turn);
+      if (stats_.fatal) return false;
     }
     if (busy_links_ == 0) {
       if (!issuing) {
-        if (open && measured) schedule.record_unsent(deadline, limit, issued, recorder_);
+        if (open && measured) schedule.record_unsent(deadline, limit, turn.issued, recorder_);
         return true;
       }
       if (open) sleep_until(std::min(schedule.next(), deadline));
       continue;
     }
-    if (links_.size() == 1) {
-      if (refill) continue;
+    if (routing_ == nullptr && links_.size() == 1) {
+      if (turn.refill) continue;
       if (!complete(links_[0], true, measured)) return false;
       continue;
     }
     // Several connections: wait for whichever answers first, or for the next planned send.
     auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
-    if (open && idle_left && issuing)
-      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, schedule.next() - now));
-    if (refill) wait = std::chrono::nanoseconds(0);
+    if (open && turn.idle_left && issuing)
+      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, schedule.next() - turn.now));
+    if (turn.refill) wait = std::chrono::nanoseconds(0);
     if (!await_links(wait, measured)) return false;
+  }
+}
+
+// The links with a free slot, first freed first; each once per turn (a link freed again during
+// its own write is queued for the next turn).
+void Worker::fill_links(Turn& t) {
+  const bool open = t.schedule.open();
+  for (std::size_t left = issuable_.size(); left > 0; --left) {
+    if (t.limit != 0 && t.issued >= t.limit) break;
+    Link& link = links_[issuable_.front()];
+    std::size_t count = link.pending.free();
+    if (t.limit != 0)
+      count = static_cast<std::size_t>(std::min<std::uint64_t>(count, t.limit - t.issued));
+    if (count == 0) {  // full: queued again when a response frees a slot
+      issuable_.pop();
+      continue;
+    }
+    const auto planned = t.schedule.take_due(t.now);
+    if (!planned) {
+      t.idle_left = true;
+      break;
+    }
+    issuable_.pop();
+    if (open && count > 1) count = take_due_sends(t.schedule, *planned, t.now, count);
+    const std::size_t outstanding = link.pending.size() + count;
+    const bool written = issue(link, count, *planned, open, t.measured);
+    if (stats_.fatal) return;
+    if (plan_.pipeline > 1) {
+      // A batch whose write failed is issued all the same: part of it may have reached the
+      // server, and each of its requests is accounted for (answered, or an error). Sending it
+      // again would exceed -n. (--pipeline 1 replaces a request whose write failed.)
+      t.issued += count;
+      // Responses handled during the write (or a re-opened connection) freed slots.
+      if (link.pending.size() < outstanding) t.refill = true;
+    } else if (written) {
+      t.issued += count;
+    }
+    if (link.pending.free() > 0) issuable_.push(link.index);  // e.g. fewer sends were due
+    if (!written) continue;
+    if (links_.size() > 1) t.now = Clock::now();
   }
 }
 
@@ -337,67 +349,39 @@ Worker::Link* Worker::free_link(std::size_t node) {
   return nullptr;
 }
 
-// phase() for --targets (see worker.hh). The operation stream stays the single-target one: an
-// operation whose node has no free slot is held (held_, kept across the warm-up/measured
+// phase()'s turn with --targets (see worker.hh). The operation stream stays the single-target
+// one: an operation whose node has no free slot is held (held_, kept across the warm-up/measured
 // boundary) and nothing else is issued before it. In the open loop it keeps the planned time it
 // was due at, so the time it waited for its node counts as schedule lag, as it should. One
 // request per write, whatever --pipeline (which still bounds the requests outstanding per link).
-bool Worker::routed_phase(std::uint64_t limit, Clock::time_point deadline,
-                          Clock::time_point schedule_start, bool measured) {
-  OpenLoopSchedule schedule(plan_.rate_rps, schedule_start, plan_.schedule_offset);
-  const bool open = schedule.open();
-  std::uint64_t issued = 0;
-
-  for (;;) {
-    if (interrupted()) {
-      stats_.interrupted = true;
-      return false;
+void Worker::fill_routed(Turn& t) {
+  const bool open = t.schedule.open();
+  while ((t.limit == 0 || t.issued < t.limit) && t.now < t.deadline) {
+    if (!held_) {
+      held_ = ops_.next();
+      held_node_ = routing_->node_of(*held_, keys_);
     }
-    auto now = Clock::now();
-    const bool issuing = (limit == 0 || issued < limit) && now < deadline;
-    bool idle_left = false;
-    bool refill = false;  // responses parsed during a write freed slots: do not wait
-    while (issuing && (limit == 0 || issued < limit) && now < deadline) {
-      if (!held_) {
-        held_ = ops_.next();
-        held_node_ = routing_->node_of(*held_, keys_);
-      }
-      Link* link = free_link(held_node_);
-      if (link == nullptr) break;  // its node's links are all busy: the operation waits
-      const auto planned = schedule.take_due(now);
-      if (!planned) {
-        idle_left = true;
-        break;
-      }
-      const Op op = *held_;
-      held_.reset();
-      const std::size_t outstanding = link->pending.size() + 1;
-      const bool written = issue_op(*link, op, *planned, open, measured);
-      if (stats_.fatal) return false;
-      // As in phase(): with --pipeline above 1 a request whose write failed is accounted for (it
-      // may have reached the node); with 1 it is replaced by the next operation.
-      if (plan_.pipeline > 1) {
-        ++issued;
-        if (link->pending.size() < outstanding) refill = true;
-      } else if (written) {
-        ++issued;
-      }
-      now = Clock::now();
+    Link* link = free_link(held_node_);
+    if (link == nullptr) break;  // its node's links are all busy: the operation waits
+    const auto planned = t.schedule.take_due(t.now);
+    if (!planned) {
+      t.idle_left = true;
+      break;
     }
-    if (busy_links_ == 0) {
-      if (!issuing) {
-        if (open && measured) schedule.record_unsent(deadline, limit, issued, recorder_);
-        return true;
-      }
-      if (open) sleep_until(std::min(schedule.next(), deadline));
-      continue;
+    const Op op = *held_;
+    held_.reset();
+    const std::size_t outstanding = link->pending.size() + 1;
+    const bool written = issue_op(*link, op, *planned, open, t.measured);
+    if (stats_.fatal) return;
+    // As in fill_links(): with --pipeline above 1 a request whose write failed is accounted for
+    // (it may have reached the node); with 1 it is replaced by the next operation.
+    if (plan_.pipeline > 1) {
+      ++t.issued;
+      if (link->pending.size() < outstanding) t.refill = true;
+    } else if (written) {
+      ++t.issued;
     }
-    // Wait for whichever link answers first, or for the next planned send.
-    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSlice);
-    if (open && idle_left && issuing)
-      wait = std::max(std::chrono::nanoseconds(0), std::min(wait, schedule.next() - now));
-    if (refill) wait = std::chrono::nanoseconds(0);
-    if (!await_links(wait, measured)) return false;
+    t.now = Clock::now();
   }
 }
 
@@ -714,6 +698,7 @@ bool Worker::finish_board(Link& link, const Op& op, const Response& response) {
   }
   if (response.status != 200) return false;
   ++stats_.get_hits;
+  if (!board_verifier_) return true;  // a workload that checks the status only
   const bool full = link.sampler.next_sampled();
   link.sampler.advance();
   if (!full) return true;

@@ -11,7 +11,7 @@
 // complete response a read brought in is parsed before the freed slots are refilled (also the
 // responses read while a write is blocked, as soon as they are read).
 // With --targets (a Routing), the worker opens its connections to every node and sends each
-// operation to the node the consistent-hash ring gives it (placement.hh); see Worker::routed_phase.
+// operation to the node the consistent-hash ring gives it (placement.hh); see Worker::fill_routed.
 // With several connections the thread waits in epoll, registered once per connection, and a
 // wake-up handles only the connections that are ready and refills only those with a free slot; a
 // count of busy connections replaces a scan, and the timeouts are found by a scan every
@@ -160,14 +160,28 @@ class Worker {
   };
 
   bool connect_all();
+  // One phase's loop state: what it issues (the schedule, up to limit until deadline), and what
+  // this turn found (now, the issued count, a send not yet due, slots freed during a write).
+  struct Turn {
+    OpenLoopSchedule& schedule;
+    std::uint64_t limit;
+    Clock::time_point deadline;
+    bool measured;
+    Clock::time_point now{};
+    std::uint64_t issued = 0;
+    bool idle_left = false;  // a link was left idle: its next send is not due yet
+    bool refill = false;     // responses parsed right after a write freed slots: do not wait
+  };
   bool phase(std::uint64_t limit, Clock::time_point deadline, Clock::time_point schedule_start,
              bool measured);
-  // phase() with --targets: one operation of lookahead (held_). The next operation is drawn, its
+  // A turn without --targets: every link with a free slot gets one write (as many requests as it
+  // has free slots, or the sends that are due).
+  void fill_links(Turn& t);
+  // A turn with --targets: one operation of lookahead (held_). The next operation is drawn, its
   // node found; it goes out on a link of that node with a free slot, one request per write, or,
   // when that node has none, waits there (the issuing stops for this turn) and goes out first
   // once a response frees a slot of its node. The operation stream is the single-target one.
-  bool routed_phase(std::uint64_t limit, Clock::time_point deadline,
-                    Clock::time_point schedule_start, bool measured);
+  void fill_routed(Turn& t);
   // A link of `node` with a free slot, round-robin among the node's links; null when none.
   Link* free_link(std::size_t node);
   // Returns false when the write failed or the server closed the connection meanwhile (the
@@ -223,7 +237,7 @@ class Worker {
   // A local failure (errno of the client itself, not of the server): the point cannot go on.
   bool local_failure(const char* what, int err);
   // Waits up to `wait` for the busy links' responses and handles those of the ready links
-  // (phase, routed_phase); every kTimeoutScan, fails the busy links silent for --timeout.
+  // (phase); every kTimeoutScan, fails the busy links silent for --timeout.
   bool await_links(std::chrono::nanoseconds wait, bool measured);
   // Every change to a link's outstanding requests goes through these three, which keep
   // busy_links_ and issuable_ (the links with a free slot) up to date.

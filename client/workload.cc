@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "board_workload.hh"
 
@@ -50,71 +51,89 @@ std::uint64_t key_hash(std::uint64_t idx) {
   return mix64(idx ^ kValueSalt);
 }
 
+constexpr OpRatio mix(double get, double set, double del) {
+  return OpRatio{get, set, del};
+}
+
+// One row per workload, in WorkloadKind order (checked below); the order is --help's. Columns:
+// kind, name, --help text; the operations: API, popularity, what a read sends, default mix and
+// miss ratio; traits (ETC value sizes, the flags it takes); preload; check of the answers.
+constexpr WorkloadSpec kWorkloads[] = {
+    {WorkloadKind::kEtc, "etc",
+     "Facebook ETC key/value sizes, GET:SET 30:1, Zipf popularity,\n"
+     "20% of GETs aimed at never-stored keys (hit rate ~80%)",
+     WorkloadApi::kKeys, Popularity::kZipf, OpType::kGet, mix(30, 1, 0),
+     WorkloadConfig::kEtcMissRatio, kEtcValueSizes | kTakesRatio | kTakesMissRatio, Preload::kKeys,
+     AnswerCheck::kValue},
+    {WorkloadKind::kGetPopular, "get-popular", "GETs of --hot-keys keys", WorkloadApi::kKeys,
+     Popularity::kHotKeys, OpType::kGet, mix(1, 0, 0), 0.0, 0, Preload::kHotKeys,
+     AnswerCheck::kValue},
+    {WorkloadKind::kPutAll, "put-all", "PUTs only (creates, then updates), no preload",
+     WorkloadApi::kKeys, Popularity::kUniform, OpType::kGet, mix(0, 1, 0), 0.0, 0, Preload::kNone,
+     AnswerCheck::kValue},
+    {WorkloadKind::kMixed, "mixed", "--ratio mix (default 90:10:0), uniform popularity",
+     WorkloadApi::kKeys, Popularity::kUniform, OpType::kGet, mix(90, 10, 0), 0.0,
+     kTakesRatio | kTakesMissRatio, Preload::kKeys, AnswerCheck::kValue},
+    {WorkloadKind::kZipf, "zipf", "--ratio mix (default 30:1:0), Zipf(--theta) popularity",
+     WorkloadApi::kKeys, Popularity::kZipf, OpType::kGet, mix(30, 1, 0), 0.0,
+     kTakesRatio | kTakesMissRatio, Preload::kKeys, AnswerCheck::kValue},
+    {WorkloadKind::kUniform, "uniform", "--ratio mix (default 30:1:0), uniform popularity",
+     WorkloadApi::kKeys, Popularity::kUniform, OpType::kGet, mix(30, 1, 0), 0.0,
+     kTakesRatio | kTakesMissRatio, Preload::kKeys, AnswerCheck::kValue},
+    {WorkloadKind::kFixedGet, "fixed-get", "GET --path only, any server; 200 is success",
+     WorkloadApi::kFixedPath, Popularity::kFixedPath, OpType::kGet, mix(1, 0, 0), 0.0, 0,
+     Preload::kNone, AnswerCheck::kStatus},
+    // Board workloads: GET = reads (top-N, or member reads for board-score), SET = updates.
+    {WorkloadKind::kBoardUpdate, "board-update",
+     "PUT /board/b/member/m?op=set, random scores,\n"
+     "no preload",
+     WorkloadApi::kBoards, Popularity::kUniform, OpType::kBoardTop, mix(0, 1, 0), 0.0, 0,
+     Preload::kNone, AnswerCheck::kBoardAnswer},
+    {WorkloadKind::kBoardTop, "board-top", "GET /board/b/top?n=--top-n", WorkloadApi::kBoards,
+     Popularity::kUniform, OpType::kBoardTop, mix(1, 0, 0), 0.0, kTakesTopN, Preload::kBoardMembers,
+     AnswerCheck::kBoardAnswer},
+    {WorkloadKind::kBoardMixed, "board-mixed",
+     "top-N reads and updates, --ratio R:U:0\n"
+     "(default 90:10:0)",
+     WorkloadApi::kBoards, Popularity::kUniform, OpType::kBoardTop, mix(90, 10, 0), 0.0,
+     kTakesRatio | kTakesTopN, Preload::kBoardMembers, AnswerCheck::kBoardAnswer},
+    {WorkloadKind::kBoardScore, "board-score", "GET /board/b/member/m", WorkloadApi::kBoards,
+     Popularity::kUniform, OpType::kBoardScore, mix(1, 0, 0), 0.0, 0, Preload::kBoardMembers,
+     AnswerCheck::kBoardAnswer},
+};
+
+constexpr bool rows_in_enum_order() {
+  for (std::size_t i = 0; i < std::size(kWorkloads); ++i)
+    if (static_cast<std::size_t>(kWorkloads[i].kind) != i) return false;
+  return true;
+}
+static_assert(rows_in_enum_order(), "kWorkloads: one row per WorkloadKind, in enum order");
+
 }  // namespace
 
+const WorkloadSpec& workload_spec(WorkloadKind kind) {
+  return kWorkloads[static_cast<std::size_t>(kind)];
+}
+
+std::span<const WorkloadSpec> workload_specs() {
+  return kWorkloads;
+}
+
 const char* workload_name(WorkloadKind kind) {
-  switch (kind) {
-    case WorkloadKind::kEtc:
-      return "etc";
-    case WorkloadKind::kGetPopular:
-      return "get-popular";
-    case WorkloadKind::kPutAll:
-      return "put-all";
-    case WorkloadKind::kMixed:
-      return "mixed";
-    case WorkloadKind::kZipf:
-      return "zipf";
-    case WorkloadKind::kUniform:
-      return "uniform";
-    case WorkloadKind::kFixedGet:
-      return "fixed-get";
-    case WorkloadKind::kBoardUpdate:
-      return "board-update";
-    case WorkloadKind::kBoardTop:
-      return "board-top";
-    case WorkloadKind::kBoardMixed:
-      return "board-mixed";
-    case WorkloadKind::kBoardScore:
-      return "board-score";
-  }
-  return "?";
+  return workload_spec(kind).name;
 }
 
 bool is_board_workload(WorkloadKind kind) {
-  return kind == WorkloadKind::kBoardUpdate || kind == WorkloadKind::kBoardTop ||
-         kind == WorkloadKind::kBoardMixed || kind == WorkloadKind::kBoardScore;
+  return workload_spec(kind).api == WorkloadApi::kBoards;
 }
 
-WorkloadDefaults defaults_for(WorkloadKind kind) {
-  switch (kind) {
-    case WorkloadKind::kEtc:
-      return {{30, 1, 0}, WorkloadConfig::kEtcMissRatio, true, true};
-    case WorkloadKind::kGetPopular:
-      return {{1, 0, 0}, 0.0, true, true};
-    case WorkloadKind::kPutAll:
-      return {{0, 1, 0}, 0.0, false, true};
-    case WorkloadKind::kMixed:
-      return {{90, 10, 0}, 0.0, true, true};
-    case WorkloadKind::kZipf:
-      return {{30, 1, 0}, 0.0, true, true};
-    case WorkloadKind::kUniform:
-      return {{30, 1, 0}, 0.0, true, true};
-    case WorkloadKind::kFixedGet:
-      return {{1, 0, 0}, 0.0, false, false};
-    // Board workloads: GET = reads (top-N, or member reads for board-score), SET = updates.
-    case WorkloadKind::kBoardUpdate:
-      return {{0, 1, 0}, 0.0, false, true};
-    case WorkloadKind::kBoardTop:
-      return {{1, 0, 0}, 0.0, true, true};
-    case WorkloadKind::kBoardMixed:
-      return {{90, 10, 0}, 0.0, true, true};
-    case WorkloadKind::kBoardScore:
-      return {{1, 0, 0}, 0.0, true, true};
-  }
-  return {{1, 0, 0}, 0.0, false, false};
+const char* popularity_name(Popularity p) {
+  constexpr const char* kNames[] = {"zipf", "hot-keys", "uniform", "fixed-path"};  // enum order
+  static_assert(std::size(kNames) == static_cast<std::size_t>(Popularity::kFixedPath) + 1);
+  return kNames[static_cast<std::size_t>(p)];
 }
 
-KeySpace::KeySpace(const WorkloadConfig& cfg) : cfg_(cfg) {
+KeySpace::KeySpace(const WorkloadConfig& cfg) : cfg_(cfg), spec_(&workload_spec(cfg.kind)) {
   std::uint64_t largest = cfg_.keys > 0 ? cfg_.keys - 1 : 0;
   id_width_ = 1;
   while (largest >= kBase) {
@@ -158,7 +177,7 @@ std::string KeySpace::key(std::uint64_t idx, bool cold) const {
 
 std::size_t KeySpace::value_size(std::uint64_t idx) const {
   if (cfg_.value_bytes != 0) return cfg_.value_bytes;
-  if (cfg_.kind != WorkloadKind::kEtc) return WorkloadConfig::kDefaultFixedValueBytes;
+  if (!spec_->has(kEtcValueSizes)) return WorkloadConfig::kDefaultFixedValueBytes;
   const std::uint64_t drawn = EtcValueSize::quantile(unit_from_hash(mix64(idx ^ kValueSizeSalt)));
   return static_cast<std::size_t>(std::min<std::uint64_t>(drawn, cfg_.max_value_bytes));
 }
@@ -186,29 +205,29 @@ bool KeySpace::verify(std::uint64_t idx, std::string_view body) const {
 }
 
 std::uint64_t KeySpace::preload_count() const {
-  if (!defaults_for(cfg_.kind).preload) return 0;
-  if (is_board_workload(cfg_.kind)) return std::uint64_t{cfg_.boards} * cfg_.members;
-  if (cfg_.kind == WorkloadKind::kGetPopular) return std::min(cfg_.hot_keys, cfg_.keys);
-  return cfg_.keys;
+  switch (spec_->preload) {
+    case Preload::kNone:
+      break;
+    case Preload::kKeys:
+      return cfg_.keys;
+    case Preload::kHotKeys:
+      return std::min(cfg_.hot_keys, cfg_.keys);
+    case Preload::kBoardMembers:
+      return std::uint64_t{cfg_.boards} * cfg_.members;
+  }
+  return 0;
 }
 
 OpGenerator::OpGenerator(const WorkloadConfig& cfg, std::uint64_t seed, std::uint64_t thread_index)
     : cfg_(cfg),
       rng_(mix64(seed) ^ mix64(thread_index * 0x9e3779b97f4a7c15ull + 1)),
-      zipf_(cfg.keys, cfg.theta) {
-  switch (cfg_.kind) {
-    case WorkloadKind::kEtc:
-    case WorkloadKind::kZipf:
-      popularity_ = Popularity::kZipf;
-      break;
-    case WorkloadKind::kGetPopular:
-      popularity_ = Popularity::kHot;
-      break;
-    default:
-      popularity_ = Popularity::kUniform;
-      break;
-  }
-  board_ = is_board_workload(cfg_.kind);
+      zipf_(cfg.keys, cfg.theta),
+      popularity_(Popularity::kUniform),
+      read_(OpType::kGet) {
+  const WorkloadSpec& spec = workload_spec(cfg_.kind);
+  popularity_ = spec.popularity;
+  read_ = spec.read;
+  board_ = spec.api == WorkloadApi::kBoards;
   const double total = cfg_.ratio.get + cfg_.ratio.set + cfg_.ratio.del;
   p_get_ = total > 0 ? cfg_.ratio.get / total : 1.0;
   p_set_ = total > 0 ? (cfg_.ratio.get + cfg_.ratio.set) / total : 1.0;
@@ -220,9 +239,10 @@ std::uint64_t OpGenerator::pick_key() {
       const std::uint64_t rank = zipf_.sample(rng_);  // 1 = most popular
       return ((rank - 1) % cfg_.keys) * kScatterPrime % cfg_.keys;
     }
-    case Popularity::kHot:
+    case Popularity::kHotKeys:
       return rng_.below(std::max<std::uint64_t>(1, std::min(cfg_.hot_keys, cfg_.keys)));
     case Popularity::kUniform:
+    case Popularity::kFixedPath:
       break;
   }
   return rng_.below(cfg_.keys);
@@ -233,16 +253,13 @@ Op OpGenerator::next() {
   const double u = rng_.uniform01();
   if (board_) {
     // Uniform board and member; GET weight = reads, SET weight = updates (DELETE is 0).
-    const bool read = u < p_get_;
-    op.type =
-        !read ? OpType::kBoardSet
-              : (cfg_.kind == WorkloadKind::kBoardScore ? OpType::kBoardScore : OpType::kBoardTop);
+    op.type = u < p_get_ ? read_ : OpType::kBoardSet;
     op.board = static_cast<std::uint32_t>(rng_.below(std::max<std::uint32_t>(cfg_.boards, 1)));
     if (op.type != OpType::kBoardTop) op.key = rng_.below(std::max<std::uint64_t>(cfg_.members, 1));
     if (op.type == OpType::kBoardSet) op.score = random_board_score(rng_, cfg_.score_max);
     return op;
   }
-  op.type = u < p_get_ ? OpType::kGet : (u < p_set_ ? OpType::kSet : OpType::kDelete);
+  op.type = u < p_get_ ? read_ : (u < p_set_ ? OpType::kSet : OpType::kDelete);
   op.key = pick_key();
   if (op.type == OpType::kGet && cfg_.miss_ratio > 0.0)
     op.cold = rng_.uniform01() < cfg_.miss_ratio;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,14 +37,50 @@ struct Op {
   double score = 0.0;       // kBoardSet: the score sent
 };
 
-// Fills in the workload's defaults (mix, miss ratio, value sizes) for anything left unset.
-struct WorkloadDefaults {
-  OpRatio ratio;
-  double miss_ratio;
-  bool preload;
-  bool verify;  // GET hits are checked against the derived value
+// Which key a key operation picks (etc, zipf: Zipf(--theta) scattered over the key space;
+// get-popular: one of --hot-keys; the others uniform). fixed-get picks none.
+enum class Popularity : std::uint8_t { kZipf, kHotKeys, kUniform, kFixedPath };
+const char* popularity_name(Popularity p);  // the JSON's meta.workload.popularity
+
+// What a workload talks to: /key/K (GET/PUT/DELETE), the one GET of --path, or /board/....
+enum class WorkloadApi : std::uint8_t { kKeys, kFixedPath, kBoards };
+// What the preload stores before the first point (KeySpace::preload_count).
+enum class Preload : std::uint8_t { kNone, kKeys, kHotKeys, kBoardMembers };
+// How an answer is checked beyond its status and framing: a GET hit's bytes against the derived
+// value, a board answer parsed and checked (board_workload.hh), or the status only.
+enum class AnswerCheck : std::uint8_t { kStatus, kValue, kBoardAnswer };
+
+// WorkloadSpec::traits, or-ed.
+inline constexpr unsigned kEtcValueSizes = 1;  // value sizes from the ETC model unless --value-size
+inline constexpr unsigned kTakesRatio = 2;     // the flags only some workloads take (an error
+inline constexpr unsigned kTakesMissRatio = 4;  // with the others)
+inline constexpr unsigned kTakesTopN = 8;
+
+// One workload: its name and --help lines, the operations it sends, its preload and its check.
+// kWorkloads (workload.cc) holds one row per WorkloadKind; cli.cc (parsing, --help, the rules
+// between flags), sweep.cc (JSON, preload), perf.cc (preload) and worker.cc (requests, checks)
+// read the row, never the kind. Adding a workload: client/README.md.
+struct WorkloadSpec {
+  WorkloadKind kind;
+  const char* name;  // --workload NAME and the JSON's meta.workload.name
+  const char* help;  // its --help text after "NAME: "; '\n' starts an indented continuation line
+  // Operations: the mix's GET weight sends `read` (kGet, kBoardTop or kBoardScore), its SET weight
+  // a PUT (boards: an update), its DELETE weight a DELETE.
+  WorkloadApi api;
+  Popularity popularity;
+  OpType read;
+  OpRatio ratio;      // the default mix, GET:SET:DELETE (boards: reads:updates:0)
+  double miss_ratio;  // default share of GETs aimed at never-stored keys
+  unsigned traits;    // kEtcValueSizes, kTakesRatio, ...
+  Preload preload;
+  AnswerCheck check;
+
+  bool has(unsigned trait) const { return (traits & trait) != 0; }
 };
-WorkloadDefaults defaults_for(WorkloadKind kind);
+
+// The row of `kind`, and all rows in --help order.
+const WorkloadSpec& workload_spec(WorkloadKind kind);
+std::span<const WorkloadSpec> workload_specs();
 
 class KeySpace {
  public:
@@ -65,6 +102,7 @@ class KeySpace {
 
  private:
   WorkloadConfig cfg_;
+  const WorkloadSpec* spec_;  // the row of cfg_.kind
   std::size_t id_width_ = 1;  // base-62 digits of the largest index
 };
 
@@ -74,13 +112,13 @@ class OpGenerator {
   Op next();
 
  private:
-  enum class Popularity { kUniform, kZipf, kHot };
   std::uint64_t pick_key();
 
   WorkloadConfig cfg_;
   Rng rng_;
   Zipf zipf_;
   Popularity popularity_;
+  OpType read_;         // what a read sends (the row's)
   bool board_ = false;  // a board workload: board ops only
   double p_get_ = 1.0;  // cumulative probabilities of the mix
   double p_set_ = 1.0;

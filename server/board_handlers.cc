@@ -98,20 +98,30 @@ HandlerResult send_json(status s, const std::string& json, ResponseWriter& out) 
   return {};
 }
 
-// The board and member names of a member or around route, decoded into the caller's buffers;
-// error holds the result for the first bad one.
+// The board and member names of a member or around route, decoded into buffers of its own;
+// error holds the result for the first bad one. Not copied: the names view its buffers.
 struct BoardMember {
+  BoardMember(std::string_view raw_board, std::string_view raw_member) {
+    const DecodedName b = decode_name(raw_board, board_storage, NameKind::board);
+    if (!b.error.ok()) {
+      error = b.error;
+      return;
+    }
+    const DecodedName m = decode_name(raw_member, member_storage, NameKind::member);
+    if (!m.error.ok()) {
+      error = m.error;
+      return;
+    }
+    board = b.name;
+    member = m.name;
+  }
+  BoardMember(const BoardMember&) = delete;
+  BoardMember& operator=(const BoardMember&) = delete;
+
+  NameBuffer board_storage, member_storage;
   std::string_view board, member;
   HandlerResult error;
 };
-BoardMember decode_board_member(std::string_view raw_board, std::string_view raw_member,
-                                NameBuffer& board_storage, NameBuffer& member_storage) {
-  const DecodedName b = decode_name(raw_board, board_storage, NameKind::board);
-  if (!b.error.ok()) return {{}, {}, b.error};
-  const DecodedName m = decode_name(raw_member, member_storage, NameKind::member);
-  if (!m.error.ok()) return {{}, {}, m.error};
-  return {b.name, m.name, {}};
-}
 
 // What a board change answers: its JSON (update), 204 (removals), or why not.
 // `member`: the updated member, or empty for a removal (204, no body).
@@ -174,9 +184,7 @@ auto read_reply(const RequestView& request, const ResponseWriter& out) {
 
 HandlerResult BoardHandlers::get_member(std::string_view raw_board, std::string_view raw_member,
                                         ResponseWriter& out) {
-  NameBuffer board_storage, member_storage;
-  const BoardMember names =
-      decode_board_member(raw_board, raw_member, board_storage, member_storage);
+  const BoardMember names(raw_board, raw_member);
   if (!names.error.ok()) return names.error;
   auto reply = read_reply(request, out);
   ctx.board_service.member(names.board, names.member, reply);
@@ -186,9 +194,7 @@ HandlerResult BoardHandlers::get_member(std::string_view raw_board, std::string_
 HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_view raw_member,
                                         std::string_view query, std::string_view body,
                                         ResponseWriter& out) {
-  NameBuffer board_storage, member_storage;
-  const BoardMember names =
-      decode_board_member(raw_board, raw_member, board_storage, member_storage);
+  const BoardMember names(raw_board, raw_member);
   if (!names.error.ok()) return names.error;
   const std::optional<boards::Op> op = op_param(query);
   if (!op) return fail(status::bad_request, "invalid op (want set, best or incr)");
@@ -206,9 +212,7 @@ HandlerResult BoardHandlers::put_member(std::string_view raw_board, std::string_
 
 HandlerResult BoardHandlers::delete_member(std::string_view raw_board, std::string_view raw_member,
                                            ResponseWriter& out) {
-  NameBuffer board_storage, member_storage;
-  const BoardMember names =
-      decode_board_member(raw_board, raw_member, board_storage, member_storage);
+  const BoardMember names(raw_board, raw_member);
   if (!names.error.ok()) return names.error;
   auto reply = change_reply(request, out, names.member, true);
   ctx.board_service.remove_member(names.board, names.member, reply);
@@ -231,9 +235,7 @@ HandlerResult BoardHandlers::top(std::string_view raw_board, std::string_view qu
 
 HandlerResult BoardHandlers::around(std::string_view raw_board, std::string_view raw_member,
                                     std::string_view query, ResponseWriter& out) {
-  NameBuffer board_storage, member_storage;
-  const BoardMember names =
-      decode_board_member(raw_board, raw_member, board_storage, member_storage);
+  const BoardMember names(raw_board, raw_member);
   if (!names.error.ok()) return names.error;
   const auto n = count_param(query, "n", kBoardAroundDefault, 0, kBoardAroundMax);
   if (!n) return fail(status::bad_request, "invalid n (want a whole number 0..500)");

@@ -21,26 +21,34 @@ void append_string(std::string& out, std::string_view bytes) {
   out += '"';
 }
 
+// A field: `key` is the text before the value ("{\"rank\": ", ", \"member\": "), then the value.
+void u64_field(std::string& out, std::string_view key, std::uint64_t v) {
+  out += key;
+  append_u64(out, v);
+}
+void string_field(std::string& out, std::string_view key, std::string_view v) {
+  out += key;
+  append_string(out, v);
+}
+void score_field(std::string& out, std::string_view key, double score) {
+  out += key;
+  boards::append_score(out, score);
+}
+
 // One {"rank": r, "member": m, "score": s} object, after a comma unless it is the first.
 void append_entry(std::string& json, std::size_t rank, std::string_view member, double score) {
-  json += json.empty() ? "{\"rank\": " : ", {\"rank\": ";
-  append_u64(json, rank);
-  json += ", \"member\": ";
-  append_string(json, member);
-  json += ", \"score\": ";
-  boards::append_score(json, score);
+  u64_field(json, json.empty() ? "{\"rank\": " : ", {\"rank\": ", rank);
+  string_field(json, ", \"member\": ", member);
+  score_field(json, ", \"score\": ", score);
   json += '}';
 }
 
 }  // namespace
 
 void append_member(std::string& out, std::string_view member, double score, std::size_t rank) {
-  out += "{\"member\": ";
-  append_string(out, member);
-  out += ", \"score\": ";
-  boards::append_score(out, score);
-  out += ", \"rank\": ";
-  append_u64(out, rank);
+  string_field(out, "{\"member\": ", member);
+  score_field(out, ", \"score\": ", score);
+  u64_field(out, ", \"rank\": ", rank);
   out += '}';
 }
 
@@ -59,10 +67,9 @@ std::string page_entries(const store::BoardPage& page) {
 }
 
 std::string render_window(std::string_view name, std::size_t members, std::string_view entries) {
-  std::string json = "{\"board\": ";
-  append_string(json, name);
-  json += ", \"members\": ";
-  append_u64(json, members);
+  std::string json;
+  string_field(json, "{\"board\": ", name);
+  u64_field(json, ", \"members\": ", members);
   json += ", \"entries\": [";
   json += entries;
   json += "]}";
@@ -70,14 +77,11 @@ std::string render_window(std::string_view name, std::size_t members, std::strin
 }
 
 std::string render_info(std::string_view board, std::size_t members, double top, double bottom) {
-  std::string json = "{\"board\": ";
-  append_string(json, board);
-  json += ", \"members\": ";
-  append_u64(json, members);
-  json += ", \"top_score\": ";
-  boards::append_score(json, top);
-  json += ", \"bottom_score\": ";
-  boards::append_score(json, bottom);
+  std::string json;
+  string_field(json, "{\"board\": ", board);
+  u64_field(json, ", \"members\": ", members);
+  score_field(json, ", \"top_score\": ", top);
+  score_field(json, ", \"bottom_score\": ", bottom);
   json += '}';
   return json;
 }

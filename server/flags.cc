@@ -350,6 +350,11 @@ constexpr FlagSpec kFlags[] = {
      "largest value accepted, K/M/G suffixes, at most --maxmem\n"
      "(default 1M, or --maxmem if smaller)",
      apply_max_value},
+    {kCacheGroup, "", "--served-by", "on|off|HOST:PORT",
+     "add \"X-Served-By: HOST:PORT\" to every response: on announces\n"
+     "the bound address, or give the one to announce (a cluster\n"
+     "node's address as the front knows it) (default off)",
+     apply_served_by},
     {kConnectionGroup, "", "--header-timeout", "DURATION",
      "time allowed to send a request header (default 10s)", apply_header_timeout},
     {kConnectionGroup, "", "--idle-timeout", "DURATION",
@@ -363,11 +368,6 @@ constexpr FlagSpec kFlags[] = {
      "received, unwritten responses, writes waiting on the store;\n"
      "past it new requests get 503 (default 256M)",
      apply_max_inflight},
-    {kCacheGroup, "", "--served-by", "on|off|HOST:PORT",
-     "add \"X-Served-By: HOST:PORT\" to every response: on announces\n"
-     "the bound address, or give the one to announce (a cluster\n"
-     "node's address as the front knows it) (default off)",
-     apply_served_by},
     {kConnectionGroup, "", "--io-model", "NAME",
      "per-thread (default) or shared; see docs/server.md", apply_io_model},
     {kVariantGroup, "", "--variant", "NAME", "optimized (default) or baseline: sets the four below",
@@ -443,22 +443,25 @@ std::string usage_text() {
   const std::string continuation = "\n" + std::string(2 + kHelpColumn, ' ');
   std::ostringstream out;
   out << "usage: cache_server [flags]\n";
-  std::string_view group;
-  for (const auto& f : kFlags) {
-    if (f.group != group) {
-      group = f.group;
-      out << "\n" << group << ":\n";
+  // Each group once, in the order of its first row, with all its rows.
+  std::vector<std::string_view> groups;
+  for (const auto& f : kFlags)
+    if (std::find(groups.begin(), groups.end(), f.group) == groups.end()) groups.push_back(f.group);
+  for (const std::string_view group : groups) {
+    out << "\n" << group << ":\n";
+    for (const auto& f : kFlags) {
+      if (f.group != group) continue;
+      std::string names = f.short_name.empty() ? "    " : std::string(f.short_name) + ", ";
+      names += std::string(f.long_name) + " " + std::string(f.value_name);
+      std::string help(f.help);
+      for (std::size_t nl = help.find('\n'); nl != std::string::npos;
+           nl = help.find('\n', nl + continuation.size())) {
+        help.replace(nl, 1, continuation);
+      }
+      out << "  " << names
+          << std::string(names.size() < kHelpColumn ? kHelpColumn - names.size() : 1, ' ') << help
+          << "\n";
     }
-    std::string names = f.short_name.empty() ? "    " : std::string(f.short_name) + ", ";
-    names += std::string(f.long_name) + " " + std::string(f.value_name);
-    std::string help(f.help);
-    for (std::size_t nl = help.find('\n'); nl != std::string::npos;
-         nl = help.find('\n', nl + continuation.size())) {
-      help.replace(nl, 1, continuation);
-    }
-    out << "  " << names
-        << std::string(names.size() < kHelpColumn ? kHelpColumn - names.size() : 1, ' ') << help
-        << "\n";
   }
   out << "\n  -h, --help" << std::string(kHelpColumn - 10, ' ') << "print this help and exit\n";
   out << "\nBoth --flag VALUE and --flag=VALUE work.\n";

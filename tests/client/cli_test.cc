@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cli.hh"
+#include "workload.hh"
 
 namespace bench {
 namespace {
@@ -273,6 +274,29 @@ TEST(Cli, BoardWorkloadsParseWithTheirDefaults) {
   }
   for (WorkloadKind k : {WorkloadKind::kEtc, WorkloadKind::kMixed, WorkloadKind::kFixedGet})
     EXPECT_FALSE(is_board_workload(k));
+}
+
+// Every row of the workload table (workload.hh) parses to its kind with its default mix, is
+// listed in --help with its text, and is named by the error of an unknown --workload.
+TEST(Cli, EveryWorkloadOfTheTableParsesAndIsListed) {
+  const std::string h = help_text();
+  std::string err, unknown;
+  Config bad;
+  ASSERT_EQ(parse({"--workload", "nope"}, bad, unknown), CliOutcome::kError);
+  for (const WorkloadSpec& w : workload_specs()) {
+    Config cfg;
+    ASSERT_EQ(parse({"--workload", w.name}, cfg, err), CliOutcome::kRun) << w.name << ": " << err;
+    EXPECT_EQ(cfg.workload.kind, w.kind);
+    EXPECT_EQ(&workload_spec(w.kind), &w);
+    EXPECT_DOUBLE_EQ(cfg.workload.ratio.get, w.ratio.get) << w.name;
+    EXPECT_DOUBLE_EQ(cfg.workload.ratio.set, w.ratio.set) << w.name;
+    EXPECT_DOUBLE_EQ(cfg.workload.miss_ratio, w.miss_ratio) << w.name;
+    const std::string first_line = std::string(w.help).substr(0, std::string(w.help).find('\n'));
+    EXPECT_NE(h.find("  " + std::string(w.name) + ": " + first_line + "\n"), std::string::npos)
+        << w.name;
+    EXPECT_NE(unknown.find(w.name), std::string::npos) << unknown;
+  }
+  EXPECT_NE(h.find("--workload NAME           etc (default) | get-popular"), std::string::npos);
 }
 
 TEST(Cli, BoardFlagsAreParsed) {

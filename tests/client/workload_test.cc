@@ -166,7 +166,7 @@ MixCounts sample_mix(const WorkloadConfig& cfg, int n) {
 
 TEST(Workload, EtcMixIsThirtyToOneWithTwentyPercentPlannedMisses) {
   WorkloadConfig cfg;
-  const auto d = defaults_for(WorkloadKind::kEtc);
+  const WorkloadSpec& d = workload_spec(WorkloadKind::kEtc);
   cfg.ratio = d.ratio;
   cfg.miss_ratio = d.miss_ratio;
   const MixCounts c = sample_mix(cfg, kSamples);
@@ -190,14 +190,14 @@ TEST(Workload, MixedRatioIsRespected) {
 TEST(Workload, PutAllOnlyWritesAndGetPopularOnlyReadsHotKeys) {
   WorkloadConfig put;
   put.kind = WorkloadKind::kPutAll;
-  put.ratio = defaults_for(put.kind).ratio;
+  put.ratio = workload_spec(put.kind).ratio;
   put.miss_ratio = 0;
   const MixCounts c = sample_mix(put, 10'000);
   EXPECT_EQ(c.set, 10'000);
 
   WorkloadConfig hot;
   hot.kind = WorkloadKind::kGetPopular;
-  hot.ratio = defaults_for(hot.kind).ratio;
+  hot.ratio = workload_spec(hot.kind).ratio;
   hot.miss_ratio = 0;
   hot.hot_keys = 5;
   OpGenerator gen(hot, 1, 0);
@@ -306,32 +306,32 @@ BoardCounts sample_board(WorkloadKind kind, OpRatio ratio, std::uint32_t boards,
 
 TEST(BoardWorkloads, UpdateOnlyUpdatesEveryBoardAndMember) {
   const auto c = sample_board(WorkloadKind::kBoardUpdate,
-                              defaults_for(WorkloadKind::kBoardUpdate).ratio, 5, 300, 50'000);
+                              workload_spec(WorkloadKind::kBoardUpdate).ratio, 5, 300, 50'000);
   EXPECT_EQ(c.update, 50'000);
   EXPECT_EQ(c.boards.size(), 5u);
   EXPECT_EQ(c.members.size(), 300u);  // 50000 uniform draws over 300 reach all of them
-  EXPECT_FALSE(defaults_for(WorkloadKind::kBoardUpdate).preload);
+  EXPECT_EQ(workload_spec(WorkloadKind::kBoardUpdate).preload, Preload::kNone);
 }
 
 TEST(BoardWorkloads, TopAndScoreOnlyRead) {
   const auto top = sample_board(WorkloadKind::kBoardTop,
-                                defaults_for(WorkloadKind::kBoardTop).ratio, 4, 10, 10'000);
+                                workload_spec(WorkloadKind::kBoardTop).ratio, 4, 10, 10'000);
   EXPECT_EQ(top.top, 10'000);
   EXPECT_EQ(top.boards.size(), 4u);
-  EXPECT_TRUE(defaults_for(WorkloadKind::kBoardTop).preload);
+  EXPECT_EQ(workload_spec(WorkloadKind::kBoardTop).preload, Preload::kBoardMembers);
   const auto score = sample_board(WorkloadKind::kBoardScore,
-                                  defaults_for(WorkloadKind::kBoardScore).ratio, 3, 1000, 20'000);
+                                  workload_spec(WorkloadKind::kBoardScore).ratio, 3, 1000, 20'000);
   EXPECT_EQ(score.score, 20'000);
   EXPECT_EQ(score.boards.size(), 3u);
   EXPECT_EQ(score.members.size(), 1000u);
   EXPECT_EQ(*score.members.rbegin(), 999u);
-  EXPECT_TRUE(defaults_for(WorkloadKind::kBoardScore).preload);
+  EXPECT_EQ(workload_spec(WorkloadKind::kBoardScore).preload, Preload::kBoardMembers);
 }
 
 TEST(BoardWorkloads, MixedHonoursTheRatio) {
   // Default 90:10:0 = top reads : updates.
   const auto d = sample_board(WorkloadKind::kBoardMixed,
-                              defaults_for(WorkloadKind::kBoardMixed).ratio, 2, 100, kSamples);
+                              workload_spec(WorkloadKind::kBoardMixed).ratio, 2, 100, kSamples);
   EXPECT_NEAR(d.top / kSamples, 0.9, 0.005);
   EXPECT_NEAR(d.update / kSamples, 0.1, 0.005);
   EXPECT_EQ(d.score, 0);

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "server/flags.hh"
 #include "server/server_context.hh"
@@ -230,6 +234,20 @@ TEST(ParseFlags, Help) {
                            "Durable store"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
+}
+
+// Each group heading ("Cache and listener:", ...) stands once in --help, every flag of the group
+// under it: a heading is a line that starts in column 0 and ends with ':'.
+TEST(ParseFlags, HelpShowsEachGroupOnce) {
+  std::istringstream usage(usage_text());
+  std::vector<std::string> headings;
+  for (std::string line; std::getline(usage, line);) {
+    if (line.empty() || line.front() == ' ' || line.back() != ':') continue;
+    EXPECT_EQ(std::count(headings.begin(), headings.end(), line), 0) << "repeated: " << line;
+    headings.push_back(line);
+  }
+  EXPECT_GE(headings.size(), 5u);
+  EXPECT_NE(std::find(headings.begin(), headings.end(), "Cache and listener:"), headings.end());
 }
 
 TEST(ParseFlags, Errors) {
