@@ -149,9 +149,14 @@ def plot(doc: dict, out_dir: Path) -> list[Path]:
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(handles)), fontsize="small")
     fig.suptitle("Hit ratio against cache size: ours solid, libCacheSim dashed")
     fig.tight_layout(rect=(0, 0.05 + 0.035 * ((len(handles) + 3) // 4), 1, 1))
+    return save_figure(plt, fig, out_dir, FIGURE_NAME)
+
+
+def save_figure(plt, fig, out_dir: Path, name: str) -> list[Path]:
+    """OUT_DIR/NAME.png and .svg (FORMATS) of `fig`, which is then closed; their paths."""
     paths = []
     for fmt in FORMATS:
-        path = out_dir / f"{FIGURE_NAME}.{fmt}"
+        path = out_dir / f"{name}.{fmt}"
         fig.savefig(path, dpi=120)
         paths.append(path)
     plt.close(fig)

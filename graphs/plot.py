@@ -34,7 +34,6 @@ from results import (PERCENTILE_FIELDS, SATURATION_RULE, NginxComparison,  # noq
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO_ROOT / "results" / "latest"
-FORMATS = ("png", "svg")
 
 
 def _pyplot():
@@ -87,13 +86,7 @@ def _finish(plt, fig, ax, title: str, out_dir: Path, name: str) -> list[Path]:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small")
     fig.tight_layout()
-    paths = []
-    for fmt in FORMATS:
-        path = out_dir / f"{name}.{fmt}"
-        fig.savefig(path, dpi=120)
-        paths.append(path)
-    plt.close(fig)
-    return paths
+    return mrc.save_figure(plt, fig, out_dir, name)
 
 
 def plot_all(series: list[Series], out_dir: Path) -> list[Path]:

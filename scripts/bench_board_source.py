@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import statistics
 import sys
 import time
@@ -46,10 +45,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import metadata, postgres, procs, resources  # noqa: E402
-from harness.benchrun import (Failure, Parser, Run, binaries, check_pinning, help_has,  # noqa: E402
-                              log, require_tools, results_dir, run_main, scratch_dir,
-                              split_conns, tail)
+from harness import bench, cli, metadata, postgres, procs, resources  # noqa: E402
+from harness.bench import Failure, Run, log, split_conns, tail  # noqa: E402
 from harness.report import row, table_head  # noqa: E402
 
 NAME = "bench_board_source"
@@ -60,7 +57,7 @@ REBUILT = re.compile(r"^boards rebuilt from the store: .* in ([0-9.]*) ms$")
 
 
 def parse_args(argv: list[str]):
-    p = Parser(NAME, __doc__)
+    p = cli.Parser(NAME, __doc__)
     p.add_argument("--members", metavar="N",
                    help="members of the board, 100..10000000 (default 1000000; --quick: 20000)")
     p.add_argument("--conns", metavar="N", default="50",
@@ -141,16 +138,15 @@ class Bench(Run):
         # the measured window: per request is CPU / (rate x the run's wall time), i.e. the run
         # assumed to go at the measured rate throughout (it does, at a bound).
         served = max(p["throughput_rps"] * wall, 1e-9)
-        line = json.dumps({
+        line = {
             "op": op, "source": src, "rep": rep, "conns": conns, "rps": p["throughput_rps"],
             "p50_us": p["p50_us"], "p99_us": p["p99_us"], "errors": p["errors"],
             "requests": p["requests"], "wall_s": round(wall, 6),
             "server_cpu_pct": 100 * srv_s / wall, "postgres_cpu_pct": 100 * pg_s / wall,
             "server_cpu_us_per_req": srv_s * 1e6 / served,
-            "postgres_cpu_us_per_req": pg_s * 1e6 / served})
-        with open(self.out / "points.jsonl", "a") as f:
-            f.write(line + "\n")
-        log(f"{tag}: {line}")
+            "postgres_cpu_us_per_req": pg_s * 1e6 / served}
+        self.emit(line)
+        log(f"{tag}: {json.dumps(line)}")
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -257,28 +253,26 @@ def render(s: dict) -> str:
 
 def prepare(a) -> tuple[Path, Path, Path]:
     """The checks before anything starts; (cache_server, bench_client, the results directory)."""
-    require_tools(("taskset",), "util-linux")
-    check_pinning(a.server_cpu, a.client_cpu)
+    bench.require_tools(("taskset",), "util-linux")
+    bench.require_cpus(a.server_cpu, a.client_cpu)
     postgres.find_bindir()
-    server_bin, client_bin = binaries(a.build)
-    if not help_has(server_bin, "--board-source"):
-        raise Failure(f"{server_bin} has no --board-source (an older build?)")
-    out = results_dir(a.out, f"board-source-{time.strftime('%Y%m%d-%H%M%S')}")
+    server_bin, client_bin = bench.binaries(a.build)
+    bench.require_help(server_bin, ("--board-source",))
+    out = bench.results_dir(a.out, f"board-source-{bench.stamp()}")
     return server_bin, client_bin, out
 
 
 def measure(a) -> Path:
     server_bin, client_bin, out = prepare(a)
     (out / "commands.txt").write_text("")
-    meta = metadata.run_metadata(
-        "scripts/bench_board_source.py", members=a.members, conns=a.conns,
+    metadata.write(
+        out, "scripts/bench_board_source.py", members=a.members, conns=a.conns,
         duration_s=a.duration, warmup_s=a.warmup, repeat=a.repeat, quick=a.quick,
         client_threads=a.ct, per_thread=a.ck, board_maxmem=a.board_maxmem,
         server_cpu=a.server_cpu, client_cpu=a.client_cpu, clk_tck=resources.CLK_TCK,
         postgres=metadata.version([str(Path(postgres.find_bindir()) / "postgres"), "--version"]),
         cache_server=str(server_bin), bench_client=str(client_bin))
-    (out / "meta.json").write_text(json.dumps(meta, indent=1))
-    with scratch_dir(NAME) as work:
+    with bench.scratch_dir(NAME) as work:
         work.chmod(0o755)  # PostgreSQL runs as the postgres user when we are root
         b = Bench(a, out, work, server_bin, client_bin)
         try:
@@ -286,19 +280,18 @@ def measure(a) -> Path:
             rocks = rocksdb_part(a, b)
         finally:
             procs.stop_all()
-    shutil.copy("/proc/loadavg", out / "loadavg_end.txt")
     s = summarize(out, a, pg_rebuild, rocks)
     md = render(s)
     (out / "summary.md").write_text(md)
     (out / "summary.json").write_text(json.dumps(s, indent=1))
     sys.stdout.write(md)
-    log(f"results in {out}")
     return out
 
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    return run_main(NAME, lambda: measure(a))
+    return bench.run_main(NAME, lambda: measure(a))
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -26,15 +26,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_cluster_report  # noqa: E402
-from harness import cli, metadata, procs, resources  # noqa: E402
-from harness.procs import HarnessError  # noqa: E402
+from harness import bench, cli, metadata, procs, resources  # noqa: E402
+from harness.bench import Failure, log, tail  # noqa: E402
 
 NAME = "bench_cluster"
 CLUSTER = ROOT / "scripts" / "cluster.sh"
@@ -42,16 +41,8 @@ SERVER_CPU, CLIENT_CPU = 0, 1
 COST_KEYS = 10000
 
 
-class Failure(HarnessError):
-    """The run cannot go on: exit 1 with this message."""
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str]):
-    p = cli.Parser(NAME, __doc__, prog="scripts/bench_cluster.py")
+    p = cli.Parser(NAME, __doc__)
     p.add_argument("--quick", action="store_true",
                    help="10,000 keys, 1 s points, 1 round (a smoke run; the tests use it)")
     p.add_argument("--out", metavar="DIR",
@@ -128,8 +119,8 @@ class Run:
             rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=txt,
                                 stderr=subprocess.STDOUT).returncode
         if rc:
-            tail = (self.out / "raw" / f"{name}.txt").read_text().splitlines()[-3:]
-            raise Failure(f"bench_client failed ({name}): {' '.join(tail)}")
+            said = tail(self.out / "raw" / f"{name}.txt").replace("\n", " ")
+            raise Failure(f"bench_client failed ({name}): {said}")
 
 
 def host_port(addr: str) -> list[str]:
@@ -174,47 +165,39 @@ def check(build: Path) -> None:
     for b in (build / "server/cache_server", build / "client/bench_client"):
         if not os.access(b, os.X_OK):
             raise Failure(f"build first: bash scripts/setup.sh ({build})")
-    client = build / "client/bench_client"
-    help_text = subprocess.run([str(client), "--help"], capture_output=True, text=True).stdout
-    if "--targets" not in help_text:
-        raise Failure(f"{client} has no --targets (an older build)")
+    bench.require_help(build / "client/bench_client", ("--targets",), "an older build")
     if shutil.which("nginx") is None:
         raise Failure("nginx is not installed (bash scripts/setup.sh --peers)")
     if (os.cpu_count() or 1) < 2:
         raise Failure("needs 2 CPUs (server side on CPU 0, load on CPU 1)")
+    bench.require_cpus(SERVER_CPU, CLIENT_CPU)
+
+
+def run_all(a) -> Path:
+    """The checks, both parts with their clusters stopped however they end, the report; the
+    results directory."""
+    build = Path(os.environ.get("BUILD") or ROOT / "build/release")
+    check(build)
+    out = bench.results_dir(a.out, f"cluster-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    (out / "commands.txt").write_text("")
+    metadata.write(
+        out, "scripts/bench_cluster.py", duration_s=a.duration, rounds=a.rounds, conns=a.conns,
+        keys=a.keys, quick=a.quick, server_cpu=SERVER_CPU, client_cpu=CLIENT_CPU,
+        build=str(build))
+    with bench.scratch_dir(NAME) as work:
+        run = Run(a, build, out, work)
+        try:
+            balance(a, run)
+            front_cost(a, run)
+        finally:
+            run.down()
+    print(bench_cluster_report.write(out, resources.CLK_TCK, a.duration, a.rounds))
+    return out
 
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    procs.stop_all_at_exit()
-    try:
-        build = Path(os.environ.get("BUILD") or ROOT / "build/release")
-        check(build)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        out = Path(a.out or ROOT / "results" / f"cluster-{stamp}")
-        (out / "raw").mkdir(parents=True, exist_ok=True)
-        out = out.resolve()
-        (out / "commands.txt").write_text("")
-        meta = metadata.run_metadata(
-            "scripts/bench_cluster.py", duration_s=a.duration, rounds=a.rounds, conns=a.conns,
-            keys=a.keys, quick=a.quick, server_cpu=SERVER_CPU, client_cpu=CLIENT_CPU,
-            build=str(build))
-        (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-        with tempfile.TemporaryDirectory(prefix="bench_cluster.") as work:
-            run = Run(a, build, out, Path(work))
-            try:
-                balance(a, run)
-                front_cost(a, run)
-            finally:
-                run.down()
-        print(bench_cluster_report.write(out, resources.CLK_TCK, a.duration, a.rounds))
-    except HarnessError as e:
-        print(f"{NAME}: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    log(f"results in {out}")
-    return 0
+    return bench.run_main(NAME, lambda: run_all(a))
 
 
 if __name__ == "__main__":

@@ -48,22 +48,19 @@ import json
 import math
 import os
 import re
-import resource
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_postgres_report as pgreport  # noqa: E402  (pg_ticks, pgbench_latency)
-from harness import bench, metadata, postgres, procs, resources  # noqa: E402
-from harness.bench import Failure, Parser, log, split_conns  # noqa: E402
+from harness import bench, cli, metadata, postgres, procs, resources  # noqa: E402
+from harness.bench import Failure, log, split_conns, tail  # noqa: E402
 from harness.procs import HarnessError  # noqa: E402
 
 NAME = "bench_postgres"
@@ -127,24 +124,17 @@ end
 '''
 
 
-def tail(path: Path, lines: int) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 # --- the command line --------------------------------------------------------------------------
 
-# the integer options: (lowest, highest or None, the message when a value is not in range)
+# the integer options: (lowest, highest or None, what a value must be)
 INT_OPTIONS = {
-    "repeat": (1, 20, "--repeat must be 1..20"),
-    "keys": (100, 10_000_000, "--keys must be 100..10000000"),
-    "server_threads": (1, None, "--server-threads must be a positive integer"),
-    "client_threads": (1, None, "--client-threads must be a positive integer"),
-    "store_connections": (2, 64, "--store-connections must be 2..64"),
-    "get_conns": (1, 512, "--get-conns must be 1..512"),
-    "read_conns": (1, 512, "--read-conns must be 1..512"),
+    "--repeat": (1, 20, "1..20"),
+    "--keys": (100, 10_000_000, "100..10000000"),
+    "--server-threads": (1, None, "a positive integer"),
+    "--client-threads": (1, None, "a positive integer"),
+    "--store-connections": (2, 64, "2..64"),
+    "--get-conns": (1, 512, "1..512"),
+    "--read-conns": (1, 512, "1..512"),
 }
 
 
@@ -176,22 +166,18 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "(default 16); the load uses the largest of --conns")
 
 
-def check_args(p: Parser, a: argparse.Namespace) -> None:
-    a.duration = bench.check_duration(p, a.duration or ("1" if a.quick else "10"))
+def check_args(p: cli.Parser, a: argparse.Namespace) -> None:
+    a.duration = p.duration(a.duration or ("1" if a.quick else "10"))
     a.keys = a.keys or ("2000" if a.quick else "100000")
-    a.conn_list = bench.check_conns(p, a.conns, 512)
-    for name, (lo, hi, message) in INT_OPTIONS.items():
-        v = getattr(a, name)
-        if not v.isdigit() or int(v) < lo or (hi is not None and int(v) > hi):
-            p.error(message)
-        setattr(a, name, int(v))
-    a.server_cpu, a.client_cpu = bench.check_cpus(p)
+    a.conn_list = p.conns(a.conns, 512)
+    for flag, (lo, hi, what) in INT_OPTIONS.items():
+        dest = flag[2:].replace("-", "_")
+        setattr(a, dest, p.whole(flag, getattr(a, dest), lo, hi, what))
+    a.server_cpu, a.client_cpu = p.cpus()
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = Parser(NAME, prog="scripts/bench_postgres.py", description=__doc__.split("\n\n")[0],
-               epilog=__doc__.split("\n\n", 1)[1], allow_abbrev=False,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.Parser(NAME, __doc__)
     add_options(p)
     a = p.parse_args(argv)
     check_args(p, a)
@@ -211,9 +197,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def check_tools(a) -> Path:
     """The tools the run needs and the CPUs it pins to; pgbench's path. psql is put on PATH
     when only PostgreSQL's bindir has it (harness.postgres.psql runs `psql`)."""
-    for tool in ("wrk", "taskset"):
-        if shutil.which(tool) is None:
-            raise Failure(f"{tool} not found (Debian: apt-get install wrk util-linux)")
+    bench.require_tools(("wrk", "taskset"), "wrk util-linux")
     bench.require_cpus(a.server_cpu, a.client_cpu)
     bindir = Path(postgres.find_bindir())
     pgbench = bindir / "pgbench"
@@ -230,54 +214,30 @@ def check_tools(a) -> Path:
 
 
 def binaries(a) -> tuple[Path, Path]:
-    build = Path(a.build) if a.build else ROOT / "build" / "release"
-    server = Path(os.environ.get("CACHE_SERVER") or build / "server" / "cache_server")
-    client = Path(os.environ.get("BENCH_CLIENT") or build / "client" / "bench_client")
-    for path, what in ((server, "cache_server"), (client, "bench_client")):
-        if not os.access(path, os.X_OK):
-            raise Failure(f"no {what} at {path} (build it, or pass --build DIR)")
-    r = subprocess.run([str(server), "--help"], capture_output=True, text=True)
-    help_text = r.stdout + r.stderr
-    for flag in ("--store", "--write-mode", "--store-table", "--store-connections",
-                 "--store-timeout"):
-        if flag not in help_text:
-            raise Failure(f"{server} has no {flag} flag (an older build, without the PostgreSQL "
-                          "store?)")
-    if "postgres:" not in help_text:
-        raise Failure(f"{server} does not take --store postgres: (an older build?)")
+    server, client = bench.binaries(a.build)
+    bench.require_help(server, ("--store", "--write-mode", "--store-table", "--store-connections",
+                                "--store-timeout", "postgres:"),
+                       "an older build, without the PostgreSQL store?")
     return server, client
 
 
 # --- one run ---------------------------------------------------------------------------------
 
-class Run:
+class Run(bench.Run):
     """The cluster, the servers, the output directory and the points of one run."""
+    SCRATCH = "$DATA"
 
     def __init__(self, a, bins: tuple[Path, Path, Path], out: Path, work: Path):
-        self.a, (self.server_bin, self.client_bin, self.pgbench) = a, bins
-        self.out, self.raw, self.work = out, out / "raw", work
+        super().__init__(out, work, *bins[:2], a.server_cpu, a.client_cpu, a.server_threads)
+        self.a, self.pgbench = a, bins[2]
         self.disk, self.disk_how = resources.find_disk(work)
-        self.servers = bench.Servers()
         self.pg = None  # the cluster (harness.postgres.PgCluster), once started
 
-    # --- records ----------------------------------------------------------------------------
-
     def shown(self, argv: list) -> str:
-        """A command as a shell would take it, the conninfo as "$PG" and the scratch directory
-        as $DATA."""
+        """A command as a shell would take it, the conninfo as "$PG"."""
         conninfo = self.pg.conninfo if self.pg else None
-        words = [str(x).replace(conninfo, '"$PG"') if conninfo and conninfo in str(x)
-                 else shlex.quote(str(x)) for x in argv]
-        return " ".join(words).replace(str(self.work), "$DATA")
-
-    def record_cmd(self, name: str, text: str) -> None:
-        with open(self.out / "commands.txt", "a") as f:
-            f.write(f"{name}: {text.replace(str(self.work), '$DATA')}\n")
-
-    def emit(self, rec: dict) -> None:
-        """One point into points.jsonl (the report computes everything from it and raw/)."""
-        with open(self.out / "points.jsonl", "a") as f:
-            f.write(json.dumps(rec) + "\n")
+        return " ".join(str(x).replace(conninfo, '"$PG"') if conninfo and conninfo in str(x)
+                        else shlex.quote(str(x)) for x in argv)
 
     # --- PostgreSQL -------------------------------------------------------------------------
 
@@ -322,37 +282,6 @@ class Run:
         except OSError as e:
             raise Failure(f"cannot read PostgreSQL's CPU: {e}") from e
 
-    # --- servers ----------------------------------------------------------------------------
-
-    def start_ours(self, name: str, *flags: str) -> procs.CacheServer:
-        flags = ["-t", str(self.a.server_threads), *flags]
-        srv = self.servers.start_cache_server(name, self.server_bin, flags, self.a.server_cpu,
-                                              self.raw)
-        self.record_cmd(f"{name} server", f"taskset -c {self.a.server_cpu} {self.shown(srv.argv)}")
-        log(f"{name}: cache_server PID {srv.pid} on 127.0.0.1:{srv.port} ({' '.join(flags[2:])}), "
-            f"CPU {self.a.server_cpu}")
-        return srv
-
-    def http(self, name: str, path: str, method: str = "GET") -> tuple[int, bytes]:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.servers[name].port}{path}",
-                                     method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-        except OSError as e:
-            raise Failure(f"{method} {path} of {name} failed: {e}") from e
-
-    def stats(self, name: str, path: Path | None = None) -> dict:
-        """GET /stats (into `path` when given)."""
-        status, body = self.http(name, "/stats")
-        if status != 200:
-            raise Failure(f"GET /stats of {name} answered {status}")
-        if path:
-            path.write_bytes(body)
-        return json.loads(body)
-
     # --- a point's common measurements ------------------------------------------------------
 
     def begin(self, server_pid: int | None, checkpoint: bool) -> dict:
@@ -388,21 +317,10 @@ class Run:
                 "steal_pct": round(steal, 2) if steal is not None else None}
 
     def timed(self, argv: list, tag: str) -> int:
-        """Runs a load generator on the client CPU, its output into raw/TAG.txt and its "real
-        user sys" seconds (as bash's `time` prints them) into raw/TAG.time; its exit code
-        (124: it ran past the point's timeout and was killed)."""
-        r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
-        with open(self.raw / f"{tag}.txt", "wb") as out:
-            try:
-                rc = subprocess.run(procs.taskset(self.a.client_cpu) + [str(x) for x in argv],
-                                    stdout=out, stderr=subprocess.STDOUT,
-                                    timeout=self.a.point_timeout).returncode
-            except subprocess.TimeoutExpired:
-                rc = 124
-        real, r1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
-        (self.raw / f"{tag}.time").write_text(
-            f"{real:.3f} {r1.ru_utime - r0.ru_utime:.3f} {r1.ru_stime - r0.ru_stime:.3f}\n")
-        return rc
+        """Runs a load generator on the client CPU, its output into raw/TAG.txt and its times
+        into raw/TAG.time; its exit code (124: it ran past the point's timeout)."""
+        return self.client(argv, self.raw / f"{tag}.txt", timeout_s=self.a.point_timeout,
+                           times=self.raw / f"{tag}.time")[0]
 
     # --- the points -------------------------------------------------------------------------
 
@@ -410,7 +328,7 @@ class Run:
                    flags: list[str]) -> None:
         """One bench_client point against the server `name`."""
         a, raw = self.a, self.raw
-        srv = self.servers.alive(name)
+        srv = self.alive(name)
         t, k = split_conns(c, a.client_threads)
         tag = f"{part}-{config}-c{c}-r{rep}"
         cmd = [self.client_bin, "-s", "127.0.0.1", "-p", srv.port, "--threads", t,
@@ -418,14 +336,12 @@ class Run:
                f"{a.warmup:g}s", *flags, "--server-pid", srv.pid, "--json", raw / f"{tag}.json",
                "-q"]
         if rep == 1:
-            shown = self.shown(cmd).replace(f"{self.out}/", "")
-            self.record_cmd(tag, f"taskset -c {a.client_cpu} " +
-                            shown.replace(str(self.client_bin), "bench_client"))
+            self.record_cmd(tag, self.pinned(a.client_cpu, cmd))
         self.stats(name, raw / f"{tag}.stats0.json")
         begun = self.begin(srv.pid, checkpoint)
         rc = self.timed(cmd, tag)
         fields = self.end(begun)
-        self.servers.alive(name)
+        self.alive(name)
         self.stats(name, raw / f"{tag}.stats1.json")
         if rc:
             raise Failure(f"bench_client against {name} (c={c}) failed (exit {rc}): "
@@ -450,8 +366,8 @@ class Run:
                self.work / "upsert.sql", "-c", c, "-j", c, "-T", a.pgbench_t, "-M", "prepared",
                "-l", f"--log-prefix={logs}/log", "postgres"]
         if rep == 1:
-            self.record_cmd(tag, f"taskset -c {a.client_cpu} " +
-                            self.shown(cmd).replace(str(self.pgbench), "pgbench"))
+            self.record_cmd(tag, self.pinned(a.client_cpu, cmd).replace(str(self.pgbench),
+                                                                          "pgbench"))
         begun = self.begin(None, True)
         rc = self.timed(cmd, tag)
         # its backends exit after it: wait (bounded) until they are gone, so that their CPU is
@@ -480,7 +396,7 @@ class Run:
         """One wrk thread, C connections, keys c%015d each requested once (mode put or get);
         ends when the Lua script's marker says the last response is in."""
         a, raw, tag = self.a, self.raw, part
-        srv, marks = self.servers.alive(name), self.work / f"wrk-{part}"
+        srv, marks = self.alive(name), self.work / f"wrk-{part}"
         marks.mkdir()
         cmd = ["wrk", "-t", "1", "-c", c, "-d", f"{a.wrk_limit}s", "--timeout", "10s", "-s",
                self.work / "keys.lua", f"http://127.0.0.1:{srv.port}", "--", mode, a.keys, marks]
@@ -500,7 +416,7 @@ class Run:
         if not (marks / "done").exists():
             raise Failure(f"wrk ({mode}, {c} conns) did not answer all {a.keys} keys within "
                           f"{a.wrk_limit}s (exit {rc}): {tail(raw / f'{tag}.txt', 5)}")
-        self.servers.alive(name)
+        self.alive(name)
         self.stats(name, raw / f"{tag}.stats1.json")
         shutil.copy(marks / "done", raw / f"{tag}.marker")
         self.emit({"part": part, "system": "wrk", "config": "postgres", "conns": c, "threads": 1,
@@ -515,17 +431,11 @@ class Run:
     def preload(self, name: str, *store_flags: str) -> None:
         """Every key PUT once through a write-behind server (bench_client's preload: it resets
         the server first), which is then stopped once it has written everything back."""
-        srv = self.start_ours(name, *store_flags, "--write-mode", "behind")
-        cmd = procs.taskset(self.a.client_cpu) + [str(x) for x in [
-            self.client_bin, "-s", "127.0.0.1", "-p", srv.port, "--threads", 4, "--workload",
-            "uniform", "--ratio", "0:1:0", *key_flags(self.a), "-n", 1, "--warmup", 0, "-q",
-            "--json", self.raw / f"{name}.json"]]
-        with open(self.raw / f"{name}.txt", "wb") as out:
-            try:
-                rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    timeout=600).returncode
-            except subprocess.TimeoutExpired:
-                rc = 124
+        srv = self.start_ours(name, [*store_flags, "--write-mode", "behind"])
+        cmd = [self.client_bin, "-s", "127.0.0.1", "-p", srv.port, "--threads", 4, "--workload",
+               "uniform", "--ratio", "0:1:0", *key_flags(self.a), "-n", 1, "--warmup", 0, "-q",
+               "--json", self.raw / f"{name}.json"]
+        rc = self.client(cmd, self.raw / f"{name}.txt", timeout_s=600)[0]
         if rc:
             raise Failure(f"preloading {name} failed (exit {rc}): "
                           f"{tail(self.raw / f'{name}.txt', 3)}")
@@ -535,7 +445,7 @@ class Run:
                 if self.stats(name).get("dirty_items", 0) == 0:
                     break
             time.sleep(0.1)
-        self.servers.stop(name)
+        self.stop(name)
         with contextlib.suppress(OSError, ValueError, KeyError):
             p = json.loads((self.raw / f"{name}.json").read_text())["meta"]["preload"]
             log(f"{name}: {p['keys']} keys in {p['seconds']:.1f} s, {p['errors']} errors")
@@ -558,8 +468,8 @@ def write_meta(run: Run, fs: str) -> None:
                         "pg_settings WHERE name IN (" +
                         ", ".join(f"'{s}'" for s in PG_SETTINGS) + ")")
     (run.raw / "pg_settings.json").write_text(settings + "\n")
-    meta = metadata.run_metadata(
-        "scripts/bench_postgres.py", duration_s=a.duration, warmup_s=a.warmup,
+    metadata.write(
+        run.out, "scripts/bench_postgres.py", duration_s=a.duration, warmup_s=a.warmup,
         pgbench_T=a.pgbench_t, quick=a.quick, repeat=a.repeat, keys=a.keys, conns=a.conn_list,
         get_conns=a.get_conns, read_conns=a.read_conns, load_conns=a.load_conns,
         server_cpu=a.server_cpu, client_cpu=a.client_cpu, server_threads=a.server_threads,
@@ -569,7 +479,6 @@ def write_meta(run: Run, fs: str) -> None:
         pg_version=run.psql("SHOW server_version").split()[0], pg_settings=json.loads(settings),
         pg_bindir=a.pg_bindir, cache_server=str(run.server_bin),
         bench_client=str(run.client_bin))
-    (run.out / "meta.json").write_text(json.dumps(meta, indent=1))
 
 
 def setup_tables(run: Run) -> None:
@@ -597,9 +506,9 @@ def setup_tables(run: Run) -> None:
 def put_sweep(run: Run) -> None:
     """PUT-ALL: the two servers up all along, the three measured back to back per count."""
     a = run.a
-    run.start_ours("postgres", *pg_store(run, "kv"), "--write-mode", "through")
-    run.start_ours("rocksdb", "--store", f"rocksdb:{run.work}/rocksdb/db", "--write-mode",
-                   "through")
+    run.start_ours("postgres", [*pg_store(run, "kv"), "--write-mode", "through"])
+    run.start_ours("rocksdb", ["--store", f"rocksdb:{run.work}/rocksdb/db", "--write-mode",
+                               "through"])
     flags = ["--workload", "put-all", *key_flags(a), "--no-reset"]
     for rep in range(1, a.repeat + 1):
         for c in a.conn_list:
@@ -607,25 +516,25 @@ def put_sweep(run: Run) -> None:
             run.pgbench_point(c, rep)
             run.ours_point("put", "rocksdb", "rocksdb", c, rep, True, flags)
     run.stats("postgres", run.raw / "postgres-final-stats.json")
-    run.servers.stop("postgres", "rocksdb")
+    run.stop("postgres", "rocksdb")
     shutil.rmtree(run.work / "rocksdb", ignore_errors=True)
 
 
 def get_part(run: Run) -> None:
     """GET hit with postgres behind and without a store, alternated (ABBAAB), medians of 3:
     none, postgres; postgres, none; none, postgres: a drift favours neither."""
-    run.start_ours("get-none", "--store", "none")
-    run.start_ours("get-postgres", *pg_store(run, "kv_get"), "--write-mode", "through")
+    run.start_ours("get-none", ["--store", "none"])
+    run.start_ours("get-postgres", [*pg_store(run, "kv_get"), "--write-mode", "through"])
     for rep in (1, 2, 3):
         for config in (("postgres", "none") if rep == 2 else ("none", "postgres")):
             run.ours_point("get", f"get-{config}", config, run.a.get_conns, rep, False, GET_FLAGS)
-    run.servers.stop("get-none", "get-postgres")
+    run.stop("get-none", "get-postgres")
 
 
 def cold_part(run: Run) -> None:
     """Cold-cache read-through: every key loaded through the server, the cache dropped, every
     key read once."""
-    run.start_ours("cold", *pg_store(run, "kv_cold"), "--write-mode", "through")
+    run.start_ours("cold", [*pg_store(run, "kv_cold"), "--write-mode", "through"])
     run.psql("CHECKPOINT")
     run.wrk_pass("cold-load", "cold", "put", run.a.load_conns)
     status, _ = run.http("cold", "/reset?scope=cache", "POST")
@@ -637,7 +546,7 @@ def cold_part(run: Run) -> None:
     if items != 0:
         raise Failure(f"the cache still holds {items} items after POST /reset?scope=cache")
     run.wrk_pass("cold-read", "cold", "get", run.a.read_conns)
-    run.servers.stop("cold")
+    run.stop("cold")
 
 
 # --- main ----------------------------------------------------------------------------------------
@@ -645,9 +554,10 @@ def cold_part(run: Run) -> None:
 def measure(a, bins: tuple[Path, Path, Path]) -> Path:
     """The whole run in a scratch directory under --data-dir, removed at the end however it
     ends, with the cluster and every server in it; the results directory."""
-    out = bench.results_dir(a.out, ROOT / "results" / f"postgres-{time.strftime('%Y%m%d-%H%M%S')}")
+    out = bench.results_dir(a.out, f"postgres-{bench.stamp()}")
     with contextlib.ExitStack() as stack:
-        work, fs = stack.enter_context(bench.scratch_dir(a.data_dir, "bench_postgres."))
+        work = stack.enter_context(bench.scratch_dir(NAME, a.data_dir, disk=True))
+        fs = bench.filesystem(work)
         work.chmod(0o755)  # as root PostgreSQL runs as the postgres user: it must reach work/pg
         run = Run(a, bins, out, work)
         if run.disk is None:
@@ -673,8 +583,8 @@ def measure(a, bins: tuple[Path, Path, Path]) -> Path:
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    return bench.finish(NAME, lambda: measure(a, (*binaries(a), check_tools(a))),
-                        ROOT / "scripts" / "bench_postgres_report.py")
+    return bench.run_main(NAME, lambda: measure(a, (*binaries(a), check_tools(a))),
+                          "bench_postgres_report.py")
 
 
 if __name__ == "__main__":

@@ -450,19 +450,18 @@ def detail_row(f):
 
 def render_detail(m, detail):
     sc, cc = m.get("server_cpu"), m.get("client_cpu")
-    out = [
-        "## Every point: CPU, disk, latency\n",
+    return report.section(
+        "Every point: CPU, disk, latency",
         f"CPU in % of one core over the point's wall time. `CPU{sc} busy%`/`CPU{cc} busy%`: "
         "the whole pinned core (from /proc/stat), so what other processes took shows as the "
         "difference. disk: device "
         f"{m.get('disk') or 'unknown'}, the whole device's activity (other processes' I/O "
-        "counts too).\n"]
-    out += table_head(["part", "conns", "system", "rep", "threads×conns", "ops/s", "errors",
-                       "p50 µs", "p99 µs", "PG CPU%", "srv CPU%", "client CPU%", f"CPU{sc} busy%",
-                       f"CPU{cc} busy%", "disk util%", "disk writes/s", "disk flushes/s",
-                       "commits/s", "writes/commit", "steal%", "bound by"],
-                      "lrl" + "r" * 17 + "l")
-    return out + [detail_row(f) for f in detail] + [""]
+        "counts too).",
+        ["part", "conns", "system", "rep", "threads×conns", "ops/s", "errors", "p50 µs",
+         "p99 µs", "PG CPU%", "srv CPU%", "client CPU%", f"CPU{sc} busy%", f"CPU{cc} busy%",
+         "disk util%", "disk writes/s", "disk flushes/s", "commits/s", "writes/commit",
+         "steal%", "bound by"],
+        "lrl" + "r" * 17 + "l", [detail_row(f) for f in detail])
 
 
 HOW_MEASURED = (

@@ -31,8 +31,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
-import resource
 import select
 import shlex
 import shutil
@@ -40,13 +38,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, metadata, peers, procs, resources  # noqa: E402
-from harness.bench import Failure, Parser, log, split_conns  # noqa: E402
+from harness import bench, cli, metadata, peers, procs, resources  # noqa: E402
+from harness.bench import Failure, log, split_conns  # noqa: E402
 
 NAME = "bench_store"
 GET_CONNS = 8
@@ -58,8 +55,7 @@ GET_FLAGS = ["--workload", "get-popular", "--value-size", "100", "--key-size", "
 # --- the command line --------------------------------------------------------------------------
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = Parser(NAME, prog="scripts/bench_store.py", description=__doc__.split("\n\n")[0],
-               epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.Parser(NAME, __doc__)
     p.add_argument("--duration", metavar="S", help="seconds per point, decimals allowed (default 5; --quick: 1)")
     p.add_argument("--conns", metavar='"LIST"', default="1 8 50 200", help='connection counts (default "1 8 50 200")')
     p.add_argument("--out", metavar="DIR", help="results directory (default results/store-<stamp>/)")
@@ -81,14 +77,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "shares the client's CPU and slows the server a little: take the targets from a run "
                         "without it")
     a = p.parse_args(argv)
-    a.duration = bench.check_duration(p, a.duration or ("1" if a.quick else "5"))
-    a.conn_list = bench.check_conns(p, a.conns, 4096)
-    for flag in ("server_threads", "client_threads"):
-        v = getattr(a, flag)
-        if not v.isdigit() or int(v) < 1:
-            p.error(f"--{flag.replace('_', '-')} must be a positive integer")
-        setattr(a, flag, int(v))
-    a.server_cpu, a.client_cpu = bench.check_cpus(p)
+    a.duration = p.duration(a.duration or ("1" if a.quick else "5"))
+    a.conn_list = p.conns(a.conns, 4096)
+    for flag in ("--server-threads", "--client-threads"):
+        dest = flag[2:].replace("-", "_")
+        setattr(a, dest, p.whole(flag, getattr(a, dest), 1, None, "a positive integer"))
+    a.server_cpu, a.client_cpu = p.cpus()
     if a.quick:
         a.warmup, a.probe_min, a.probe_per_conn = 0.1, 200, 10
     else:
@@ -100,28 +94,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 # --- checks before anything starts ---------------------------------------------------------------
 
-def binaries(a) -> tuple[Path, Path]:
-    build = Path(a.build) if a.build else next(
-        (b for b in (ROOT / "build/release", ROOT / "build/bench-release")
-         if os.access(b / "server/cache_server", os.X_OK) and os.access(b / "client/bench_client", os.X_OK)),
-        ROOT / "build/release")
-    server = Path(os.environ.get("CACHE_SERVER") or build / "server/cache_server")
-    client = Path(os.environ.get("BENCH_CLIENT") or build / "client/bench_client")
-    for b, what in ((server, "cache_server"), (client, "bench_client")):
-        if not os.access(b, os.X_OK):
-            raise Failure(f"no {what} at {b} (build it, or pass --build DIR)")
-    help_text = subprocess.run([str(server), "--help"], capture_output=True, text=True).stdout
-    for flag in ("--store", "--write-mode"):
-        if flag not in help_text:
-            raise Failure(f"{server} has no {flag} flag (an older build?)")
-    return server, client
-
-
 def check_tools(a) -> str:
     """The tools the run needs, the CPUs it pins to, perf when asked; Redis's version."""
-    for tool in ("redis-server", "redis-benchmark", "redis-cli", "taskset"):
-        if shutil.which(tool) is None:
-            raise Failure(f"{tool} not found (Debian: apt-get install redis-server redis-tools util-linux)")
+    bench.require_tools(("redis-server", "redis-benchmark", "redis-cli", "taskset"),
+                        "redis-server redis-tools util-linux")
     bench.require_cpus(a.server_cpu, a.client_cpu)
     if a.perf:
         if shutil.which("perf") is None:
@@ -131,40 +107,30 @@ def check_tools(a) -> str:
             paranoid = Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip()
             raise Failure("--perf: perf record -e cpu-clock does not work here "
                           f"(kernel.perf_event_paranoid? {paranoid})")
-    m = re.search(r" v=([0-9.]+)", metadata.version(["redis-server", "--version"]))
-    version = m.group(1) if m else ""
-    if not version.startswith(("7.", "8.")):
-        raise Failure(f"needs Redis 7 (redis-server --version says '{version or 'nothing'}')")
-    return version
+    return peers.redis7_version()
 
 
 # --- one run ---------------------------------------------------------------------------------
 
-class Run:
+class Run(bench.Run):
     """The servers, the output directory and the points of one run."""
+    SCRATCH = "$DATA"
 
     def __init__(self, a, server_bin: Path, client_bin: Path, out: Path, work: Path):
-        self.a, self.server_bin, self.client_bin, self.out, self.work = a, server_bin, client_bin, out, work
+        super().__init__(out, work, server_bin, client_bin, a.server_cpu, a.client_cpu,
+                         a.server_threads)
+        self.a = a
         self.disk, how = resources.find_disk(work)
         if self.disk is None:
             log(f"warning: {how}; disk utilization is not reported")
-        self.servers = bench.Servers()
-
-    # --- records ----------------------------------------------------------------------------
-
-    def record_cmd(self, name: str, cmd: str) -> None:
-        with open(self.out / "commands.txt", "a") as f:
-            f.write(f"{name}: {cmd.replace(str(self.work), '$DATA')}\n")
-
-    def pinned(self, cpu: int, argv: list) -> str:
-        return f"taskset -c {cpu} " + shlex.join(str(x) for x in argv)
 
     def snapshot(self):
         line = resources.diskstats_line(self.disk) if self.disk else None
         return time.monotonic(), line, resources.cpu_stat()
 
-    def emit(self, rec: dict, before, after, extra: dict | None = None) -> None:
-        """Appends one point to points.jsonl (the report computes everything from it and raw/)."""
+    def emit_point(self, rec: dict, before, after, extra: dict | None = None) -> None:
+        """Appends one point to points.jsonl, with the disk and CPU figures between `before`
+        and `after` (snapshots)."""
         (t0, d0, s0), (t1, d1, s1) = before, after
         rec["wall_s"] = round(t1 - t0, 6)
         rec["disk"] = self.disk
@@ -179,98 +145,69 @@ class Run:
             busy = resources.core_busy_pct(s0, s1, cpu)
             rec[f"{side}_core_busy_pct"] = round(busy, 1) if busy is not None else None
         rec.update(extra or {})
-        with open(self.out / "points.jsonl", "a") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    # --- servers ----------------------------------------------------------------------------
-
-    def start_ours(self, name: str, *flags: str) -> None:
-        flags = ["-t", str(self.a.server_threads), *flags]
-        srv = self.servers.start_cache_server(name, self.server_bin, flags, self.a.server_cpu,
-                                              self.out / "raw")
-        self.record_cmd(f"{name} server", self.pinned(self.a.server_cpu, srv.argv))
-        log(f"{name}: cache_server PID {srv.pid} on 127.0.0.1:{srv.port} ({' '.join(flags[2:])}), "
-            f"CPU {self.a.server_cpu}")
+        self.emit(rec)
 
     def start_redis(self, name: str, fsync: str) -> None:
         flags = ["--appendonly", "yes", "--appendfsync", fsync]
-        srv = peers.Redis(self.work / name, flags, cpu=self.a.server_cpu, stop_timeout_s=15)
-        self.servers[name] = srv.start()
-        self.record_cmd(f"{name} server", self.pinned(self.a.server_cpu, srv.argv))
-        log(f"{name}: redis-server PID {srv.pid} on 127.0.0.1:{srv.port} ({' '.join(flags)}), "
-            f"CPU {self.a.server_cpu}")
+        self.start(name, peers.Redis(self.work / name, flags, cpu=self.server_cpu,
+                                     stop_timeout_s=15), " ".join(flags))
 
     # --- points -----------------------------------------------------------------------------
 
-    def client(self, argv: list, out_path: Path, err_path: Path | None = None) -> tuple[int, float, float, float]:
-        """Runs a load generator pinned to the client CPU; (exit code, real, user, sys seconds)."""
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.monotonic()
-        with open(out_path, "wb") as out, open(err_path or out_path, "ab") as err:
-            try:
-                rc = subprocess.run(procs.taskset(self.a.client_cpu) + [str(x) for x in argv], stdout=out,
-                                    stderr=err if err_path else subprocess.STDOUT,
-                                    timeout=self.a.point_timeout).returncode
-            except subprocess.TimeoutExpired:
-                rc = 124
-        real = time.monotonic() - t0
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return rc, real, r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
-
     def redis_point(self, name: str, c: int) -> None:
         """A probe sizes -n to about the point's duration, then the measured run."""
-        srv, raw, tag = self.servers.alive(name), self.out / "raw", f"{name}-c{c}"
+        srv, raw, tag, a = self.alive(name), self.raw, f"{name}-c{c}", self.a
         base = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(srv.port), "-t", "set", "-d", "100",
                 "-r", "100000", "-c", str(c), "-P", "1"]
-        probe = max(self.a.probe_per_conn * c, self.a.probe_min)
-        rc, real, _, _ = self.client(base + ["-n", str(probe), "--csv"], raw / f"{tag}-probe.csv")
+        probe = max(a.probe_per_conn * c, a.probe_min)
+        rc, real, _, _ = self.client(base + ["-n", str(probe), "--csv"], raw / f"{tag}-probe.csv",
+                                     timeout_s=a.point_timeout)
         if rc:
             raise Failure(f"redis-benchmark probe against {name} (c={c}) failed: "
                           f"{(raw / f'{tag}-probe.csv').read_text()[-500:]}")
         rate = redis_set_rps(raw / f"{tag}-probe.csv") or round(probe / real)
-        n = max(int(rate * self.a.duration + 0.5), 20 * c, 100)
-        self.record_cmd(tag, f"taskset -c {self.a.client_cpu} {shlex.join(base)} -n {n} --csv   "
+        n = max(int(rate * a.duration + 0.5), 20 * c, 100)
+        self.record_cmd(tag, f"taskset -c {a.client_cpu} {shlex.join(base)} -n {n} --csv   "
                              f"(probe: -n {probe}, {rate:g} SET/s)")
         k0, before = resources.pid_ticks(srv.pid), self.snapshot()
-        rc, real, user, sys_ = self.client(base + ["-n", str(n), "--csv"], raw / f"{tag}.csv", raw / f"{tag}.err")
+        rc = self.client(base + ["-n", str(n), "--csv"], raw / f"{tag}.csv", raw / f"{tag}.err",
+                         timeout_s=a.point_timeout, times=raw / f"{tag}.time")[0]
         k1, after = resources.pid_ticks(srv.pid), self.snapshot()
-        self.servers.alive(name)
+        self.alive(name)
         if rc:
             raise Failure(f"redis-benchmark against {name} (c={c}) failed (exit {rc}): "
                           f"{(raw / f'{tag}.err').read_text()[-500:]}")
-        (raw / f"{tag}.time").write_text(f"{real:.3f} {user:.3f} {sys_:.3f}\n")  # bash time's %3R %3U %3S
         rec = {"part": "put", "system": "redis", "config": name.removeprefix("redis-"), "conns": c,
                "threads": None, "per_thread": None, "rep": 1, "raw": f"raw/{tag}.csv",
                "stats_before": None, "stats_after": None, "rc": rc}
-        self.emit(rec, before, after, {
+        self.emit_point(rec, before, after, {
             "server_cpu_s": round((k1 - k0) / resources.CLK_TCK, 3) if None not in (k0, k1) else None,
             "client_times": f"raw/{tag}.time", "n": n, "probe_n": probe, "probe_rps": rate})
         log(f"{tag}: {redis_set_rps(raw / f'{tag}.csv')} SET/s (n={n})")
 
     def ours_point(self, part: str, name: str, config: str, c: int, rep: int, flags: list[str]) -> None:
-        srv, raw = self.servers.alive(name), self.out / "raw"
-        t, k = split_conns(c, self.a.client_threads)
+        srv, raw, a = self.alive(name), self.raw, self.a
+        t, k = split_conns(c, a.client_threads)
         tag = f"{name}-c{c}" + (f"-r{rep}" if part == "get" else "")
         cmd = [self.client_bin, "-s", "127.0.0.1", "-p", srv.port, "--threads", t,
-               "--connections-per-thread", k, "-d", f"{self.a.duration:g}s", "--warmup",
-               f"{self.a.warmup:g}s", *flags, "--server-pid", srv.pid, "--json", raw / f"{tag}.json", "-q"]
-        shown = self.pinned(self.a.client_cpu, cmd).replace(f"{self.out}/", "")
-        self.record_cmd(tag, shown.replace(str(self.client_bin), "bench_client"))
-        stats(srv, raw / f"{tag}.stats0.json")
-        perf = Perf(self, srv.pid, tag) if self.a.perf and part == "put" and config != "none" else None
+               "--connections-per-thread", k, "-d", f"{a.duration:g}s", "--warmup",
+               f"{a.warmup:g}s", *flags, "--server-pid", srv.pid, "--json", raw / f"{tag}.json", "-q"]
+        self.record_cmd(tag, self.pinned(a.client_cpu, cmd))
+        self.stats(name, raw / f"{tag}.stats0.json")
+        perf = Perf(self, srv.pid, tag) if a.perf and part == "put" and config != "none" else None
         before = self.snapshot()
-        rc = self.client(cmd, raw / f"{tag}.txt")[0]
+        rc = self.client(cmd, raw / f"{tag}.txt", timeout_s=a.point_timeout)[0]
         after = self.snapshot()
         extra = {"perf": perf.finish()} if perf else {}
-        self.servers.alive(name)
-        stats(srv, raw / f"{tag}.stats1.json")
+        self.alive(name)
+        self.stats(name, raw / f"{tag}.stats1.json")
         if rc:
             raise Failure(f"bench_client against {name} (c={c}) failed (exit {rc}): "
                           f"{(raw / f'{tag}.txt').read_text()[-500:]}")
         rec = {"part": part, "system": "ours", "config": config, "conns": c, "threads": t,
                "per_thread": k, "rep": rep, "raw": f"raw/{tag}.json",
                "stats_before": f"raw/{tag}.stats0.json", "stats_after": f"raw/{tag}.stats1.json", "rc": rc}
-        self.emit(rec, before, after, extra)
+        self.emit_point(rec, before, after, extra)
         p = json.loads((raw / f"{tag}.json").read_text())["points"][0]
         log(f"{tag}: {p['throughput_rps']:.0f} req/s, {p['errors']} errors, server CPU "
             f"{p['server_cpu_pct']}%, client CPU {p['client_cpu_pct']}%")
@@ -283,14 +220,6 @@ def redis_set_rps(csv: Path) -> float | None:
             with contextlib.suppress(ValueError):
                 return float(cells[1])
     return None
-
-
-def stats(srv, path: Path) -> None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{srv.port}/stats", timeout=10) as r:
-            path.write_bytes(r.read())
-    except OSError as e:
-        raise Failure(f"GET /stats of {srv.name} failed: {e}") from e
 
 
 class Perf:
@@ -342,14 +271,13 @@ class Perf:
 # --- main ----------------------------------------------------------------------------------------
 
 def write_meta(a, run: Run, fs: str, redis_version: str) -> None:
-    meta = metadata.run_metadata(
-        "scripts/bench_store.py", duration_s=a.duration, warmup_s=a.warmup, quick=a.quick,
+    metadata.write(
+        run.out, "scripts/bench_store.py", duration_s=a.duration, warmup_s=a.warmup, quick=a.quick,
         conns=a.conn_list, get_conns=GET_CONNS, server_cpu=a.server_cpu, client_cpu=a.client_cpu,
         server_threads=a.server_threads, client_threads_max=a.client_threads, clk_tck=resources.CLK_TCK,
         perf=a.perf, loadavg_start=metadata.machine()["loadavg"], data_dir=str(run.work), filesystem=fs,
         disk=run.disk, redis_version=redis_version, cache_server=str(run.server_bin),
         bench_client=str(run.client_bin))
-    (run.out / "meta.json").write_text(json.dumps(meta, indent=1))
 
 
 def measure(a, run: Run) -> None:
@@ -357,9 +285,10 @@ def measure(a, run: Run) -> None:
     #    to back, so that each ratio compares figures taken within seconds of each other.
     run.start_redis("redis-always", "always")
     run.start_redis("redis-everysec", "everysec")
-    run.start_ours("through", "--store", f"rocksdb:{run.work}/through/db", "--write-mode", "through")
-    run.start_ours("behind", "--store", f"rocksdb:{run.work}/behind/db", "--write-mode", "behind")
-    run.start_ours("none", "--store", "none")
+    run.start_ours("through", ["--store", f"rocksdb:{run.work}/through/db", "--write-mode",
+                              "through"])
+    run.start_ours("behind", ["--store", f"rocksdb:{run.work}/behind/db", "--write-mode", "behind"])
+    run.start_ours("none", ["--store", "none"])
     for c in a.conn_list:
         run.redis_point("redis-always", c)
         run.ours_point("put", "through", "through", c, 1, PUT_FLAGS)
@@ -370,25 +299,27 @@ def measure(a, run: Run) -> None:
         info = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(run.servers[s].port), "info",
                                "persistence"], capture_output=True, text=True)
         (run.out / "raw" / f"{s}-persistence.txt").write_text(info.stdout + info.stderr)
-    run.servers.stop("redis-always", "redis-everysec", "through", "behind", "none")
+    run.stop("redis-always", "redis-everysec", "through", "behind", "none")
     for d in ("redis-always", "redis-everysec", "through", "behind"):
         shutil.rmtree(run.work / d, ignore_errors=True)
     # 2. GET hit with and without a store (write-through, the default), interleaved, medians of 3.
-    run.start_ours("get-none", "--store", "none")
-    run.start_ours("get-rocksdb", "--store", f"rocksdb:{run.work}/get-rocksdb/db")
+    run.start_ours("get-none", ["--store", "none"])
+    run.start_ours("get-rocksdb", ["--store", f"rocksdb:{run.work}/get-rocksdb/db"])
     for rep in (1, 2, 3):
         run.ours_point("get", "get-none", "none", GET_CONNS, rep, GET_FLAGS)
         run.ours_point("get", "get-rocksdb", "rocksdb", GET_CONNS, rep, GET_FLAGS)
-    run.servers.stop("get-none", "get-rocksdb")
+    run.stop("get-none", "get-rocksdb")
 
 
 def run_all(a) -> Path:
     """Checks, then the whole run in a scratch directory under --data-dir (removed however the
     run ends); the results directory."""
-    server_bin, client_bin = binaries(a)
+    server_bin, client_bin = bench.binaries(a.build)
+    bench.require_help(server_bin, ("--store", "--write-mode"))
     redis_version = check_tools(a)
-    with bench.scratch_dir(a.data_dir, "bench_store.") as (work, fs):
-        out = bench.results_dir(a.out, ROOT / "results" / f"store-{time.strftime('%Y%m%d-%H%M%S')}")
+    with bench.scratch_dir(NAME, a.data_dir, disk=True) as work:
+        fs = bench.filesystem(work)
+        out = bench.results_dir(a.out, f"store-{bench.stamp()}")
         run = Run(a, server_bin, client_bin, out, work)
         est = len(a.conn_list) * (5 * a.duration + 3 * a.warmup + 2 * 0.3 * a.duration + 3) + \
             6 * (a.duration + a.warmup + 1) + 10
@@ -407,7 +338,7 @@ def run_all(a) -> Path:
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    return bench.finish(NAME, lambda: run_all(a), ROOT / "scripts" / "bench_store_report.py")
+    return bench.run_main(NAME, lambda: run_all(a), "bench_store_report.py")
 
 
 if __name__ == "__main__":

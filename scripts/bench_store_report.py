@@ -350,19 +350,19 @@ def detail_row(f):
 
 def render_detail(m, detail):
     sc, cc = m.get("server_cpu"), m.get("client_cpu")
-    out = [
-        "## Every point: CPU, disk, latency\n",
+    return report.section(
+        "Every point: CPU, disk, latency",
         f"CPU in % of one core. `server CPU%`/`client CPU%`: the process's own; `CPU{sc} "
         f"busy%`/`CPU{cc} busy%`: the whole pinned core (the server's / the client's), so the "
         "difference is what other processes took from it. `bound by`: the resources at ≥ "
         f"{BOUND_PCT:.0f}% during the point; \"none saturated\" means the requests spent "
         "their time waiting (for fsync, or on each other). `server CPU µs/op`: server CPU% ÷ "
-        "ops/s, the server's CPU cost of one request.\n"]
-    out += table_head(["conns", "system", "threads×conns", "ops/s", "errors", "p50 µs", "p99 µs",
-                       "server CPU%", "client CPU%", f"CPU{sc} busy%", f"CPU{cc} busy%",
-                       "disk util%", "disk writes/s", "disk flushes/s", "store commits/s",
-                       "writes/commit", "server CPU µs/op", "steal%", "bound by"], "r" * 19)
-    return out + [detail_row(f) for f in detail] + [""]
+        "ops/s, the server's CPU cost of one request.",
+        ["conns", "system", "threads×conns", "ops/s", "errors", "p50 µs", "p99 µs",
+         "server CPU%", "client CPU%", f"CPU{sc} busy%", f"CPU{cc} busy%", "disk util%",
+         "disk writes/s", "disk flushes/s", "store commits/s", "writes/commit",
+         "server CPU µs/op", "steal%", "bound by"],
+        "r" * 19, [detail_row(f) for f in detail])
 
 
 HOW_MEASURED = (

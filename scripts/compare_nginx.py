@@ -28,18 +28,16 @@ import json
 import os
 import re
 import resource
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import cli, metadata, peers, procs, resources  # noqa: E402
-from harness.procs import HarnessError  # noqa: E402
+from harness import bench, cli, metadata, peers, procs, resources  # noqa: E402
+from harness.bench import Failure  # noqa: E402
 
 NAME = "compare_nginx"
 LUA = ROOT / "scripts" / "lib" / "wrk_pipeline.lua"
@@ -55,13 +53,9 @@ LATENCY_NOTE = ("p50/p99 are wrk's --latency percentiles as wrk printed them: wr
                 "for p99, an artefact of its correction. Read with care.")
 
 
-class Failure(HarnessError):
-    """The run cannot go on: exit 1 with this message."""
-
-
 def parse_args(argv: list[str]):
     env = cli.env
-    p = cli.Parser(NAME, __doc__, prog="scripts/compare_nginx.py")
+    p = cli.Parser(NAME, __doc__)
     p.add_argument("--json", metavar="FILE", default=env("JSON", ""),
                    help="also write the measurements as JSON (env JSON)")
     p.add_argument("--duration", metavar="S", type=cli.positive_int, default=env("DURATION", "5"),
@@ -265,37 +259,32 @@ def measure(a, targets: dict, rows: list[dict], stats: dict) -> None:
             write_json(a, rows, stats, False)
 
 
-def main(argv: list[str]) -> int:
-    a = parse_args(argv)
-    procs.stop_all_at_exit()
-    try:
-        for tool in ("wrk", "nginx", "taskset"):
-            if shutil.which(tool) is None:
-                raise Failure(f"{tool} not found")
-        if not os.access(a.cache_server, os.X_OK):
-            raise Failure(f"no cache_server at {a.cache_server} (build it first)")
-        a.versions = {"wrk": metadata.version(["wrk", "-v"]),
-                      "nginx": metadata.version(["nginx", "-v"])}
-        a.meta = metadata.run_metadata("scripts/compare_nginx.py")
-        rows: list[dict] = []
-        stats: dict = {}
-        with tempfile.TemporaryDirectory(prefix="compare_nginx.") as work:
-            with cache_server(a, Path(work)) as srv, \
-                    peers.Nginx(Path(work) / "nginx", cpu=a.server_cpu, port=a.nginx_port,
-                                new_session=False) as nginx:
-                stats = store_value(srv)
-                targets = {"cache_server": (f"http://{srv.address}/key/bench", srv.pid),
-                           "nginx": (nginx.url, nginx_worker(nginx))}
-                measure(a, targets, rows, stats)
-        write_json(a, rows, stats, True)
-    except HarnessError as e:
-        print(f"{NAME}: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+def run(a) -> None:
+    """The checks, both servers in a scratch directory, every point, the --json file."""
+    bench.require_tools(("wrk", "nginx", "taskset"), "wrk nginx util-linux")
+    bench.require_cpus(a.server_cpu, a.client_cpu)
+    if not os.access(a.cache_server, os.X_OK):
+        raise Failure(f"no cache_server at {a.cache_server} (build it first)")
+    a.versions = {"wrk": metadata.version(["wrk", "-v"]),
+                  "nginx": metadata.version(["nginx", "-v"])}
+    a.meta = metadata.run_metadata("scripts/compare_nginx.py")
+    rows: list[dict] = []
+    with bench.scratch_dir(NAME) as work:
+        with cache_server(a, work) as srv, \
+                peers.Nginx(work / "nginx", cpu=a.server_cpu, port=a.nginx_port,
+                            new_session=False) as nginx:
+            stats = store_value(srv)
+            targets = {"cache_server": (f"http://{srv.address}/key/bench", srv.pid),
+                       "nginx": (nginx.url, nginx_worker(nginx))}
+            measure(a, targets, rows, stats)
+    write_json(a, rows, stats, True)
     if a.json:
         print(f"# JSON: {a.json}")
-    return 0
+
+
+def main(argv: list[str]) -> int:
+    a = parse_args(argv)
+    return bench.run_main(NAME, lambda: run(a))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -52,10 +51,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import compare_redis_boards_report as boards_report  # noqa: E402
-from harness import metadata, peers, procs, resources  # noqa: E402
-from harness.benchrun import (Failure, Parser, Run, binaries, check_pinning, help_has,  # noqa: E402
-                              log, require_tools, results_dir, run_main, scratch_dir,
-                              split_conns, tail)
+from harness import bench, cli, metadata, peers, procs, resources  # noqa: E402
+from harness.bench import Failure, Run, log, split_conns, tail  # noqa: E402
 
 NAME = "compare_redis_boards"
 REDIS_CMD = {"update": "ZADD b0 __rand_int__ m__rand_int__", "rank": "ZREVRANK b0 m__rand_int__",
@@ -65,8 +62,8 @@ OUR_WORKLOAD = {"update": "board-update", "rank": "board-score", "top": "board-t
 
 # --- the command line --------------------------------------------------------------------------
 
-def options() -> Parser:
-    p = Parser(NAME, __doc__)
+def options() -> cli.Parser:
+    p = cli.Parser(NAME, __doc__)
     add = p.add_argument
     add("--members", metavar="N",
         help="members of the board, 100..10000000 (default 1000000; --quick: 20000)")
@@ -97,23 +94,15 @@ def parse_args(argv: list[str]):
     a.members = p.whole("--members", a.members or ("20000" if q else "1000000"), 100,
                         10_000_000, "a whole number 100..10000000")
     a.conns = p.whole("--conns", a.conns, 1, 1000, "a connection count 1..1000")
-    a.duration = a.duration or ("1" if q else "10")
-    if not re.fullmatch(r"[0-9]+\.?[0-9]*|\.[0-9]+", a.duration):
-        p.error(f"--duration '{a.duration}' is not a number of seconds")
-    a.duration = float(a.duration)
-    if not 0.1 <= a.duration <= 600:
-        p.error("--duration must be 0.1..600 s")
+    a.duration = p.duration(a.duration or ("1" if q else "10"))
     a.repeat = p.whole("--repeat", a.repeat or ("1" if q else "3"), 1, 20, "1..20")
     for flag in ("--server-threads", "--client-threads"):
         dest = flag[2:].replace("-", "_")
-        value = getattr(a, dest)
-        if not (value.isdigit() and 1 <= int(value) <= 256):
-            p.error(f"{flag} must be 1..256")
-        setattr(a, dest, int(value))
+        setattr(a, dest, p.whole(flag, getattr(a, dest), 1, 256, "1..256"))
     a.board_maxmem = a.board_maxmem or f"{max(a.members * 320 // 1048576 + 1, 512)}M"
     if not re.fullmatch(r"[0-9]+[KMG]?", a.board_maxmem):
         p.error(f"--board-maxmem '{a.board_maxmem}' is not a size (bytes, or with K/M/G)")
-    a.server_cpu, a.client_cpu = p.cpus("SERVER_CPU and CLIENT_CPU must differ")
+    a.server_cpu, a.client_cpu = p.cpus()
     a.warmup, a.probe_n, a.settle = (0.1, 2000, 1) if q else (1.0, 20000, 12)
     a.wrk_d = max(math.ceil(a.duration), 1)
     # Each point must end: warm-up + duration + a drain bounded by bench_client's 5 s socket
@@ -222,9 +211,9 @@ class Boards(Run):
         server's CPU ticks, both cores' busy %, the steal, the client's times in raw/TAG.time)."""
         pid = self.alive(name).pid
         k0, s0 = resources.pid_ticks(pid) or 0, resources.cpu_stat()
-        rc, real, user, sys_ = self.client(argv, out, err, timeout_s=self.a.point_timeout)
+        rc, real, _, _ = self.client(argv, out, err, timeout_s=self.a.point_timeout,
+                                     times=self.raw / f"{tag}.time")
         k1, s1 = resources.pid_ticks(pid) or 0, resources.cpu_stat()
-        (self.raw / f"{tag}.time").write_text(f"{real:.3f} {user:.3f} {sys_:.3f}\n")
         self.alive(name)
         return rc, {
             "client_times": f"raw/{tag}.time", "wall_s": round(real, 6), "server_ticks": [k0, k1],
@@ -233,10 +222,6 @@ class Boards(Run):
             "client_core_busy_pct": round_or_none(
                 resources.core_busy_pct(s0, s1, self.client_cpu), 1),
             "steal_pct": round_or_none(resources.steal_pct(s0, s1), 2)}
-
-    def emit(self, rec: dict) -> None:
-        with open(self.out / "points.jsonl", "a") as f:
-            f.write(json.dumps(rec) + "\n")
 
     def redis_point(self, op: str, rep: int, order: int) -> None:
         """A probe sizes -n to about DURATION s, then the measured run."""
@@ -312,8 +297,7 @@ def preloads(a, b: Boards) -> None:
     preloads, the settled RSS."""
     b.start_redis("redis-mem")
     b.start_redis("redis")
-    b.start_ours("ours", ["--board-maxmem", a.board_maxmem],
-                 ready_timeout_s=float(os.environ.get("START_WAIT_S") or 15))
+    b.start_ours("ours", ["--board-maxmem", a.board_maxmem])
     t0 = time.monotonic()
     same, padded = b.work / "same.resp", b.work / "padded.resp"
     boards_report.write_resp(a.members, same, padded)
@@ -361,23 +345,17 @@ def finish(b: Boards) -> None:
 
 def prepare(a) -> tuple[Path, Path, str]:
     """The checks before anything starts; (cache_server, bench_client, Redis's version)."""
-    require_tools(("redis-server", "redis-benchmark", "redis-cli", "taskset"),
-                  "redis-server redis-tools util-linux")
+    bench.require_tools(("redis-server", "redis-benchmark", "redis-cli", "taskset"),
+                        "redis-server redis-tools util-linux")
     if a.wrk and shutil.which("wrk") is None:
         print(f"{NAME}: wrk not found: no wrk top-100 point (apt-get install wrk)",
               file=sys.stderr)
         a.wrk = False
-    check_pinning(a.server_cpu, a.client_cpu)
-    m = re.search(r" v=([0-9.]+)", metadata.version(["redis-server", "--version"]))
-    version = m.group(1) if m else ""
-    if not version.startswith(("7.", "8.")):
-        raise Failure(f"needs Redis 7 (redis-server --version says '{version or 'nothing'}')")
-    server_bin, client_bin = binaries(a.build)
-    if not help_has(server_bin, "--board-maxmem"):
-        raise Failure(f"{server_bin} has no --board-maxmem flag (an older build, without "
-                      "boards?)")
-    if not help_has(client_bin, "board-score"):
-        raise Failure(f"{client_bin} has no board workloads (an older build?)")
+    bench.require_cpus(a.server_cpu, a.client_cpu)
+    version = peers.redis7_version()
+    server_bin, client_bin = bench.binaries(a.build)
+    bench.require_help(server_bin, ("--board-maxmem",), "an older build, without boards?")
+    bench.require_help(client_bin, ("board-score",), "an older build, without boards?")
     return server_bin, client_bin, version
 
 
@@ -388,8 +366,8 @@ def write_meta(a, b: Boards, redis_version: str) -> None:
                          if line.startswith("MemTotal"))
     except (OSError, StopIteration):
         mem_total = ""
-    meta = metadata.run_metadata(
-        "scripts/compare_redis_boards.py", mem_total=mem_total, members=a.members,
+    metadata.write(
+        b.out, "scripts/compare_redis_boards.py", mem_total=mem_total, members=a.members,
         conns=a.conns, duration_s=a.duration, warmup_s=a.warmup, repeat=a.repeat,
         quick=a.quick, wrk=a.wrk, probe_n=a.probe_n, client_threads=a.ct, per_thread=a.ck,
         server_threads=a.server_threads, board_maxmem=a.board_maxmem, server_cpu=a.server_cpu,
@@ -397,13 +375,12 @@ def write_meta(a, b: Boards, redis_version: str) -> None:
         loadavg_start=metadata.machine()["loadavg"], redis_version=redis_version,
         redis_benchmark=metadata.version(["redis-benchmark", "--version"]),
         cache_server=str(b.server_bin), bench_client=str(b.client_bin))
-    (b.out / "meta.json").write_text(json.dumps(meta, indent=1))
 
 
 def measure(a, out: Path, server_bin: Path, client_bin: Path, redis_version: str) -> None:
     est = (a.repeat * ((6 + a.wrk) * (a.duration + 0.5) + 3 * a.warmup + 3)
            + a.members / 40000 + a.settle + 5)
-    with scratch_dir(NAME) as work:
+    with bench.scratch_dir(NAME) as work:
         log(f"{NAME}: {a.members} members, {a.conns} conns, {a.duration:g}s per point, "
             f"{a.repeat} round(s); about {est:.0f}s; results in {out}")
         log(f"servers on CPU {a.server_cpu}, load generators on CPU {a.client_cpu}; temporary "
@@ -425,15 +402,15 @@ def main(argv: list[str]) -> int:
 
     def run() -> Path:
         server_bin, client_bin, redis_version = prepare(a)
-        out.append(results_dir(a.out, f"redis-boards-{time.strftime('%Y%m%d-%H%M%S')}"))
+        out.append(bench.results_dir(a.out, f"redis-boards-{bench.stamp()}"))
         measure(a, out[0], server_bin, client_bin, redis_version)
-        shutil.copy("/proc/loadavg", out[0] / "loadavg_end.txt")
         return out[0]
 
-    rc = run_main(NAME, run, "compare_redis_boards_report.py")
+    rc = bench.run_main(NAME, run, "compare_redis_boards_report.py")
     if rc == 0:
         log(f"done in {time.monotonic() - t0:.0f} s; summary: {out[0]}/summary.md")
     return rc
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -15,42 +15,33 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import peers, procs  # noqa: E402
-from harness.procs import HarnessError  # noqa: E402
+from harness import bench, cli, peers, procs  # noqa: E402
+from harness.bench import Failure  # noqa: E402  (exit status 2 here: run_main(failed=2))
 
+NAME = "compare_wrk"
 TARGET_RATIO, TARGET_P50 = 0.95, 0.10
 
 
-class SetupError(HarnessError):
-    """Something needed is missing or failed: exit 2."""
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    env = os.environ.get
-    p = argparse.ArgumentParser(prog="scripts/compare_wrk.py", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n\n", 1)[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--duration", type=int, default=int(env("DURATION", 10)),
+    env = cli.env
+    p = cli.Parser(NAME, __doc__)
+    p.add_argument("--duration", metavar="S", type=cli.positive_int, default=env("DURATION", "10"),
                    help="whole seconds per run, as wrk takes them (env DURATION, default 10)")
-    p.add_argument("--runs", type=int, default=int(env("RUNS", 3)), help="runs (env RUNS, default 3)")
-    p.add_argument("--port", type=int, default=int(env("PORT", 18081)),
+    p.add_argument("--runs", metavar="N", type=cli.positive_int, default=env("RUNS", "3"),
+                   help="runs (env RUNS, default 3)")
+    p.add_argument("--port", metavar="PORT", type=cli.uint, default=env("PORT", "18081"),
                    help="nginx's port on 127.0.0.1 (env PORT, default 18081; 0: a free one)")
-    p.add_argument("--server-cpu", type=int, default=int(env("SERVER_CPU", 0)), help="nginx's CPU (env SERVER_CPU, default 0)")
-    p.add_argument("--client-cpu", type=int, default=int(env("CLIENT_CPU", 1)), help="the clients' CPU (env CLIENT_CPU, default 1)")
-    p.add_argument("--bench", default=env("BENCH", ""), help="bench_client (env BENCH; default build/release's)")
-    a = p.parse_args(argv)
-    if a.duration <= 0 or a.runs < 1:
-        p.error("--duration must be > 0 and --runs >= 1")
-    return a
+    cli.add_cpu_options(p, "nginx", "the clients")
+    p.add_argument("--bench", metavar="BIN", default=env("BENCH", ""),
+                   help="bench_client (env BENCH; default build/release's)")
+    return p.parse_args(argv)
 
 
 def bench_client(a) -> str:
@@ -58,7 +49,7 @@ def bench_client(a) -> str:
                       [ROOT / "build/release/client/bench_client", ROOT / "bench_client"]):
         if candidate and os.access(candidate, os.X_OK):
             return str(candidate)
-    raise SetupError("bench_client not found (build it or set BENCH=path)")
+    raise Failure("bench_client not found (build it or set BENCH=path)")
 
 
 def parse_wrk(text: str) -> tuple[float, float]:
@@ -69,17 +60,17 @@ def parse_wrk(text: str) -> tuple[float, float]:
 
 
 def parse_bench(path: Path) -> tuple[float, float]:
-    """bench_client JSON -> (req/s, p50 µs); a run with errors is a setup failure."""
+    """bench_client JSON -> (req/s, p50 µs); a run with errors is a setup failure (Failure, exit 2)."""
     p = json.loads(path.read_text())["points"][0]
     if p["errors"]:
-        raise SetupError(f"bench_client saw errors: {p['errors_by_code']}")
+        raise Failure(f"bench_client saw errors: {p['errors_by_code']}")
     return p["throughput_rps"], p["p50_us"]
 
 
 def run(argv: list, what: str) -> str:
     r = subprocess.run([str(x) for x in argv], capture_output=True, text=True)
     if r.returncode:
-        raise SetupError(f"{what} failed: {(r.stdout + r.stderr)[-500:]}")
+        raise Failure(f"{what} failed: {(r.stdout + r.stderr)[-500:]}")
     return r.stdout
 
 
@@ -120,21 +111,17 @@ def verdict(results) -> bool:
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    procs.stop_all_at_exit()
-    try:
-        bench = bench_client(a)
-        for tool in ("nginx", "wrk", "taskset"):
-            if shutil.which(tool) is None:
-                raise SetupError(f"{tool} not installed")
-        with tempfile.TemporaryDirectory(prefix="compare_wrk.") as work, \
-                peers.Nginx(Path(work) / "nginx", cpu=a.server_cpu, port=a.port) as nginx:
-            results = measure(a, bench, nginx, Path(work))
-    except HarnessError as e:
-        print(f"compare_wrk: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0 if verdict(results) else 1
+    results = {}
+
+    def run() -> None:
+        client = bench_client(a)
+        bench.require_tools(("nginx", "wrk", "taskset"), "nginx wrk util-linux")
+        bench.require_cpus(a.server_cpu, a.client_cpu)
+        with bench.scratch_dir(NAME) as work, \
+                peers.Nginx(work / "nginx", cpu=a.server_cpu, port=a.port) as nginx:
+            results.update(measure(a, client, nginx, work))
+
+    return bench.run_main(NAME, run, failed=2) or (0 if verdict(results) else 1)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "graphs"))
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import metadata  # noqa: E402
+from harness import cli, metadata  # noqa: E402
 from harness.procs import CacheServer, free_port  # noqa: E402
 
 SERVER_STOP_TIMEOUT_S = 5
@@ -54,18 +54,14 @@ def log(msg: str) -> None:
     print(f"[experiment {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def fail(msg: str) -> "NoReturn":  # noqa: F821
-    print(f"experiment.py: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
 def parse_args(argv: list[str]):
     client_args: list[str] = []
     if "--" in argv:
         i = argv.index("--")
         argv, client_args = argv[:i], argv[i + 1:]
-    p = argparse.ArgumentParser(
-        prog="experiment.py", description=__doc__.split("\n\n")[0],
+    p = cli.Parser(
+        "experiment", prog="experiment.py", allow_abbrev=True,
+        description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Options after -- are passed to bench_client unchanged (see bench_client --help).")
     p.add_argument("--server-threads", default="1,2,4", help="cache_server -t values (default 1,2,4)")
@@ -101,21 +97,21 @@ def parse_args(argv: list[str]):
     a.repetitions = a.repetitions if a.repetitions is not None else (3 if a.full else 1)
     a.nginx_duration = a.nginx_duration if a.nginx_duration is not None else (5 if a.full else 2)
     if (a.duration is not None and a.duration <= 0) or a.repetitions < 1:
-        fail("--duration must be > 0 and --repetitions >= 1")
+        p.error("--duration must be > 0 and --repetitions >= 1")
     if a.pipeline_depth < 0 or a.nginx_duration < 1:
-        fail("--pipeline-depth must be >= 0 and --nginx-duration >= 1")
+        p.error("--pipeline-depth must be >= 0 and --nginx-duration >= 1")
     try:
         a.client_thread_list = [int(x) for x in a.client_threads.split(",")]
         a.server_thread_list = [int(x) for x in a.server_threads.split(",")]
         a.nginx_connection_list = [int(x) for x in a.nginx_connections.split(",")]
     except ValueError:
-        fail("--client-threads, --server-threads and --nginx-connections take comma-separated "
+        p.error("--client-threads, --server-threads and --nginx-connections take comma-separated "
              "integers, e.g. 1,2,4")
     if a.target and not re.fullmatch(r"[^:\s]+:\d+", a.target):
-        fail(f"--target must be HOST:PORT, got '{a.target}'")
+        p.error(f"--target must be HOST:PORT, got '{a.target}'")
     for b in ([] if a.target else [a.server_bin]) + [a.client_bin]:
         if not os.access(b, os.X_OK):
-            fail(f"{b} is not built (run: bash scripts/setup.sh)")
+            p.error(f"{b} is not built (run: bash scripts/setup.sh)")
     return a
 
 

@@ -31,18 +31,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from compare_nginx import LUA, http, store_value  # noqa: E402
-from harness import cli, metadata, procs, resources  # noqa: E402
-from harness.procs import HarnessError  # noqa: E402
+from harness import bench, cli, metadata, procs, resources  # noqa: E402
+from harness.bench import Failure  # noqa: E402
 
 NAME = "profile_server"
 SYSCALL_EVENTS = ["raw_syscalls:sys_enter"] + [
@@ -51,13 +49,9 @@ SYSCALL_EVENTS = ["raw_syscalls:sys_enter"] + [
 START_TIMEOUT_S = 30  # valgrind needs a few seconds to start
 
 
-class Failure(HarnessError):
-    """The run cannot go on: exit 1 with this message."""
-
-
 def parse_args(argv: list[str]):
     env = cli.env
-    p = cli.Parser(NAME, __doc__, prog="scripts/profile_server.py")
+    p = cli.Parser(NAME, __doc__)
     p.add_argument("dir", metavar="DIR", nargs="?",
                    help="results directory (default results/profile-<stamp>)")
     p.add_argument("--variants", metavar='"LIST"', default=env("VARIANTS", "baseline optimized"),
@@ -322,44 +316,38 @@ def check_tools(a) -> None:
     need = ["wrk", "perf", "taskset", "cat"]
     if not a.no_callgrind:
         need += ["valgrind", "callgrind_control", "callgrind_annotate"]
-    for tool in need:
-        if shutil.which(tool) is None:
-            raise Failure(f"{tool} not found (scripts/setup.sh --peers installs it)")
+    bench.require_tools(tuple(need), "wrk linux-perf valgrind util-linux; or scripts/setup.sh "
+                        "--peers")
+    bench.require_cpus(a.server_cpu, a.client_cpu)
     if not os.access(a.cache_server, os.X_OK):
         raise Failure(f"no cache_server at {a.cache_server}")
 
 
+def run_all(a) -> None:
+    check_tools(a)
+    a.out = Path(a.dir or ROOT / "results" / f"profile-{bench.stamp()}")
+    a.out.mkdir(parents=True, exist_ok=True)
+    metadata.write(
+        a.out, "scripts/profile_server.py", variants=a.variant_list, pipelines=a.pipelines,
+        conns=a.conns, duration_s=a.duration, callgrind_duration_s=a.callgrind_duration,
+        cache_server=a.cache_server, server_cpu=a.server_cpu, client_cpu=a.client_cpu,
+        callgrind=not a.no_callgrind, record=not a.no_record)
+    # rows.jsonl: a run that fails later keeps the finished rows
+    rows_path = a.out / "rows.jsonl"
+    rows_path.write_text("")
+    rows = []
+    with bench.scratch_dir(NAME) as a.work:
+        for variant in a.variant_list:
+            for depth in a.pipelines:
+                rows.append(profile(a, variant, depth))
+                with open(rows_path, "a") as f:
+                    f.write(json.dumps(rows[-1]) + "\n")
+    print(report(rows, a.out, a.conns, a.duration))
+
+
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    procs.stop_all_at_exit()
-    try:
-        check_tools(a)
-        a.out = Path(a.dir or ROOT / "results" / f"profile-{time.strftime('%Y%m%d-%H%M%S')}")
-        a.out.mkdir(parents=True, exist_ok=True)
-        meta = metadata.run_metadata(
-            "scripts/profile_server.py", variants=a.variant_list, pipelines=a.pipelines,
-            conns=a.conns, duration_s=a.duration, callgrind_duration_s=a.callgrind_duration,
-            cache_server=a.cache_server, server_cpu=a.server_cpu, client_cpu=a.client_cpu,
-            callgrind=not a.no_callgrind, record=not a.no_record)
-        (a.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-        # rows.jsonl: a run that fails later keeps the finished rows
-        rows_path = a.out / "rows.jsonl"
-        rows_path.write_text("")
-        rows = []
-        with tempfile.TemporaryDirectory(prefix="profile_server.") as work:
-            a.work = Path(work)
-            for variant in a.variant_list:
-                for depth in a.pipelines:
-                    rows.append(profile(a, variant, depth))
-                    with open(rows_path, "a") as f:
-                        f.write(json.dumps(rows[-1]) + "\n")
-        print(report(rows, a.out, a.conns, a.duration))
-    except HarnessError as e:
-        print(f"{NAME}: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return bench.run_main(NAME, lambda: run_all(a))
 
 
 if __name__ == "__main__":

@@ -5,18 +5,20 @@ the things it measures (issue 31). Stdlib only.
              cache_server started on a free port and ready by its one listening line
              (LISTENING, parse_listening: the only place that line is read)
 - postgres:  a throwaway PostgreSQL cluster (initdb as `postgres`, 127.0.0.1, ephemeral port)
-- peers:     Redis, nginx and HAProxy, pinned, on free ports, in a scratch directory
+- peers:     Redis, nginx and HAProxy, pinned, on free ports, in a scratch directory (and
+             redis7_version(): the Redis 7 the benchmarks need)
 - resources: CPU ticks from /proc/PID/stat, disk %util from /proc/diskstats, over a with-block
-- metadata:  the run's machine, tool versions and git revision
+- metadata:  the run's machine, tool versions and git revision (write(): a run's meta.json)
 - tables:    Markdown tables and the numbers in them
-- bench:     what the benchmark scripts share around their measurements: one-line usage
-             errors, --duration/--conns/SERVER_CPU checks, the scratch and results
-             directories, the servers of a run, the exit status and the report
+- cli:       a script's command line: argparse whose usage errors are one line and exit 2,
+             the shared checks (--duration, --conns, whole numbers, SERVER_CPU/CLIENT_CPU),
+             option types, CPU options, environment defaults
+- bench:     a benchmark script's run once its options are parsed: checks before it starts
+             (tools, pinning, binaries and their flags), its scratch directory (on a real
+             disk when asked) and results directory, `Run` (commands.txt, servers by name,
+             pinned load generators with their CPU time, /stats, a board preload) and
+             `run_main` (the exit status, the load average at the end, the report)
 - report:    what the benchmark report scripts share (DIR [--quiet], cells, the targets)
-- benchrun:  what a benchmark script's run shares: argparse with one-line usage errors,
-             checks before it starts, its scratch and results directories, commands.txt,
-             servers by name, pinned load generators with their CPU time
-- cli:       a script's argparse parser: one-line usage errors (exit 2), option types, env defaults
 
 Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
 """

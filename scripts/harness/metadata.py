@@ -4,6 +4,7 @@ place, so every report states the same facts the same way.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -63,3 +64,10 @@ def run_metadata(tool: str, **extra) -> dict:
     rev, dirty = git_revision()
     return {"tool": tool, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "git_revision": rev, "git_dirty": dirty, **machine(), **extra}
+
+
+def write(out: Path, tool: str, **extra) -> dict:
+    """run_metadata(tool, **extra) written to OUT/meta.json; the metadata."""
+    meta = run_metadata(tool, **extra)
+    (Path(out) / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return meta

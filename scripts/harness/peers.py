@@ -8,12 +8,14 @@ answers, and stopped on every exit path (they are procs.Process: context manager
 """
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import socket
 import urllib.request
 from pathlib import Path
 
+from .metadata import version
 from .procs import Process, ServerError, free_port
 from .resources import child_pids
 
@@ -27,6 +29,15 @@ def require(tool: str, package: str) -> str:
         raise ServerError(f"{tool} is not installed (apt-get install {package}; "
                           "bash scripts/setup.sh --peers installs it)")
     return path
+
+
+def redis7_version() -> str:
+    """redis-server's version ("7.0.15"); ServerError unless it is Redis 7 or later."""
+    m = re.search(r" v=([0-9.]+)", version(["redis-server", "--version"]))
+    found = m.group(1) if m else ""
+    if not found.startswith(("7.", "8.")):
+        raise ServerError(f"needs Redis 7 (redis-server --version says '{found or 'nothing'}')")
+    return found
 
 
 class _PortServer(Process):

@@ -101,6 +101,12 @@ def row(cells) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def section(title: str, intro: str, headers: list[str], align: str, rows: list[str]) -> list[str]:
+    """A report section: "## TITLE", its intro paragraph, a table (table_head, then `rows`) and
+    a blank line."""
+    return [f"## {title}\n", f"{intro}\n", *table_head(headers, align), *rows, ""]
+
+
 class Targets:
     """The targets of a run: check() records each as PASS or `miss` ("FAIL" or "MISS") with its
     text; block() is the report's code block with the counts."""

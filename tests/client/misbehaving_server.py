@@ -13,12 +13,10 @@ garbage status line) | stall-after:N (answer N requests well, then never answer 
 --stall-ms MS (how long a "stall" entry withholds its answer before closing, default 1500).
 GET /_counts answers {"connections": N, "requests": N, "by_name": {...}} as JSON.
 """
-import argparse
-import json
-import socket
-import sys
 import threading
 import time
+
+import wire
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -84,84 +82,39 @@ class State:
         return entry
 
 
-def read_request(conn, buf):
-    """Returns (request line, rest of buf) or (None, buf) at EOF."""
-    while b"\r\n\r\n" not in buf:
-        data = conn.recv(65536)
-        if not data:
-            return None, buf
-        buf += data
-    head, buf = buf.split(b"\r\n\r\n", 1)
-    lines = head.split(b"\r\n")
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    while len(buf) < length:
-        data = conn.recv(65536)
-        if not data:
-            return None, buf
-        buf += data
-    return lines[0].decode("latin-1"), buf[length:]
-
-
 def serve(conn, state):
     with state.lock:
         state.connections += 1
-    buf = b""
-    try:
-        while True:
-            line, buf = read_request(conn, buf)
-            if line is None:
+    for _, path, _ in wire.requests(lambda: conn.recv(65536)):
+        if path == "/stats":
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            continue
+        if path == "/_counts":
+            with state.lock:
+                conn.sendall(wire.json_answer(dict(connections=state.connections,
+                                                   requests=state.requests,
+                                                   by_name=state.by_name)))
+            continue
+        name, response, outcome, close_after = state.pick()
+        if outcome == "timeout":
+            if name == "stall_forever":
+                while conn.recv(65536):  # never answer; wait for the client to give up
+                    pass
                 return
-            path = line.split(" ")[1] if " " in line else ""
-            if path == "/stats":
-                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                continue
-            if path == "/_counts":
-                with state.lock:
-                    body = json.dumps(dict(connections=state.connections, requests=state.requests,
-                                           by_name=state.by_name)).encode()
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-                continue
-            name, response, outcome, close_after = state.pick()
-            if outcome == "timeout":
-                if name == "stall_forever":
-                    while conn.recv(65536):  # never answer; wait for the client to give up
-                        pass
-                    return
-                time.sleep(state.stall_s)  # past the client's --timeout, then give up
-                return
-            conn.sendall(response)
-            if close_after:
-                return
-    except OSError:
-        return
-    finally:
-        conn.close()
+            time.sleep(state.stall_s)  # past the client's --timeout, then give up
+            return
+        conn.sendall(response)
+        if close_after:
+            return
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-p", "--port", type=int, default=0)
+    ap = wire.options()
     ap.add_argument("--mode", default="cycle")
     ap.add_argument("--stall-ms", type=int, default=1500)
     args = ap.parse_args()
-    state = State(args.mode, args.stall_ms / 1000.0)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", args.port))
-    listener.listen(128)
-    print(f"listening on 127.0.0.1:{listener.getsockname()[1]}", flush=True)
-    while True:
-        conn, _ = listener.accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=serve, args=(conn, state), daemon=True).start()
+    wire.serve_forever(args.port, serve, State(args.mode, args.stall_ms / 1000.0))
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        sys.exit(0)
+    wire.run(main)

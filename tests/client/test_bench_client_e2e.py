@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,19 @@ class Server(ListeningServer):
         return super().stop(sig)
 
 
+def stand_in(script, *extra):
+    """One of the Python stand-in servers beside this file (SCRIPT), started on a free port."""
+    return Server([sys.executable, str(HERE / script), "-p", "0", *extra])
+
+
 def fake_server(*extra):
-    return Server([sys.executable, str(HERE / "fake_cache_server.py"), "-p", "0", *extra])
+    return stand_in("fake_cache_server.py", *extra)
+
+
+def counts(server):
+    """A stand-in's GET /_counts (what it saw), as JSON."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/_counts", timeout=5) as r:
+        return json.loads(r.read())
 
 
 SERVER_KINDS = ["fake"] + (["real"] if CACHE_SERVER else [])
@@ -160,39 +172,38 @@ def test_duration_mode_and_time_series(tmp_path):
         srv.stop()
 
 
+def wrong_values_run(tmp_path, fault, verify):
+    """1000 uniform requests on 300 keys, --verify VERIFY, against the stand-in giving wrong
+    values (FAULT: its flag and N); the exit status must be 6 (a wrong answer): (the completed
+    process, the point)."""
+    srv = fake_server(*fault)
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys",
+                      "300", "--workload", "uniform", "--verify", verify, "--json", out)
+        assert r.returncode == 6, r.stderr
+        return r, json.loads(out.read_text())["points"][0]
+    finally:
+        srv.stop()
+
+
 def test_value_corruption_is_counted_as_errors(tmp_path):
     """Every 10th GET hit has a flipped byte: --verify all checks every hit, so about a tenth are
     mismatches; the point is invalid and the exit status 6 (a wrong answer)."""
-    srv = fake_server("--corrupt", "10")
-    try:
-        out = tmp_path / "r.json"
-        r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys", "300",
-                      "--workload", "uniform", "--verify", "all", "--json", out)
-        assert r.returncode == 6, r.stderr
-        point = json.loads(out.read_text())["points"][0]
-        assert point["verified"] == point["get_hits"]
-        assert point["valid"] is False and "mismatch" in point["invalid_reason"]
-        assert point["errors_by_code"].get("mismatch", 0) > 50
-        assert point["errors"] == point["errors_by_code"]["mismatch"]
-        assert "mismatch=" in r.stdout
-    finally:
-        srv.stop()
+    r, point = wrong_values_run(tmp_path, ("--corrupt", "10"), "all")
+    assert point["verified"] == point["get_hits"]
+    assert point["valid"] is False and "mismatch" in point["invalid_reason"]
+    assert point["errors_by_code"].get("mismatch", 0) > 50
+    assert point["errors"] == point["errors_by_code"]["mismatch"]
+    assert "mismatch=" in r.stdout
 
 
 def test_a_short_value_is_caught_on_every_answer_even_unchecked(tmp_path):
     """Every 5th GET hit comes back one byte short (well framed): the answers not checked in full
     are still checked in length, so with --verify off every short one is a mismatch."""
-    srv = fake_server("--short", "5")
-    try:
-        out = tmp_path / "r.json"
-        r = run_bench("-p", srv.port, "--threads", "1", "-n", "1000", "--warmup", "0", "--keys", "300",
-                      "--workload", "uniform", "--verify", "off", "--json", out)
-        assert r.returncode == 6, r.stderr
-        point = json.loads(out.read_text())["points"][0]
-        assert point["verified"] == 0
-        assert point["errors_by_code"] == {"mismatch": point["get_hits"] // 5}, point
-    finally:
-        srv.stop()
+    _, point = wrong_values_run(tmp_path, ("--short", "5"), "off")
+    assert point["verified"] == 0
+    assert point["errors_by_code"] == {"mismatch": point["get_hits"] // 5}, point
 
 
 def test_server_without_stats_and_fixed_get(tmp_path):

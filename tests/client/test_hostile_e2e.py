@@ -15,6 +15,7 @@
 BENCH_CLIENT names the client; CACHE_SERVER the real server (tests that need it skip without).
 Every run is bounded (subprocess timeouts).
 """
+import contextlib
 import csv
 import json
 import os
@@ -23,7 +24,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import misbehaving_server  # noqa: E402  (CYCLE: what each response must turn into)
-from test_bench_client_e2e import Server, real_server  # noqa: E402
+from test_bench_client_e2e import counts, real_server, run_bench, stand_in  # noqa: E402
 
 BENCH = os.environ.get("BENCH_CLIENT", "")
 CACHE_SERVER = os.environ.get("CACHE_SERVER", "")
@@ -41,16 +41,22 @@ pytestmark = pytest.mark.skipif(not BENCH or not Path(BENCH).exists(), reason="B
 
 
 def misbehaving(*extra):
-    return Server([sys.executable, str(HERE / "misbehaving_server.py"), "-p", "0", *extra])
+    return stand_in("misbehaving_server.py", *extra)
 
 
-def counts(server):
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/_counts", timeout=5) as r:
-        return json.loads(r.read())
-
-
-def run_bench(*args, timeout=60):
-    return subprocess.run([BENCH, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+@contextlib.contextmanager
+def hostile(tmp_path, mode, *args):
+    """bench_client -p PORT --path /x --threads 1 ARGS --json r.json against misbehaving_server.py
+    --mode MODE (None: its default), which is stopped when the block ends: (the server, the
+    completed process, the JSON)."""
+    srv = misbehaving(*(["--mode", mode] if mode else []))
+    try:
+        out = tmp_path / "r.json"
+        r = run_bench("-p", srv.port, "--path", "/x", "--threads", 1, *args, "--json", out,
+                      timeout=60)
+        yield srv, r, json.loads(out.read_text()) if out.exists() else None
+    finally:
+        srv.stop()
 
 
 def test_broken_http_is_counted_as_parse_errors_and_the_run_exits_normally(tmp_path):
@@ -60,17 +66,12 @@ def test_broken_http_is_counted_as_parse_errors_and_the_run_exits_normally(tmp_p
                for k in ("ok", "parse", "closed", "timeout")}
     # Every response after which the client must open a new connection.
     reopen = sum(1 for e in misbehaving_server.CYCLE if e[2] != "ok" or e[3]) * cycles
-    srv = misbehaving()
-    try:
-        out = tmp_path / "r.json"
-        start = time.monotonic()
-        r = run_bench("-p", srv.port, "--path", "/x", "--threads", 1, "-n", n, "--warmup", 0,
-                      "--timeout", "300ms", "--json", out, timeout=60)
+    start = time.monotonic()
+    with hostile(tmp_path, None, "-n", n, "--warmup", 0, "--timeout", "300ms") as (srv, r, doc):
         elapsed = time.monotonic() - start
         assert r.returncode == 0, r.stderr
         assert elapsed < 30
-        point = json.loads(out.read_text())["points"][0]
-        meta = json.loads(out.read_text())["meta"]
+        point, meta = doc["points"][0], doc["meta"]
         assert meta["interrupted"] is False and meta["aborted"] is False
         assert point["errors_by_code"] == {"parse": outcome["parse"], "closed": outcome["closed"],
                                            "timeout": outcome["timeout"]}
@@ -88,36 +89,24 @@ def test_broken_http_is_counted_as_parse_errors_and_the_run_exits_normally(tmp_p
         assert sum(s["timed_out"] for s in series) == outcome["timeout"]
         assert sum(s["requests"] for s in series) == point["requests"]
         assert point["max_us"] >= 300_000
-    finally:
-        srv.stop()
 
 
 def test_a_server_that_only_sends_garbage_aborts_the_run_with_the_reason(tmp_path):
-    srv = misbehaving("--mode", "garbage")
-    try:
-        out = tmp_path / "r.json"
-        r = run_bench("-p", srv.port, "--path", "/x", "--threads", 1, "-n", 1000, "--warmup", 0,
-                      "--json", out, timeout=60)
+    with hostile(tmp_path, "garbage", "-n", 1000, "--warmup", 0) as (_, r, doc):
         assert r.returncode == 3, r.stderr
         assert "parse" in r.stderr
-        doc = json.loads(out.read_text())
         assert doc["meta"]["aborted"] is True
         assert doc["points"][0]["aborted"] is True
         assert "parse" in doc["points"][0]["abort_reason"]
-    finally:
-        srv.stop()
 
 
 def test_series_holds_unsent_planned_sends_and_timeouts_like_the_headline(tmp_path):
     # Open loop at 100 req/s for 2 s; the server answers 50 requests, then never again. The 51st
     # request times out after the window (3 s); the ~149 planned sends behind it never go out.
-    srv = misbehaving("--mode", "stall-after:50")
-    try:
-        out = tmp_path / "r.json"
-        r = run_bench("-p", srv.port, "--path", "/x", "--threads", 1, "--rate", 100, "-d", 2,
-                      "--warmup", 0, "--timeout", "3000ms", "--json", out, timeout=60)
+    with hostile(tmp_path, "stall-after:50", "--rate", 100, "-d", 2, "--warmup", 0, "--timeout",
+                 "3000ms") as (_, r, doc):
         assert r.returncode == 0, r.stderr
-        point = json.loads(out.read_text())["points"][0]
+        point = doc["points"][0]
         assert point["requests"] == 50
         assert point["errors_by_code"] == {"timeout": 1}
         assert point["unsent_planned"] > 100
@@ -132,8 +121,6 @@ def test_series_holds_unsent_planned_sends_and_timeouts_like_the_headline(tmp_pa
         assert last["p99_us"] >= 1_000_000
         assert point["p99_us"] >= 1_000_000
         assert point["latency_above_range"] == 0
-    finally:
-        srv.stop()
 
 
 def test_sigint_mid_sweep_writes_the_finished_points_and_exits_3(tmp_path):
@@ -224,18 +211,12 @@ def test_a_failing_epoll_wait_or_socket_call_fails_the_point(tmp_path, syscall, 
 
 
 def test_git_revision_is_read_when_the_program_runs(tmp_path):
-    srv = misbehaving("--mode", "stall-after:1000000")
-    try:
-        out = tmp_path / "r.json"
-        r = run_bench("-p", srv.port, "--path", "/x", "--threads", 1, "-n", 10, "--warmup", 0,
-                      "--json", out)
+    with hostile(tmp_path, "stall-after:1000000", "-n", 10, "--warmup", 0) as (_, r, doc):
         assert r.returncode == 0, r.stderr
-        revision = json.loads(out.read_text())["meta"]["git_revision"]
+        revision = doc["meta"]["git_revision"]
         git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10)
         if git.returncode != 0:
             assert revision == "unknown"
         else:
             assert revision == git.stdout.strip()
-    finally:
-        srv.stop()

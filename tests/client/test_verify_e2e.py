@@ -14,14 +14,13 @@ import math
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_bench_client_e2e import Server  # noqa: E402
+from test_bench_client_e2e import counts, stand_in  # noqa: E402
 
 BENCH = os.environ.get("BENCH_CLIENT", "")
 CONNS, PER_CONN, TOP_N = 2, 150, 10
@@ -30,12 +29,7 @@ pytestmark = pytest.mark.skipif(not BENCH or not Path(BENCH).exists(), reason="B
 
 
 def wrong_board_server(*extra):
-    return Server([sys.executable, str(HERE / "wrong_board_server.py"), "-p", "0", *extra])
-
-
-def counts(server):
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/_counts", timeout=5) as r:
-        return json.loads(r.read())
+    return stand_in("wrong_board_server.py", *extra)
 
 
 def run_top(server, tmp_path, *extra):

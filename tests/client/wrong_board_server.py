@@ -14,13 +14,10 @@ stats), anything else 404. GET /_counts answers {"connections", "tops", "wrong",
 [top-N answers of each connection, in accept order]} as JSON.
 Prints "listening on 127.0.0.1:PORT" when ready.
 """
-import argparse
 import json
-import socket
-import sys
 import threading
 
-from misbehaving_server import read_request
+import wire
 
 
 class State:
@@ -65,55 +62,33 @@ def serve(conn, state):
         state.connections += 1
         slot = len(state.per_connection)
         state.per_connection.append(0)
-    buf, index = b"", 0
-    try:
-        while True:
-            line, buf = read_request(conn, buf)
-            if line is None:
-                return
-            path = line.split(" ")[1] if " " in line else ""
-            if path == "/_counts":
-                with state.lock:
-                    body = json.dumps(dict(connections=state.connections, tops=state.tops,
-                                           wrong=state.wrong,
-                                           per_connection=state.per_connection)).encode()
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-                continue
-            response, wrong = answer(path, index, state)
-            if "/top?" in path:
-                index += 1
-                with state.lock:
-                    state.tops += 1
-                    state.wrong += wrong
-                    state.per_connection[slot] += 1
-            conn.sendall(response)
-    except OSError:
-        return
-    finally:
-        conn.close()
+    index = 0
+    for _, path, _ in wire.requests(lambda: conn.recv(65536)):
+        if path == "/_counts":
+            with state.lock:
+                conn.sendall(wire.json_answer(dict(
+                    connections=state.connections, tops=state.tops, wrong=state.wrong,
+                    per_connection=state.per_connection)))
+            continue
+        response, wrong = answer(path, index, state)
+        if "/top?" in path:
+            index += 1
+            with state.lock:
+                state.tops += 1
+                state.wrong += wrong
+                state.per_connection[slot] += 1
+        conn.sendall(response)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-p", "--port", type=int, default=0)
+    ap = wire.options()
     ap.add_argument("--fault", choices=["order", "rank", "truncated", "none"], default="none")
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--first-only", action="store_true")
     ap.add_argument("--members", type=int, default=500)
     state = State(ap.parse_args())
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", state.args.port))
-    listener.listen(128)
-    print(f"listening on 127.0.0.1:{listener.getsockname()[1]}", flush=True)
-    while True:
-        conn, _ = listener.accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=serve, args=(conn, state), daemon=True).start()
+    wire.serve_forever(state.args.port, serve, state)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        sys.exit(0)
+    wire.run(main)

@@ -72,33 +72,32 @@ def test_saturation_rule_stops_where_p95_doubles(tmp_path):
     assert results.load_series(f).saturation().threads == 4  # 8 threads has the most req/s, but p95 > 2x
 
 
-def test_missing_path_is_a_clear_error(tmp_path):
-    r = run(tmp_path / "nothing-here")
+def fails_clearly(path, message):
+    """plot.py PATH exits 1 saying `message`, without a traceback."""
+    r = run(path)
     assert r.returncode == 1
-    assert "no such file or directory" in r.stderr
+    assert message in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_missing_path_is_a_clear_error(tmp_path):
+    fails_clearly(tmp_path / "nothing-here", "no such file or directory")
 
 
 def test_malformed_json_is_a_clear_error(results_dir):
     (results_dir / "broken.json").write_text("{\"points\": [")
-    r = run(results_dir)
-    assert r.returncode == 1
-    assert "broken.json: not valid JSON" in r.stderr
+    fails_clearly(results_dir, "broken.json: not valid JSON")
 
 
 def test_point_without_required_fields_is_a_clear_error(tmp_path):
     f = tmp_path / "bad.json"
     f.write_text(json.dumps({"points": [{"threads": 1, "throughput_rps": 5}]}))
-    r = run(f)
-    assert r.returncode == 1
-    assert "missing p50_us, p95_us, p99_us" in r.stderr
+    fails_clearly(f, "missing p50_us, p95_us, p99_us")
 
 
 def test_directory_without_results_is_a_clear_error(tmp_path):
     (tmp_path / "meta.json").write_text("{}")
-    r = run(tmp_path)
-    assert r.returncode == 1
-    assert "no bench_client result JSON" in r.stderr
+    fails_clearly(tmp_path, "no bench_client result JSON")
 
 
 def test_aborted_and_unsustained_points_are_flagged_and_not_saturation(tmp_path):

@@ -9,35 +9,28 @@ missing is a skip, as is the build (EXPERIMENT_TEST_BUILD, default build/release
 --board-source or a second CPU. The usage tests need nothing.
 """
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, printed_summary, quick_run
+from bench_checks import (CLIENT, SCRIPTS, SERVER, build_missing, help_text, postgres_missing,
+                          quick_run, summary_table, usage_error)
 from md_tables import number, table
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_board_source.py"
-BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
-SERVER = BUILD / "server" / "cache_server"
-CLIENT = BUILD / "client" / "bench_client"
+SCRIPT = SCRIPTS / "bench_board_source.py"
 MEMBERS = 2000
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import postgres as pg_cluster  # noqa: E402
+sys.path.insert(0, str(SCRIPTS))
 from harness.procs import parse_listening  # noqa: E402
 
 
 def missing():
-    try:
-        pg_cluster.find_bindir()
-    except pg_cluster.PgClusterError as e:
-        return f"PostgreSQL is not installed: {e}"
-    return build_missing(SERVER, CLIENT, ("--board-source",), "no --board-source")
+    """Why the end-to-end run cannot happen here (a skip), or None; PostgreSQL itself missing
+    fails unless PG_OPTIONAL=1."""
+    return postgres_missing() or build_missing(SERVER, CLIENT, ("--board-source",),
+                                               "no --board-source")
 
 
 def our_processes(out):
@@ -55,28 +48,19 @@ def our_processes(out):
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        # The temporary directory is bench_board_source.XXXXXX (harness.benchrun.scratch_dir).
-        if (re.search(rb"/bench_board_source\.[A-Za-z0-9]{6}", cmd)
+        # The temporary directory is bench_board_source.XXXXXXXX (harness.bench.scratch_dir).
+        if (re.search(rb"/bench_board_source\.[A-Za-z0-9_]{8}", cmd)
                 or any(b"-p " + p + b" " in cmd for p in ports)):
             pids.append(int(d.name))
     return pids
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    why = missing()
-    if why:
-        if os.environ.get("PG_OPTIONAL") == "1" or "PostgreSQL" not in why:
-            pytest.skip(why)
-        pytest.fail(why)
-    return quick_run(tmp_path_factory, "bench_board_source", SCRIPT,
-                     ["--quick", "--members", MEMBERS, "--duration", "1", "--build", BUILD], timeout=300)
+run = quick_run("bench_board_source", ["--quick", "--members", MEMBERS, "--duration", "1"], 300,
+                missing)
 
 
 def test_table_rows_and_ratios(run):
-    out, p = run
-    md = printed_summary(run)
-    header, rows = table(md, "| read | conns |")
+    md, header, rows = summary_table(run, "| read | conns |")
     assert header == ["read", "conns", "--board-source", "req/s", "p50 µs", "p99 µs",
                       "cache_server CPU%", "PostgreSQL CPU%", "cache_server CPU µs/req",
                       "PostgreSQL CPU µs/req", "errors"]
@@ -131,12 +115,10 @@ def test_commands_and_processes(run):
 
 
 def test_help():
-    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
-                       timeout=10)
-    assert h.returncode == 0
+    h = help_text(SCRIPT)
     for flag in ("--members N", "--conns N", "--duration S", "--repeat N", "--out DIR", "--quick",
                  "--build DIR", "Exit status"):
-        assert flag in h.stdout, flag
+        assert flag in h, flag
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -149,9 +131,4 @@ def test_help():
     (["--out"], "needs a value"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, msg):
-    p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                       timeout=10)
-    assert p.returncode == 2, (args, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("bench_board_source: ")
-    assert p.stdout == ""
+    assert msg in usage_error(SCRIPT, args)

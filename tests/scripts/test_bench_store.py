@@ -8,7 +8,6 @@ release build (scripts/test.sh builds it; EXPERIMENT_TEST_BUILD overrides the bu
 skips without them. The usage tests need nothing.
 """
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -17,14 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, printed_summary, quick_run, servers_gone
+from bench_checks import (BUILD, CLIENT, SCRIPTS, SERVER, build_missing, check_get_hit_line,
+                          help_text, quick_run, servers_gone, summary_table, usage_error)
 from md_tables import number, table
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "bench_store.py"
-BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
-SERVER = BUILD / "server" / "cache_server"
-CLIENT = BUILD / "client" / "bench_client"
+SCRIPT = SCRIPTS / "bench_store.py"
 CONNS = (1, 8)
 
 
@@ -35,22 +31,13 @@ def missing():
     return build_missing(SERVER, CLIENT, ("--store",), "no --store flag")
 
 
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    why = missing()
-    if why:
-        pytest.skip(why)
-    return quick_run(tmp_path_factory, "bench_store", SCRIPT,
-                     ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS)),
-                      "--build", BUILD], timeout=120)
+run = quick_run("bench_store",
+                ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS))], 120,
+                missing)
 
 
 def test_summary_has_every_row_and_the_ratios(run):
-    out, p = run
-    md = printed_summary(run)
-    header, rows = table(md, "| conns | Redis always SET/s")
+    md, header, rows = summary_table(run, "| conns | Redis always SET/s")
     assert header == ["conns", "Redis always SET/s", "Redis everysec SET/s", "ours through PUT/s",
                       "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",
                       "behind÷none", "none PUT/s", "server CPU% thr/beh/none",
@@ -75,16 +62,7 @@ def test_summary_has_every_row_and_the_ratios(run):
 def test_get_hit_line_and_targets(run):
     out, _ = run
     md = (out / "summary.md").read_text()
-    m = re.search(r"GET-hit ratio \(medians of 3, 8 conns, get-popular\): with store ÷ without = "
-                  r"\*\*([\d.]+)\*\* \(rocksdb ([\d,]+) req/s \[([\d, ]+)\] vs none ([\d,]+) req/s "
-                  r"\[([\d, ]+)\]", md)
-    assert m, "no GET-hit line"
-    ratio, with_store, without = float(m[1]), number(m[2]), number(m[4])
-    runs_with = [number(x) for x in m[3].split(", ")]
-    runs_without = [number(x) for x in m[5].split(", ")]
-    assert len(runs_with) == len(runs_without) == 3
-    assert with_store == sorted(runs_with)[1] and without == sorted(runs_without)[1]
-    assert ratio == pytest.approx(with_store / without, abs=0.01, rel=0.01)
+    check_get_hit_line(md, "with store ÷ without", "rocksdb")
 
     block = md.split("## Targets", 1)[1].split("```")[1]
     lines = [l for l in block.splitlines() if l.strip()]
@@ -134,12 +112,12 @@ def test_detail_table_raw_files_and_cleanup(run):
 
 
 def test_help_and_bad_usage():
-    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=10)
-    assert h.returncode == 0 and "--duration S" in h.stdout and "--quick" in h.stdout
+    h = help_text(SCRIPT)
+    assert "--duration S" in h and "--quick" in h
     for args, msg in ((["--conns", "1 x"], "--conns"), (["--duration", "abc"], "--duration"),
-                      (["--frobnicate"], "unknown argument"), (["--out"], "needs a value")):
-        p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=10)
-        assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
+                      (["--frobnicate"], "unknown argument"), (["--out"], "needs a value"),
+                      (["--server-threads", "0"], "--server-threads")):
+        assert msg in usage_error(SCRIPT, args)
 
 
 def write_synthetic_run(d):
@@ -175,7 +153,7 @@ def write_synthetic_run(d):
 def test_perf_cost_table_arithmetic(tmp_path):
     """The --perf section's figures from known inputs (no processes started)."""
     write_synthetic_run(tmp_path)
-    p = subprocess.run(["python3", str(ROOT / "scripts" / "bench_store_report.py"), str(tmp_path),
+    p = subprocess.run(["python3", str(SCRIPTS / "bench_store_report.py"), str(tmp_path),
                         "--quiet"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     cost = json.loads((tmp_path / "summary.json").read_text())["cost"]
@@ -206,7 +184,7 @@ def test_no_perf_section_without_perf(tmp_path):
     for rec in lines:
         rec.pop("perf", None)
     (tmp_path / "points.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    p = subprocess.run(["python3", str(ROOT / "scripts" / "bench_store_report.py"), str(tmp_path),
+    p = subprocess.run(["python3", str(SCRIPTS / "bench_store_report.py"), str(tmp_path),
                         "--quiet"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     assert "Where a PUT's server CPU goes" not in (tmp_path / "summary.md").read_text()

@@ -11,7 +11,6 @@ Redis (redis-server, redis-benchmark, redis-cli) missing is a skip, as is the bu
 unit tests need nothing.
 """
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,15 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from bench_checks import build_missing, load_script, printed_summary, quick_run, servers_gone
+from bench_checks import (CLIENT, SCRIPTS, SERVER, build_missing, help_text, load_script, quick_run,
+                          servers_gone, summary_table, usage_error)
 from md_tables import number, table
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "compare_redis_boards.py"
-HELPER = ROOT / "scripts" / "compare_redis_boards_report.py"
-BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
-SERVER = BUILD / "server" / "cache_server"
-CLIENT = BUILD / "client" / "bench_client"
+SCRIPT = SCRIPTS / "compare_redis_boards.py"
+HELPER = SCRIPTS / "compare_redis_boards_report.py"
 MEMBERS = 2000
 TARGET_NAMES = ("update >= 1.0x ZADD at 50 conns", "rank >= 1.0x ZREVRANK at 50 conns",
                 "top-100 >= 2.0x ZREVRANGE 0 99 WITHSCORES at 50 conns",
@@ -49,8 +45,6 @@ def missing():
     return build_missing(SERVER, CLIENT, ("--board-maxmem",), "no boards")
 
 
-
-
 def targets_block(md):
     block = md.split("## Targets", 1)[1].split("```")[1]
     return [l for l in block.splitlines() if l.strip()]
@@ -58,19 +52,12 @@ def targets_block(md):
 
 # --- end to end ----------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    why = missing()
-    if why:
-        pytest.skip(why)
-    return quick_run(tmp_path_factory, "compare_redis_boards", SCRIPT,
-                     ["--quick", "--members", MEMBERS, "--duration", "0.5", "--build", BUILD], timeout=50)
+run = quick_run("compare_redis_boards", ["--quick", "--members", MEMBERS, "--duration", "0.5"],
+                50, missing)
 
 
 def test_throughput_table_and_ratios(run):
-    out, p = run
-    md = printed_summary(run)
-    header, rows = table(md, "| operation | Redis req/s")
+    md, header, rows = summary_table(run, "| operation | Redis req/s")
     assert header[:6] == ["operation", "Redis req/s", "ours req/s", "ours÷Redis", "target",
                           "result"]
     labels = [r[0] for r in rows]
@@ -149,12 +136,10 @@ def test_summary_json_memory_and_raw_files(run):
 # --- usage ----------------------------------------------------------------------------------------
 
 def test_help():
-    h = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True,
-                       text=True, timeout=10)
-    assert h.returncode == 0
+    h = help_text(SCRIPT)
     for flag in ("--members N", "--conns N", "--duration S", "--repeat N", "--out DIR", "--quick",
-                 "--build DIR", "Exit status"):
-        assert flag in h.stdout, flag
+                 "--no-wrk", "--board-maxmem SIZE", "--build DIR", "Exit status"):
+        assert flag in h, flag
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -169,12 +154,7 @@ def test_help():
     (["--board-maxmem", "lots"], "--board-maxmem"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, msg):
-    p = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
-                       text=True, timeout=10)
-    assert p.returncode == 2, (args, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and msg in lines[0] and lines[0].startswith("compare_redis_boards: ")
-    assert p.stdout == ""
+    assert msg in usage_error(SCRIPT, args)
 
 
 # --- unit: the helper ---------------------------------------------------------------------------

@@ -1,9 +1,13 @@
 """scripts/harness/ against the real components: cache_server (the release build), PostgreSQL,
 Redis, nginx and HAProxy start pinned on free ports, become ready, answer, and are gone after
 their with-block, also when the block raised. Plus the pure parts: the listening line, the
-/proc arithmetic, the run metadata and the tables. A component that is not installed fails
+/proc arithmetic, the run metadata, the tables, and a script's command line and run (cli,
+bench: usage errors in one line with exit 2, the CPU checks, the directories, the exit
+status). A component that is not installed fails
 its test naming the package (scripts/setup.sh --peers installs them all); the cache_server tests
 need the release build (EXPERIMENT_TEST_BUILD names another)."""
+import argparse
+import json
 import os
 import signal
 import socket
@@ -17,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import metadata, peers, postgres, procs, resources, tables  # noqa: E402
+from harness import bench, cli, metadata, peers, postgres, procs, resources, tables  # noqa: E402
 
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
@@ -182,8 +186,216 @@ def test_run_metadata_names_machine_and_revision():
     assert "redis" in metadata.version(["redis-server", "--version"]).lower()
 
 
+def test_metadata_write_and_the_redis_version(tmp_path):
+    m = metadata.write(tmp_path, "test", x=2)
+    assert json.loads((tmp_path / "meta.json").read_text()) == m and m["x"] == 2
+    assert peers.redis7_version().split(".")[0] in ("7", "8")
+
+
 def test_md_table_and_numbers():
     assert tables.md_table(["a", "b"], [[1, tables.fnum(1234.5, 1)]]) == \
         "| a | b |\n|---|---:|\n| 1 | 1,234.5 |\n"
     assert tables.md_table(["a", "b"], [], align="ll") == "| a | b |\n|---|---|\n"
     assert tables.fnum(None) == "–"
+
+
+# --- cli: a script's command line ---------------------------------------------------------------
+
+DOC = "demo.py — what it does.\n\nMore about it."
+
+
+def demo_parser():
+    p = cli.Parser("demo", DOC)
+    p.add_argument("--n", metavar="N", type=cli.positive_int, default="2")
+    p.add_argument("--out", metavar="DIR")
+    cli.add_cpu_options(p, "the servers", "the clients")
+    return p
+
+
+def usage_error(capsys, call) -> str:
+    """The one line a usage error prints; the exit status must be 2."""
+    with pytest.raises(SystemExit) as e:
+        call()
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("demo: ") and err.endswith(" (see --help)\n")
+    return err
+
+
+def test_parser_help_is_the_docstring():
+    p = demo_parser()
+    assert p.prog == "scripts/demo.py" and p.description == "demo.py — what it does."
+    assert p.epilog == "More about it." and not p.allow_abbrev
+    assert p.parse_args([]).n == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--out"], "--out: needs a value"),
+    (["--bogus"], "unknown argument '--bogus'"),
+    (["--n", "0"], "'0' is not a positive integer"),
+    (["--ou", "x"], "unknown argument '--ou x'"),  # no abbreviations
+    (["--server-cpu", "a"], "'a' is not a CPU list"),
+])
+def test_parser_usage_errors_are_one_line(capsys, argv, message):
+    assert message in usage_error(capsys, lambda: demo_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("check, message", [
+    (lambda p: p.duration("abc"), "--duration 'abc' is not a number of seconds"),
+    (lambda p: p.duration("0.05"), "--duration must be 0.1..600 s"),
+    (lambda p: p.duration("601"), "--duration must be 0.1..600 s"),
+    (lambda p: p.conns("", 8), "--conns is empty"),
+    (lambda p: p.conns("1 x", 8), "--conns: 'x' is not a connection count 1..8"),
+    (lambda p: p.conns("1 9", 8), "--conns: '9' is not a connection count 1..8"),
+    (lambda p: p.conns("4 4", 8), "--conns repeats a count"),
+    (lambda p: p.whole("--keys", "5", 100, 1000, "100..1000"), "--keys '5' must be 100..1000"),
+    (lambda p: p.whole("--keys", "-1", 1, None, "positive"), "--keys '-1' must be positive"),
+])
+def test_option_checks_are_usage_errors(capsys, check, message):
+    assert message in usage_error(capsys, lambda: check(demo_parser()))
+
+
+def test_option_checks_pass_good_values():
+    p = demo_parser()
+    assert p.duration("1.5") == 1.5 and p.duration(".5") == 0.5 and p.duration("600") == 600
+    assert p.conns("1 8 50", 64) == [1, 8, 50]
+    assert p.whole("--keys", "100", 100, None, "x") == 100
+
+
+def test_cpus_come_from_the_environment(capsys, monkeypatch):
+    monkeypatch.delenv("SERVER_CPU", raising=False)
+    monkeypatch.delenv("CLIENT_CPU", raising=False)
+    assert demo_parser().cpus() == (0, 1)
+    monkeypatch.setenv("SERVER_CPU", "3")
+    monkeypatch.setenv("CLIENT_CPU", "2")
+    assert demo_parser().cpus() == (3, 2)
+    monkeypatch.setenv("CLIENT_CPU", "3")
+    assert "SERVER_CPU and CLIENT_CPU must differ" in usage_error(capsys, demo_parser().cpus)
+    assert "two CPUs" in usage_error(capsys, lambda: demo_parser().cpus("two CPUs"))
+    monkeypatch.setenv("CLIENT_CPU", "x")
+    assert "must be CPU numbers" in usage_error(capsys, demo_parser().cpus)
+
+
+def test_cpu_options_default_to_the_environment(monkeypatch):
+    monkeypatch.setenv("SERVER_CPU", "2,3")
+    monkeypatch.setenv("CLIENT_CPU", "")  # empty: the default, as ${CLIENT_CPU:-1}
+    a = demo_parser().parse_args([])
+    assert (a.server_cpu, a.client_cpu) == ("2,3", "1")
+    assert demo_parser().parse_args(["--client-cpu", "0-3"]).client_cpu == "0-3"
+
+
+def test_option_types():
+    assert cli.positive_int("3") == 3 and cli.uint("0") == 0
+    assert cli.int_list("1 2 4") == [1, 2, 4] and cli.int_list("1,16", ",") == [1, 16]
+    for bad in ("0", "-1", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cli.positive_int(bad)
+    for call in (lambda: cli.int_list("  "), lambda: cli.uint("-1"), lambda: cli.cpu_list("1,")):
+        with pytest.raises(argparse.ArgumentTypeError):
+            call()
+
+
+# --- bench: a benchmark script's run ------------------------------------------------------------
+
+def test_require_cpus_pins_or_names_the_online_cpus():
+    bench.require_cpus(min(os.sched_getaffinity(0)))
+    with pytest.raises(bench.Failure, match=r"cannot pin to CPU 4095 \(online: .+\); set SERVER"):
+        bench.require_cpus(4095)
+
+
+def test_require_tools_and_help(tmp_path):
+    bench.require_tools(("sh",), "dash")
+    with pytest.raises(bench.Failure, match=r"no-such-tool not found \(Debian: apt-get install pkg\)"):
+        bench.require_tools(("sh", "no-such-tool"), "pkg")
+    fake = tmp_path / "fake"
+    fake.write_text("#!/bin/sh\necho '  --store SPEC'\necho '  --other' >&2\n")
+    fake.chmod(0o755)
+    assert bench.help_has(fake, "--store") and bench.help_has(fake, "--other")
+    bench.require_help(fake, ("--store", "--other"))
+    with pytest.raises(bench.Failure, match=r"fake has no --board \(an older build\?\)"):
+        bench.require_help(fake, ("--store", "--board"))
+
+
+def test_binaries_from_the_build_or_the_environment(tmp_path, monkeypatch):
+    for rel in ("server/cache_server", "client/bench_client"):
+        (tmp_path / rel).parent.mkdir()
+        (tmp_path / rel).write_text("#!/bin/sh\n")
+        (tmp_path / rel).chmod(0o755)
+    monkeypatch.delenv("CACHE_SERVER", raising=False)
+    monkeypatch.delenv("BENCH_CLIENT", raising=False)
+    assert bench.binaries(tmp_path) == (tmp_path / "server/cache_server",
+                                        tmp_path / "client/bench_client")
+    monkeypatch.setenv("BENCH_CLIENT", str(tmp_path / "none"))
+    with pytest.raises(bench.Failure, match="no bench_client at .*none .build it"):
+        bench.binaries(tmp_path)
+
+
+def test_split_conns():
+    assert bench.split_conns(200, 8) == (8, 25) and bench.split_conns(50, 8) == (5, 10)
+    assert bench.split_conns(7, 2) == (1, 7) and bench.split_conns(1, 8) == (1, 1)
+
+
+def test_results_dir_refuses_a_finished_run(tmp_path):
+    out = bench.results_dir(str(tmp_path / "r"), "unused")
+    assert out.is_absolute() and (out / "raw").is_dir()
+    (out / "points.jsonl").write_text("")
+    with pytest.raises(bench.Failure, match="already holds a run"):
+        bench.results_dir(str(out), "unused")
+
+
+def test_scratch_dir_is_removed_however_the_block_ends(tmp_path):
+    with bench.scratch_dir("demo", str(tmp_path)) as work:
+        assert work.parent == tmp_path and work.name.startswith("demo.") and work.is_dir()
+    assert not work.exists()
+    with pytest.raises(RuntimeError), bench.scratch_dir("demo", str(tmp_path)) as work:
+        (work / "f").write_text("x")
+        raise RuntimeError
+    assert not work.exists()
+
+
+def test_scratch_dir_on_a_disk_refuses_tmpfs_and_missing_parents(tmp_path):
+    with pytest.raises(bench.Failure, match="is not a writable directory"):
+        with bench.scratch_dir("demo", str(tmp_path / "missing"), disk=True):
+            pass
+    if bench.filesystem(Path("/dev/shm")) == "tmpfs":
+        with pytest.raises(bench.Failure, match="is on tmpfs"):
+            with bench.scratch_dir("demo", "/dev/shm", disk=True):
+                pass
+        assert not list(Path("/dev/shm").glob("demo.*"))
+
+
+def test_run_main_exit_status(tmp_path, capsys):
+    def failing():
+        raise bench.Failure("no luck")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    assert bench.run_main("demo", lambda: tmp_path) == 0
+    assert (tmp_path / "loadavg_end.txt").read_text() != ""
+    assert capsys.readouterr().err.endswith(f"results in {tmp_path}\n")
+    assert bench.run_main("demo", lambda: None) == 0
+    assert bench.run_main("demo", failing) == 1
+    assert capsys.readouterr().err == "demo: no luck\n"
+    assert bench.run_main("demo", failing, failed=2) == 2
+    assert bench.run_main("demo", interrupted) == 130
+
+
+def test_run_records_commands_and_times_its_clients(tmp_path):
+    out, work = tmp_path / "out", tmp_path / "work"
+    (out / "raw").mkdir(parents=True)
+    work.mkdir()
+    cpu = min(os.sched_getaffinity(0))
+    run = bench.Run(out, work, Path("/b/cache_server"), Path("/b/bench_client"), cpu, cpu)
+    run.record_cmd("x", run.pinned(cpu, ["/b/bench_client", "--json", out / "raw" / "x.json",
+                                         "--dir", work / "d", "a b"]))
+    assert (out / "commands.txt").read_text() == \
+        f"x: taskset -c {cpu} bench_client --json raw/x.json --dir $TMP/d 'a b'\n"
+    rc, real, user, sys_ = run.client(["sh", "-c", "echo out; echo err >&2; exit 3"],
+                                      out / "raw" / "c.txt", times=out / "raw" / "c.time")
+    assert rc == 3 and real >= 0 and user >= 0 and sys_ >= 0
+    assert (out / "raw" / "c.txt").read_text() == "out\nerr\n"
+    assert len((out / "raw" / "c.time").read_text().split()) == 3
+    assert run.client(["sleep", "5"], out / "raw" / "s.txt", timeout_s=0.2)[0] == 124
+    run.emit({"a": 1})
+    assert (out / "points.jsonl").read_text() == '{"a": 1}\n'

@@ -1,19 +1,17 @@
 """What issue 31's script conversions added to scripts/harness/: the listening line read from the
 log of a process started elsewhere (procs.listening_in_log and `python3 -m harness listening`,
-which scripts/cluster.sh uses), pinning a running process (procs.pin_running) and the scripts'
-command line (cli). No binaries needed: the processes are Python stand-ins."""
-import argparse
+which scripts/cluster.sh uses) and pinning a running process (procs.pin_running). No binaries
+needed: the processes are Python stand-ins. The scripts' command line and run (cli, bench) are
+tested in test_harness.py."""
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import cli, procs  # noqa: E402
+from harness import procs  # noqa: E402
 
 # Prints its "listening" line after a moment (as a server that binds, then says so).
 LATE_LINE = ("import socket, sys, time; time.sleep(0.3); s = socket.socket(); "
@@ -69,24 +67,3 @@ def test_pin_running_pins_every_thread(tmp_path):
     finally:
         p.kill()
         p.wait()
-
-
-def test_cli_types_and_usage_errors(capsys):
-    assert cli.positive_int("3") == 3 and cli.uint("0") == 0
-    assert cli.int_list("1 2 4") == [1, 2, 4] and cli.int_list("1,16", ",") == [1, 16]
-    for bad in ("0", "-1", "x", ""):
-        with pytest.raises(argparse.ArgumentTypeError):
-            cli.positive_int(bad)
-    with pytest.raises(argparse.ArgumentTypeError):
-        cli.int_list("  ")
-    p = cli.Parser("demo", "demo — what it does.\n\nMore.", prog="demo")
-    p.add_argument("--n", type=cli.positive_int, default="2")
-    assert p.parse_args([]).n == 2
-    for argv, message in ((["--n"], "--n: needs a value"),
-                          (["--n", "0"], "'0' is not a positive integer"),
-                          (["--bogus"], "unknown argument '--bogus'")):
-        with pytest.raises(SystemExit) as e:
-            p.parse_args(argv)
-        assert e.value.code == 2
-        err = capsys.readouterr().err
-        assert err.startswith("demo: ") and message in err and err.endswith("(see --help)\n")

@@ -101,3 +101,28 @@ def raw_exchange(server, data):
         r = Reader(s)
         resp = r.read()
         return resp, r.at_eof()
+
+
+# --- the cache's API, one request each (the store tests' vocabulary) ---------------------------
+
+def put(srv, key, value, **kw):
+    return exchange(srv, "PUT", "/key/" + key, body=value, **kw)
+
+
+def get(srv, key, **kw):
+    return exchange(srv, "GET", "/key/" + key, **kw)
+
+
+def delete(srv, key):
+    return exchange(srv, "DELETE", "/key/" + key)
+
+
+def stats(srv):
+    """GET /stats, which must answer 200, as JSON."""
+    r = exchange(srv, "GET", "/stats")
+    assert r.status == 200
+    return r.json()
+
+
+def reset(srv, scope=None):
+    return exchange(srv, "POST", "/reset" + (f"?scope={scope}" if scope else ""))

@@ -19,25 +19,7 @@ import time
 
 import pytest
 
-from rawhttp import Reader, exchange, request_bytes
-
-
-def put(srv, key, value, **kw):
-    return exchange(srv, "PUT", "/key/" + key, body=value, **kw)
-
-
-def get(srv, key, **kw):
-    return exchange(srv, "GET", "/key/" + key, **kw)
-
-
-def stats(srv):
-    r = exchange(srv, "GET", "/stats")
-    assert r.status == 200
-    return r.json()
-
-
-def reset(srv, scope=None):
-    return exchange(srv, "POST", "/reset" + (f"?scope={scope}" if scope else ""))
+from rawhttp import Reader, exchange, get, put, request_bytes, reset, stats
 
 
 @pytest.fixture

@@ -28,33 +28,11 @@ import time
 import pytest
 
 import pg_cluster
-from rawhttp import Reader, exchange, request_bytes
+from rawhttp import Reader, delete, exchange, get, put, request_bytes, reset, stats
 
 STORE_TIMEOUT = "500ms"
 ANSWER_WITHIN_S = 3.0      # a 503 for an unreachable store: well under this, with 500ms
 RECONNECT_WITHIN_S = 20.0  # the store's backoff tops out at 2 s
-
-
-def put(srv, key, value, **kw):
-    return exchange(srv, "PUT", "/key/" + key, body=value, **kw)
-
-
-def get(srv, key, **kw):
-    return exchange(srv, "GET", "/key/" + key, **kw)
-
-
-def delete(srv, key):
-    return exchange(srv, "DELETE", "/key/" + key)
-
-
-def stats(srv):
-    r = exchange(srv, "GET", "/stats")
-    assert r.status == 200
-    return r.json()
-
-
-def reset(srv, scope=None):
-    return exchange(srv, "POST", "/reset" + (f"?scope={scope}" if scope else ""))
 
 
 def timed(fn, *args, **kw):
@@ -803,6 +781,51 @@ def test_hung_postgres_at_startup_is_a_clear_error(server_bin, pg, store_table):
 RESTART_KEYS = 30  # per writer thread: keys are overwritten, so stale states would show
 
 
+def restart_writer(srv, tid, stop, res):
+    """One writer of the restart test: overwrites its own keys, one request outstanding, until
+    `stop` (at most 5000 writes or 30 s), recording into `res` each key's writes in order with
+    their outcome ("acked" or "refused": a 503), the other answers ("bad") and the slowest
+    answer."""
+    deadline = time.monotonic() + 30
+    try:
+        with srv.connect() as s:
+            rd = Reader(s)
+            for i in range(5000):
+                if stop.is_set() or time.monotonic() > deadline:
+                    break
+                key = f"r{tid}-{i % RESTART_KEYS}"
+                value = f"{key}:{i}"
+                t0 = time.monotonic()
+                s.sendall(request_bytes("PUT", "/key/" + key, body=value.encode()))
+                r = rd.read()
+                res["slowest"] = max(res["slowest"], time.monotonic() - t0)
+                if r.status in (201, 204):
+                    res["history"].setdefault(key, []).append((value, "acked"))
+                elif r.status == 503:
+                    res["history"].setdefault(key, []).append((value, "refused"))
+                else:
+                    res["bad"].append((key, r.status))
+                time.sleep(0.02 if r.status == 503 else 0.001)  # no hot loop
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        res["bad"].append(repr(e))
+
+
+def restart_outcome(history, in_table):
+    """Each key's state in the table against its writes: (the keys whose value is none its last
+    acknowledged write or a later one allowed, with their last 3 writes; how many keys hold a
+    write answered 503, committed anyway)."""
+    lost, unknown_committed = [], 0
+    for key, ops in history.items():
+        last = max((i for i, (_, st) in enumerate(ops) if st == "acked"), default=None)
+        allowed = [v for v, _ in ops[last:]] if last is not None else [None, *(v for v, _ in ops)]
+        got = in_table.get(key)
+        if got not in allowed:
+            lost.append((key, got, ops[-3:]))
+        elif last is None or got != ops[last][0]:
+            unknown_committed += 1
+    return lost, unknown_committed
+
+
 @pytest.mark.parametrize("stop_mode", ["fast", "immediate"])
 @pytest.mark.parametrize("mode", ["through", "behind"])
 def test_postgres_restart_under_load_recovers_without_server_restart(
@@ -816,35 +839,10 @@ def test_postgres_restart_under_load_recovers_without_server_restart(
     srv = start_server(*pg_flags, "-t", "2", "--store-timeout", "1s", "--write-mode", mode,
                        "--flush-interval", "100ms")
     stop = threading.Event()
-    results = []
-
-    def writer(tid):
-        res = {"history": {}, "bad": [], "slowest": 0.0}  # key -> [(value, status)] in order
-        results.append(res)
-        deadline = time.monotonic() + 30
-        try:
-            with srv.connect() as s:
-                rd = Reader(s)
-                for i in range(5000):
-                    if stop.is_set() or time.monotonic() > deadline:
-                        break
-                    key = f"r{tid}-{i % RESTART_KEYS}"
-                    value = f"{key}:{i}"
-                    t0 = time.monotonic()
-                    s.sendall(request_bytes("PUT", "/key/" + key, body=value.encode()))
-                    r = rd.read()
-                    res["slowest"] = max(res["slowest"], time.monotonic() - t0)
-                    if r.status in (201, 204):
-                        res["history"].setdefault(key, []).append((value, "acked"))
-                    elif r.status == 503:
-                        res["history"].setdefault(key, []).append((value, "refused"))
-                    else:
-                        res["bad"].append((key, r.status))
-                    time.sleep(0.02 if r.status == 503 else 0.001)  # no hot loop
-        except Exception as e:  # noqa: BLE001 - reported below
-            res["bad"].append(repr(e))
-
-    threads = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(3)]
+    # per writer: key -> [(value, status)] in order, the other answers, the slowest answer
+    results = [{"history": {}, "bad": [], "slowest": 0.0} for _ in range(3)]
+    threads = [threading.Thread(target=restart_writer, args=(srv, t, stop, res), daemon=True)
+               for t, res in enumerate(results)]
     for t in threads:
         t.start()
     time.sleep(0.5)
@@ -871,15 +869,7 @@ def test_postgres_restart_under_load_recovers_without_server_restart(
     history = {k: ops for r in results for k, ops in r["history"].items()}
     acked = sum(1 for ops in history.values() for _, st in ops if st == "acked")
     refused = sum(1 for ops in history.values() for _, st in ops if st == "refused")
-    lost, unknown_committed = [], 0
-    for key, ops in history.items():
-        last = max((i for i, (_, st) in enumerate(ops) if st == "acked"), default=None)
-        allowed = [v for v, _ in ops[last:]] if last is not None else [None, *(v for v, _ in ops)]
-        got = in_table.get(key)
-        if got not in allowed:
-            lost.append((key, got, ops[-3:]))
-        elif last is None or got != ops[last][0]:
-            unknown_committed += 1
+    lost, unknown_committed = restart_outcome(history, in_table)
     served = read_all(srv, list(history))  # cache hits where the cache holds the key
     stale = [(k, served[k], in_table.get(k)) for k in history if served[k] != in_table.get(k)]
     reset(srv, "cache")
