@@ -100,9 +100,6 @@ void store_test::remove_before_abort() {
   remove_cluster();
 }
 
-// Called by the sanitizers just before they end the process (weak: absent without them).
-extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
-
 namespace {
 
 // pg_cluster.py CMD DIR [EXTRA]
@@ -165,7 +162,7 @@ class PostgresStoreTest : public testing::Test {
     cluster.dir = tmpl;
     static const bool hooks = [] {
       std::atexit(remove_cluster);
-      if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(remove_cluster);
+      remove_before_sanitizer_death();
       return true;
     }();
     (void)hooks;

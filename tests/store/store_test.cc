@@ -69,13 +69,10 @@ void store_test::remove_before_abort() {
   remove_live_dirs();
 }
 
-// Called by ASan/TSan/UBSan just before they end the process (weak: absent without them).
-extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
-
 namespace {
 
 [[maybe_unused]] const bool death_callback_installed = [] {
-  if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(remove_live_dirs);
+  remove_before_sanitizer_death();
   return true;
 }();
 

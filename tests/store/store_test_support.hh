@@ -20,6 +20,9 @@
 
 #include "store/store.hh"
 
+// Called by ASan/TSan/UBSan just before they end the process (weak: absent without them).
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
 namespace store_test {
 
 using store::Code;
@@ -29,6 +32,12 @@ using store::Write;
 // before a stuck store's abort (temporary directories, a throwaway cluster).
 extern const std::chrono::seconds kWait;
 void remove_before_abort();
+
+// Has a sanitizer's end of the process (halt_on_error, ...) call remove_before_abort() first;
+// nothing without a sanitizer.
+inline void remove_before_sanitizer_death() {
+  if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(remove_before_abort);
+}
 
 // "k" + std::to_string(i) without GCC 12's false -Wrestrict on operator+(const char*, string&&).
 inline std::string name(std::string_view prefix, long long i) {
