@@ -13,16 +13,11 @@
 #include <vector>
 
 #include "boards/board.hh"
+#include "tests/boards/board_test_support.hh"
 
 namespace {
 
-// "m" + the number (appended: GCC 12's -Wrestrict misfires on "m" + std::to_string(i)).
-std::string member_name(long long i) {
-  std::string s = "m";
-  s += std::to_string(i);
-  return s;
-}
-
+using board_test::member_name;
 using boards::Board;
 using boards::Op;
 

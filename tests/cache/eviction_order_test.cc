@@ -24,6 +24,11 @@ Cache make(Evictor e, LockScheme lock, std::size_t maxmem = 6) {
   return Cache(o);
 }
 
+// Fills a cache of maxmem 6: a, b, c, inserted in that order (a oldest).
+void insert_abc(Cache& c) {
+  for (const char* k : {"a", "b", "c"}) c.set(k, "1");
+}
+
 bool has(const Cache& c, const std::string& k) {
   return c.get(k).has_value();
 }
@@ -32,9 +37,7 @@ class EvictionOrder : public ::testing::TestWithParam<LockScheme> {};
 
 TEST_P(EvictionOrder, FifoEvictsOldestInsertionIgnoringHits) {
   Cache c = make(Evictor::fifo, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   c.get("a");  // FIFO does not care
   c.set("d", "1");
   EXPECT_FALSE(has(c, "a"));
@@ -47,9 +50,7 @@ TEST_P(EvictionOrder, FifoEvictsOldestInsertionIgnoringHits) {
 
 TEST_P(EvictionOrder, FifoReplaceCountsAsNewInsertion) {
   Cache c = make(Evictor::fifo, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   c.set("a", "2");  // a is now the newest
   c.set("d", "1");
   EXPECT_FALSE(has(c, "b"));
@@ -58,9 +59,7 @@ TEST_P(EvictionOrder, FifoReplaceCountsAsNewInsertion) {
 
 TEST_P(EvictionOrder, LruEvictsLeastRecentlyUsed) {
   Cache c = make(Evictor::lru, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   c.get("a");  // order, oldest first: b c a
   c.set("d", "1");
   EXPECT_FALSE(has(c, "b"));
@@ -72,9 +71,7 @@ TEST_P(EvictionOrder, LruEvictsLeastRecentlyUsed) {
 
 TEST_P(EvictionOrder, LruExactSequence) {
   Cache c = make(Evictor::lru, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   ASSERT_TRUE(c.get("b", [](std::string_view) {}));  // a c b
   ASSERT_TRUE(c.get("a", [](std::string_view) {}));  // c b a
   c.set("d", "1");                                   // evicts c -> b a d
@@ -91,9 +88,7 @@ TEST_P(EvictionOrder, LruExactSequence) {
 
 TEST_P(EvictionOrder, LargeSetEvictsSeveral) {
   Cache c = make(Evictor::lru, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   c.set("d", "12345");  // needs 6 bytes: everything else goes
   EXPECT_EQ(c.size(), 1u);
   EXPECT_EQ(c.get("d"), "12345");
@@ -102,9 +97,7 @@ TEST_P(EvictionOrder, LargeSetEvictsSeveral) {
 
 TEST_P(EvictionOrder, ClockEvictsUnreferencedBeforeReferenced) {
   Cache c = make(Evictor::clock, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   c.get("a");
   c.get("b");
   c.set("d", "1");
@@ -114,9 +107,7 @@ TEST_P(EvictionOrder, ClockEvictsUnreferencedBeforeReferenced) {
 
 TEST_P(EvictionOrder, ClockEvictsEvenWhenAllAreReferenced) {
   Cache c = make(Evictor::clock, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   c.get("a");
   c.get("b");
   c.get("c");
@@ -153,9 +144,7 @@ TEST_P(EvictionOrder, HotKeysSurviveAScanUnderClockS3FifoAndLru) {
 // visited ones on its way to the newest, evicts the first unvisited one and stays there.
 TEST_P(EvictionOrder, SieveEvictsTheFirstUnvisitedFromTheOldest) {
   Cache c = make(Evictor::sieve, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   ASSERT_TRUE(c.get("a", [](std::string_view) {}));
   c.set("d", "1");  // hand: a (visited, cleared) -> b evicted; hand now at c
   bool b = c.get("b", [](std::string_view) {});
@@ -176,9 +165,7 @@ TEST_P(EvictionOrder, SieveEvictsTheFirstUnvisitedFromTheOldest) {
 
 TEST_P(EvictionOrder, SieveWrapsAroundWhenEverythingWasVisited) {
   Cache c = make(Evictor::sieve, GetParam());
-  c.set("a", "1");
-  c.set("b", "1");
-  c.set("c", "1");
+  insert_abc(c);
   for (const char* k : {"a", "b", "c"}) ASSERT_TRUE(c.get(k, [](std::string_view) {}));
   c.set("d", "1");  // one lap clears every bit, then the oldest (a) goes
   EXPECT_FALSE(has(c, "a"));

@@ -10,96 +10,82 @@
 namespace bench {
 namespace {
 
-ParseResult parse(const std::string& data, Response& r, std::size_t& consumed, std::string& scratch,
-                  bool head = false) {
-  return parse_response(data, head, r, consumed, scratch);
-}
+// The parser's state across the calls on one stream: the response, the bytes consumed, and the
+// scratch buffer of de-chunked bodies.
+struct Parser {
+  Response r;
+  std::size_t consumed = 0;
+  std::string scratch;
+  ParseResult operator()(const std::string& data, bool head = false) {
+    return parse_response(data, head, r, consumed, scratch);
+  }
+};
 
 TEST(HttpParser, ContentLengthBody) {
   const std::string msg =
       "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 5\r\n\r\nhello";
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
+  Parser p;
   const std::string buffered = msg + "HTTP/1.1";  // the start of a pipelined next response
-  ASSERT_EQ(parse(buffered, r, consumed, scratch), ParseResult::kComplete);
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "hello");
-  EXPECT_FALSE(r.close);
-  EXPECT_EQ(consumed, msg.size());
+  ASSERT_EQ(p(buffered), ParseResult::kComplete);
+  EXPECT_EQ(p.r.status, 200);
+  EXPECT_EQ(p.r.body, "hello");
+  EXPECT_FALSE(p.r.close);
+  EXPECT_EQ(p.consumed, msg.size());
 }
 
 TEST(HttpParser, EveryPrefixNeedsMore) {
   const std::string msg = "HTTP/1.1 404 Not Found\r\ncontent-length: 3\r\n\r\nabc";
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
+  Parser p;
   for (std::size_t n = 0; n < msg.size(); ++n)
-    ASSERT_EQ(parse(msg.substr(0, n), r, consumed, scratch), ParseResult::kNeedMore) << n;
-  ASSERT_EQ(parse(msg, r, consumed, scratch), ParseResult::kComplete);
-  EXPECT_EQ(r.status, 404);
+    ASSERT_EQ(p(msg.substr(0, n)), ParseResult::kNeedMore) << n;
+  ASSERT_EQ(p(msg), ParseResult::kComplete);
+  EXPECT_EQ(p.r.status, 404);
 }
 
 TEST(HttpParser, NoBodyStatusesAndHead) {
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
-  ASSERT_EQ(parse("HTTP/1.1 204 No Content\r\n\r\n", r, consumed, scratch), ParseResult::kComplete);
-  EXPECT_EQ(r.status, 204);
-  EXPECT_TRUE(r.body.empty());
+  Parser p;
+  ASSERT_EQ(p("HTTP/1.1 204 No Content\r\n\r\n"), ParseResult::kComplete);
+  EXPECT_EQ(p.r.status, 204);
+  EXPECT_TRUE(p.r.body.empty());
   const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
-  ASSERT_EQ(parse(head + "HTTP/1.1 ...", r, consumed, scratch, true), ParseResult::kComplete);
-  EXPECT_EQ(consumed, head.size());
+  ASSERT_EQ(p(head + "HTTP/1.1 ...", true), ParseResult::kComplete);
+  EXPECT_EQ(p.consumed, head.size());
 }
 
 TEST(HttpParser, ChunkedBodyIsDecoded) {
   const std::string msg =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
       "chunked\r\n\r\n4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\n\r\n";
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
+  Parser p;
   for (std::size_t n = 0; n < msg.size(); ++n)
-    ASSERT_NE(parse(msg.substr(0, n), r, consumed, scratch), ParseResult::kComplete) << n;
-  ASSERT_EQ(parse(msg, r, consumed, scratch), ParseResult::kComplete);
-  EXPECT_EQ(r.body, "Wikipedia");
-  EXPECT_EQ(consumed, msg.size());
+    ASSERT_NE(p(msg.substr(0, n)), ParseResult::kComplete) << n;
+  ASSERT_EQ(p(msg), ParseResult::kComplete);
+  EXPECT_EQ(p.r.body, "Wikipedia");
+  EXPECT_EQ(p.consumed, msg.size());
 }
 
 TEST(HttpParser, ConnectionCloseAndHttp10) {
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
-  ASSERT_EQ(parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", r, consumed,
-                  scratch),
+  Parser p;
+  ASSERT_EQ(p("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"),
             ParseResult::kComplete);
-  EXPECT_TRUE(r.close);
-  ASSERT_EQ(parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", r, consumed, scratch),
+  EXPECT_TRUE(p.r.close);
+  ASSERT_EQ(p("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"), ParseResult::kComplete);
+  EXPECT_TRUE(p.r.close);
+  ASSERT_EQ(p("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"),
             ParseResult::kComplete);
-  EXPECT_TRUE(r.close);
-  ASSERT_EQ(parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", r,
-                  consumed, scratch),
-            ParseResult::kComplete);
-  EXPECT_FALSE(r.close);
+  EXPECT_FALSE(p.r.close);
 }
 
 TEST(HttpParser, MalformedInputIsRejected) {
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
-  EXPECT_EQ(parse("SSH-2.0-OpenSSH\r\n\r\n", r, consumed, scratch), ParseResult::kBad);
-  EXPECT_EQ(parse("HTTP/1.1 2x0 OK\r\n\r\n", r, consumed, scratch), ParseResult::kBad);
-  EXPECT_EQ(parse("HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n", r, consumed, scratch),
-            ParseResult::kBad);
-  EXPECT_EQ(
-      parse("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\n", r, consumed, scratch),
-      ParseResult::kBad);
-  EXPECT_EQ(parse("HTTP/1.1 200 OK\r\n\r\nbody-until-close", r, consumed, scratch),
-            ParseResult::kBad);
-  EXPECT_EQ(
-      parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", r, consumed, scratch),
-      ParseResult::kBad);
-  EXPECT_EQ(parse(std::string(70'000, 'x'), r, consumed, scratch), ParseResult::kBad);
+  Parser p;
+  for (const std::string& bad :
+       {std::string("SSH-2.0-OpenSSH\r\n\r\n"), std::string("HTTP/1.1 2x0 OK\r\n\r\n"),
+        std::string("HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n"),
+        std::string("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\n"),
+        std::string("HTTP/1.1 200 OK\r\n\r\nbody-until-close"),
+        std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+        std::string(70'000, 'x')})
+    EXPECT_EQ(p(bad), ParseResult::kBad) << bad.substr(0, 80);
 }
 
 // r.body may view data or a scratch local to this call: check only status and close unless data
@@ -201,24 +187,21 @@ TEST(HttpParser, GarbageStatusLinesAndHeaderLinesAreRejected) {
 }
 
 TEST(HttpParser, InterimResponsesAreSkipped) {
-  Response r;
-  std::size_t consumed = 0;
-  std::string scratch;
+  Parser p;
   const std::string msg =
       "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
   for (std::size_t n = 0; n < msg.size(); ++n)
-    ASSERT_EQ(parse_response(msg.substr(0, n), false, r, consumed, scratch), ParseResult::kNeedMore)
-        << n;
-  const std::string with_next = msg + "HTTP/1.1";  // r.body views into it: it must outlive r
-  ASSERT_EQ(parse_response(with_next, false, r, consumed, scratch), ParseResult::kComplete);
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "ok");
-  EXPECT_EQ(consumed, msg.size());
+    ASSERT_EQ(p(msg.substr(0, n)), ParseResult::kNeedMore) << n;
+  const std::string with_next = msg + "HTTP/1.1";  // p.r.body views into it: it must outlive p
+  ASSERT_EQ(p(with_next), ParseResult::kComplete);
+  EXPECT_EQ(p.r.status, 200);
+  EXPECT_EQ(p.r.body, "ok");
+  EXPECT_EQ(p.consumed, msg.size());
   // An endless stream of interims is refused, not buffered forever.
   std::string many;
   for (int i = 0; i < 20; ++i) many += "HTTP/1.1 100 Continue\r\n\r\n";
-  EXPECT_EQ(parse_response(many, false, r, consumed, scratch), ParseResult::kBad);
+  EXPECT_EQ(p(many), ParseResult::kBad);
 }
 
 TEST(HttpParser, BoundsHoldWhileWaitingForMore) {

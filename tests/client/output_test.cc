@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "output.hh"
+#include "output_test_support.hh"
 
 namespace bench {
 namespace {
@@ -20,12 +21,7 @@ TEST(Output, JsonHasTheDocumentedSchema) {
   r.meta.command_line = "bench_client --path \"/a\\b\"\n";
   r.meta.workload = boost::json::object{{"name", "etc"}};
   r.meta.mode = boost::json::object{{"loop", "closed"}};
-  PointResult p;
-  p.threads = 2;
-  p.requests = 1000;
-  p.duration_s = 0.5;
-  p.throughput_rps = 2000;
-  p.latency.p99_us = 123.456789;
+  PointResult p = output_test::point(2, 1000, 0.5, 123.456789);  // 2000 req/s
   p.hit_rate = std::numeric_limits<double>::quiet_NaN();
   p.server_cpu_pct = std::numeric_limits<double>::quiet_NaN();
   p.errors_by_code["http_500"] = 3;

@@ -88,6 +88,22 @@ struct PreloadedServer {
     ASSERT_TRUE(preload.ok) << preload.message;
   }
 
+  // Runs one Worker with `plan` for `requests` requests (the config's timeout) to its end, checks
+  // that every request completed without an error, then hands its stats and gate to `check`.
+  template <class Check>
+  void run_worker(WorkerPlan plan, std::uint64_t requests, Check check) {
+    plan.requests = requests;
+    plan.timeout = cfg.timeout;
+    StartGate gate(1, 0);
+    Worker worker(cfg, ep, bench->keyspace(), plan, gate);
+    worker.run();
+    const WorkerStats& s = worker.stats();
+    ASSERT_FALSE(s.fatal) << s.fatal_message;
+    EXPECT_EQ(s.completed, requests);
+    EXPECT_EQ(s.errors(), 0u);
+    check(s, gate);
+  }
+
   ServerProcess server;
   Config cfg;
   Endpoint ep;
@@ -110,26 +126,18 @@ TEST_P(PipelineWorker, EveryRequestIsAnsweredVerifiedAndRecordedOnce) {
   WorkerPlan plan;
   plan.connections = GetParam();
   plan.pipeline = cfg.pipeline;
-  plan.requests = kRequests;
-  plan.timeout = cfg.timeout;
-  StartGate gate(1, 0);
-  Worker worker(cfg, target.ep, target.bench->keyspace(), plan, gate);
-  worker.run();
-
-  const WorkerStats& s = worker.stats();
-  ASSERT_FALSE(s.fatal) << s.fatal_message;
-  EXPECT_EQ(s.completed, kRequests);
-  EXPECT_EQ(s.latency.count(), kRequests);  // each request in the histogram exactly once
-  EXPECT_EQ(s.errors(), 0u);
-  EXPECT_EQ(s.gets + s.sets + s.deletes, kRequests);
-  EXPECT_GT(s.gets, 0u);
-  EXPECT_GT(s.sets, 0u);
-  EXPECT_EQ(s.get_hits, s.gets);  // every key was preloaded, and every hit was byte-checked:
-  EXPECT_EQ(s.mismatches, 0u);    // a response paired with the wrong request would mismatch
-  std::uint64_t in_series = 0;
-  for (const auto& second : s.series)
-    for (const auto& [bucket, n] : second.buckets) in_series += n;
-  EXPECT_EQ(in_series, kRequests);
+  target.run_worker(plan, kRequests, [&](const WorkerStats& s, const StartGate&) {
+    EXPECT_EQ(s.latency.count(), kRequests);  // each request in the histogram exactly once
+    EXPECT_EQ(s.gets + s.sets + s.deletes, kRequests);
+    EXPECT_GT(s.gets, 0u);
+    EXPECT_GT(s.sets, 0u);
+    EXPECT_EQ(s.get_hits, s.gets);  // every key was preloaded, and every hit was byte-checked:
+    EXPECT_EQ(s.mismatches, 0u);    // a response paired with the wrong request would mismatch
+    std::uint64_t in_series = 0;
+    for (const auto& second : s.series)
+      for (const auto& [bucket, n] : second.buckets) in_series += n;
+    EXPECT_EQ(in_series, kRequests);
+  });
 #endif
 }
 
@@ -145,25 +153,16 @@ TEST(PipelineWorkerOpenLoop, SendsOnlyWhatIsDueAtDepth8) {
 #else
   PreloadedServer target(BENCH_CACHE_SERVER);
   ASSERT_NO_FATAL_FAILURE(target.start({"--keys", "50", "--rate", "2000", "--timeout", "5000"}));
-  const Config& cfg = target.cfg;
 
   constexpr std::uint64_t kRequests = 200;  // planned 0.5 ms apart: the last at 99.5 ms
   WorkerPlan plan;
   plan.pipeline = 8;
   plan.rate_rps = 2000.0;
-  plan.requests = kRequests;
-  plan.timeout = cfg.timeout;
-  StartGate gate(1, 0);
-  Worker worker(cfg, target.ep, target.bench->keyspace(), plan, gate);
-  worker.run();
-
-  const WorkerStats& s = worker.stats();
-  ASSERT_FALSE(s.fatal) << s.fatal_message;
-  EXPECT_EQ(s.completed, kRequests);
-  EXPECT_EQ(s.errors(), 0u);
-  EXPECT_EQ(s.send_lag.count(), kRequests);
-  // No request goes out before its planned time.
-  EXPECT_GE(s.last_completion - gate.t0(), std::chrono::microseconds(99'500));
+  target.run_worker(plan, kRequests, [&](const WorkerStats& s, const StartGate& gate) {
+    EXPECT_EQ(s.send_lag.count(), kRequests);
+    // No request goes out before its planned time.
+    EXPECT_GE(s.last_completion - gate.t0(), std::chrono::microseconds(99'500));
+  });
 #endif
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "output.hh"
+#include "output_test_support.hh"
 
 namespace bench {
 namespace {
@@ -22,12 +23,7 @@ SweepResult two_node_result() {
   r.meta.server_stats = boost::json::object{{"items", 1}};
   r.meta.server_stats_by_target =
       boost::json::object{{"10.0.0.1:8080", {{"items", 1}}}, {"10.0.0.2:8080", nullptr}};
-  PointResult p;
-  p.threads = 1;
-  p.requests = 30;
-  p.duration_s = 1;
-  p.throughput_rps = 30;
-  p.latency.p99_us = 50;
+  PointResult p = output_test::point(1, 30, 1, 50);  // 30 req/s
   for (int i = 0; i < 2; ++i) {
     NodeResult n;
     n.target = r.meta.targets[static_cast<std::size_t>(i)];

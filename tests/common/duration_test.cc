@@ -6,8 +6,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <optional>
 #include <random>
+#include <string_view>
+#include <utility>
 
 namespace common {
 namespace {
@@ -18,44 +22,52 @@ std::optional<nanoseconds> parse(std::string_view text, BareUnit bare = BareUnit
   return parse_duration(text, bare);
 }
 
+// A row of a table: `text` parsed for a flag whose bare numbers mean `bare` gives `want`
+// (nullopt: refused).
+struct Case {
+  std::string_view text;
+  std::optional<nanoseconds> want;
+  BareUnit bare = BareUnit::required;
+};
+
+void expect_parses(std::initializer_list<Case> cases) {
+  for (const Case& c : cases) EXPECT_EQ(parse(c.text, c.bare), c.want) << '"' << c.text << '"';
+}
+
 TEST(ParseDuration, Units) {
-  EXPECT_EQ(parse("100ms"), 100ms);
-  EXPECT_EQ(parse("2s"), 2s);
-  EXPECT_EQ(parse("0s"), 0s);
-  EXPECT_EQ(parse("0ms"), 0ms);
-  EXPECT_EQ(parse("007ms"), 7ms);
-  EXPECT_EQ(parse("86400s"), 24h);
+  expect_parses(
+      {{"100ms", 100ms}, {"2s", 2s}, {"0s", 0s}, {"0ms", 0ms}, {"007ms", 7ms}, {"86400s", 24h}});
 }
 
 TEST(ParseDuration, DecimalsAreExact) {
-  EXPECT_EQ(parse("0.5s"), 500ms);
-  EXPECT_EQ(parse(".5s"), 500ms);
-  EXPECT_EQ(parse("5.s"), 5s);
-  EXPECT_EQ(parse("0.1s"), 100ms);  // no floating-point 99.999... ms
-  EXPECT_EQ(parse("0.3s"), 300ms);
-  EXPECT_EQ(parse("1.25ms"), 1250us);
-  EXPECT_EQ(parse("2.000001s"), 2000001us);
-  EXPECT_EQ(parse("0.000000001s"), 1ns);
-  EXPECT_EQ(parse("0.000001ms"), 1ns);
-  // Past nanosecond precision: rounded half up.
-  EXPECT_EQ(parse("0.0000000014s"), 1ns);
-  EXPECT_EQ(parse("0.0000000015s"), 2ns);
-  EXPECT_EQ(parse("0.0000004ms"), 0ns);
-  EXPECT_EQ(parse("0.0000005ms"), 1ns);
-  EXPECT_EQ(parse("1.99999999999999999999s"), 2s);
+  expect_parses({{"0.5s", 500ms},
+                 {".5s", 500ms},
+                 {"5.s", 5s},
+                 {"0.1s", 100ms},  // no floating-point 99.999... ms
+                 {"0.3s", 300ms},
+                 {"1.25ms", 1250us},
+                 {"2.000001s", 2000001us},
+                 {"0.000000001s", 1ns},
+                 {"0.000001ms", 1ns},
+                 // Past nanosecond precision: rounded half up.
+                 {"0.0000000014s", 1ns},
+                 {"0.0000000015s", 2ns},
+                 {"0.0000004ms", 0ns},
+                 {"0.0000005ms", 1ns},
+                 {"1.99999999999999999999s", 2s}});
 }
 
 TEST(ParseDuration, BareNumbersTakeTheFlagsUnit) {
-  EXPECT_EQ(parse("10", BareUnit::seconds), 10s);
-  EXPECT_EQ(parse("0.25", BareUnit::seconds), 250ms);
-  EXPECT_EQ(parse("5000", BareUnit::milliseconds), 5000ms);
-  EXPECT_EQ(parse("1.5", BareUnit::milliseconds), 1500us);
-  // A unit always wins over the bare meaning.
-  EXPECT_EQ(parse("10ms", BareUnit::seconds), 10ms);
-  EXPECT_EQ(parse("2s", BareUnit::milliseconds), 2s);
-  // A flag without a bare meaning requires the unit.
-  EXPECT_EQ(parse("10", BareUnit::required), std::nullopt);
-  EXPECT_EQ(parse("0", BareUnit::required), std::nullopt);
+  expect_parses({{"10", 10s, BareUnit::seconds},
+                 {"0.25", 250ms, BareUnit::seconds},
+                 {"5000", 5000ms, BareUnit::milliseconds},
+                 {"1.5", 1500us, BareUnit::milliseconds},
+                 // A unit always wins over the bare meaning.
+                 {"10ms", 10ms, BareUnit::seconds},
+                 {"2s", 2s, BareUnit::milliseconds},
+                 // A flag without a bare meaning requires the unit.
+                 {"10", std::nullopt, BareUnit::required},
+                 {"0", std::nullopt, BareUnit::required}});
 }
 
 TEST(ParseDuration, RejectsGarbage) {
@@ -72,23 +84,26 @@ TEST(ParseDuration, RejectsGarbage) {
 
 TEST(ParseDuration, RejectsOverflow) {
   constexpr auto kMax = std::numeric_limits<nanoseconds::rep>::max();  // 9223372036.854775807 s
-  EXPECT_EQ(parse("9223372036.854775807s"), nanoseconds(kMax));
-  EXPECT_EQ(parse("9223372036854.775807ms"), nanoseconds(kMax));
-  EXPECT_EQ(parse("9223372036.854775808s"), std::nullopt);
-  EXPECT_EQ(parse("9223372037s"), std::nullopt);
-  EXPECT_EQ(parse("9223372036.8547758075s"), std::nullopt);  // rounds up past the maximum
-  EXPECT_EQ(parse("99999999999999999999s"), std::nullopt);
-  EXPECT_EQ(parse("18446744073709551616ms"), std::nullopt);  // 2^64: would wrap a uint64
-  EXPECT_EQ(parse("100000000000000000000000000000", BareUnit::seconds), std::nullopt);
+  expect_parses({{"9223372036.854775807s", nanoseconds(kMax)},
+                 {"9223372036854.775807ms", nanoseconds(kMax)},
+                 {"9223372036.854775808s", std::nullopt},
+                 {"9223372037s", std::nullopt},
+                 {"9223372036.8547758075s", std::nullopt},  // rounds up past the maximum
+                 {"99999999999999999999s", std::nullopt},
+                 {"18446744073709551616ms", std::nullopt},  // 2^64: would wrap a uint64
+                 {"100000000000000000000000000000", std::nullopt, BareUnit::seconds}});
 }
 
 TEST(FormatDuration, ShortestForm) {
-  EXPECT_EQ(format_duration(0s), "0s");
-  EXPECT_EQ(format_duration(2s), "2s");
-  EXPECT_EQ(format_duration(500ms), "500ms");
-  EXPECT_EQ(format_duration(1500ms), "1500ms");
-  EXPECT_EQ(format_duration(1250us), "1.25ms");
-  EXPECT_EQ(format_duration(1ns), "0.000001ms");
+  for (const auto& [d, text] :
+       std::initializer_list<std::pair<nanoseconds, std::string_view>>{{0s, "0s"},
+                                                                       {2s, "2s"},
+                                                                       {500ms, "500ms"},
+                                                                       {1500ms, "1500ms"},
+                                                                       {1250us, "1.25ms"},
+                                                                       {1ns, "0.000001ms"}}) {
+    EXPECT_EQ(format_duration(d), text) << d.count() << " ns";
+  }
 }
 
 TEST(FormatDuration, RoundTripsThroughParse) {

@@ -46,28 +46,35 @@ TEST(SteadyStateAllocations, CounterSeesAllocations) {
   EXPECT_GT(counting_new::allocations(), before);
 }
 
+// Stores "hot" (100 bytes) in the harness h's cache, then runs kWarmup then kMeasured calls of
+// one_get (a GET of it through h, its answer appended to `responses`); returns the allocations
+// counted during the measured ones.
+template <class Harness, class OneGet>
+std::uint64_t measured_get_hit_allocations(Harness& h, std::string& responses, OneGet one_get) {
+  EXPECT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
+  responses.reserve(1 << 20);
+  h.pending.reserve(4096);
+  for (int i = 0; i < kWarmup; ++i) one_get();
+  EXPECT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
+  const std::uint64_t before = counting_new::allocations();
+  for (int i = 0; i < kMeasured; ++i) one_get();
+  return counting_new::allocations() - before;
+}
+
 // Runs kWarmup then kMeasured GET hits through an engine of variant V; returns the allocations
 // counted during the measured ones.
 template <class V>
 std::uint64_t engine_get_hit_allocations(Config config = {}) {
   testing::BasicEngineHarness<V> h(std::move(config));
-  EXPECT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
   std::string responses;
-  responses.reserve(1 << 20);
-  h.pending.reserve(4096);
-  auto one_get = [&] {
+  const std::uint64_t allocations = measured_get_hit_allocations(h, responses, [&] {
     h.pending.append(kGet);
     responses.clear();
     h.drain(responses);
-  };
-  for (int i = 0; i < kWarmup; ++i) one_get();
-  EXPECT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
-  const std::uint64_t before = counting_new::allocations();
-  for (int i = 0; i < kMeasured; ++i) one_get();
-  const std::uint64_t after = counting_new::allocations();
+  });
   EXPECT_TRUE(responses.ends_with(std::string(100, 'v'))) << responses;
   EXPECT_EQ(h.stats.sum().hits, static_cast<std::uint64_t>(kWarmup + kMeasured));
-  return after - before;
+  return allocations;
 }
 
 TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
@@ -80,11 +87,8 @@ TEST(SteadyStateAllocations, EngineGetHitsAllocateNothing) {
 // every measured GET, without allocating.
 TEST(SteadyStateAllocations, EngineGetHitsTimedForMetricsAllocateNothing) {
   testing::EngineHarness h;
-  ASSERT_EQ(h.cache.set("hot", std::string(100, 'v')), cache::SetResult::created);
   std::string responses;
-  responses.reserve(1 << 20);
-  h.pending.reserve(4096);
-  auto one_get = [&] {
+  const std::uint64_t allocations = measured_get_hit_allocations(h, responses, [&] {
     h.pending.append(kGet);
     responses.clear();
     h.engine.mark_arrival(std::chrono::steady_clock::now());
@@ -93,13 +97,8 @@ TEST(SteadyStateAllocations, EngineGetHitsTimedForMetricsAllocateNothing) {
     h.engine.record_durations(std::chrono::steady_clock::now());
     responses += h.engine.output();
     h.engine.output_written();
-  };
-  for (int i = 0; i < kWarmup; ++i) one_get();
-  ASSERT_TRUE(responses.starts_with("HTTP/1.1 200 OK\r\n")) << responses;
-  const std::uint64_t before = counting_new::allocations();
-  for (int i = 0; i < kMeasured; ++i) one_get();
-  const std::uint64_t after = counting_new::allocations();
-  EXPECT_EQ(after - before, 0u) << "allocations over " << kMeasured << " timed GET hits";
+  });
+  EXPECT_EQ(allocations, 0u) << "allocations over " << kMeasured << " timed GET hits";
   const TimingTotals totals = h.stats.sum_timings();
   std::uint64_t timed = 0;
   for (const std::uint64_t b : totals.by_class[static_cast<std::size_t>(RouteClass::get)].buckets) {

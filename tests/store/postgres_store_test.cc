@@ -39,15 +39,13 @@
 #include "store/postgres_internal.hh"
 #include "store/postgres_store.hh"
 #include "store/store.hh"
+#include "tests/store/store_test_support.hh"
 
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using store::Code;
-using store::Write;
-
-constexpr auto kWait = 30s;  // a generous bound for any one completion
+using namespace store_test;
 
 // --- the cluster, through the shared helper's CLI ----------------------------------------------
 
@@ -95,8 +93,12 @@ void remove_cluster() {
 
 }  // namespace
 
-// Called by the sanitizers just before they end the process (weak: absent without them).
-extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+// store_test_support.hh's hooks: the bound on one completion, and the cluster a stuck store's
+// abort removes.
+const std::chrono::seconds store_test::kWait = 30s;
+void store_test::remove_before_abort() {
+  remove_cluster();
+}
 
 namespace {
 
@@ -104,74 +106,6 @@ namespace {
 void cluster_ctl(const std::string& cmd, const std::string& extra = "") {
   ASSERT_EQ(helper(cmd + " " + shell_quote(cluster.dir) + (extra.empty() ? "" : " " + extra)), 0)
       << "pg_cluster.py " << cmd << " " << extra;
-}
-
-template <class T>
-T wait_for(std::future<T>& f) {
-  if (f.wait_for(kWait) != std::future_status::ready) {
-    ADD_FAILURE() << "operation did not complete";
-    remove_cluster();
-    std::abort();  // the store is stuck; do not hang the whole suite
-  }
-  return f.get();
-}
-
-std::string name(std::string_view prefix, long long i) {
-  std::string s(prefix);
-  s += std::to_string(i);
-  return s;
-}
-
-Write put(std::string key, std::string value, bool want = true) {
-  Write w;
-  w.key = std::move(key);
-  w.value = std::move(value);
-  w.want_existed = want;
-  return w;
-}
-Write del(std::string key, bool want = true) {
-  Write w;
-  w.kind = Write::Kind::del;
-  w.key = std::move(key);
-  w.want_existed = want;
-  return w;
-}
-Write bset(std::string board, std::string member, double score, std::uint64_t seq) {
-  return Write::board_set_row(std::move(board), std::move(member), score, seq);
-}
-Write bremove(std::string board, std::string member) {
-  return Write::board_remove_row(std::move(board), std::move(member));
-}
-Write bdrop(std::string board) {
-  return Write::board_drop_rows(std::move(board));
-}
-
-store::WriteResult write_sync(store::Store& s, std::vector<Write> batch) {
-  auto p = std::make_shared<std::promise<store::WriteResult>>();
-  auto f = p->get_future();
-  s.write(std::move(batch), [p](store::WriteResult r) { p->set_value(std::move(r)); });
-  return wait_for(f);
-}
-
-store::ReadResult read_sync(store::Store& s, std::string key) {
-  auto p = std::make_shared<std::promise<store::ReadResult>>();
-  auto f = p->get_future();
-  s.read(std::move(key), [p](store::ReadResult r) { p->set_value(std::move(r)); });
-  return wait_for(f);
-}
-
-store::Status clear_sync(store::Store& s) {
-  auto p = std::make_shared<std::promise<store::Status>>();
-  auto f = p->get_future();
-  s.clear([p](store::Status st) { p->set_value(std::move(st)); });
-  return wait_for(f);
-}
-
-std::string value_of(store::Store& s, const std::string& key) {
-  auto r = read_sync(s, key);
-  if (r.status.code == Code::not_found) return "<absent>";
-  if (!r.status.ok()) return "<error " + r.status.message + ">";
-  return r.value;
 }
 
 // Runs one SQL statement on its own connection (to drop a table behind the store's back).
@@ -228,7 +162,7 @@ class PostgresStoreTest : public testing::Test {
     cluster.dir = tmpl;
     static const bool hooks = [] {
       std::atexit(remove_cluster);
-      if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(remove_cluster);
+      remove_before_sanitizer_death();
       return true;
     }();
     (void)hooks;
@@ -269,30 +203,18 @@ class PostgresStoreTest : public testing::Test {
     return s;
   }
   store::PostgresStore& pg(store::Store& s) { return dynamic_cast<store::PostgresStore&>(s); }
+  // Runs one of the contract's checks (store_test_support.hh) on a fresh store.
+  void check_contract(void (*check)(store::Store&)) {
+    auto s = open();
+    ASSERT_TRUE(s);
+    check(*s);
+  }
 
   std::string table_;
   std::string board_table_;
 };
 
-// Holds the committer after a commit of its own, so everything submitted meanwhile forms the
-// next group. release() (or the destructor) lets it go.
-class CommitterGate {
- public:
-  explicit CommitterGate(store::PostgresStore& s) : store_(s) {
-    store_.hold_committer_after_next_commit();
-    auto p = std::make_shared<std::promise<void>>();
-    auto f = p->get_future();
-    store_.write({put("__gate", "1", false)}, [p](const store::WriteResult&) { p->set_value(); });
-    wait_for(f);
-  }
-  ~CommitterGate() { release(); }
-  CommitterGate(const CommitterGate&) = delete;
-  CommitterGate& operator=(const CommitterGate&) = delete;
-  void release() { store_.release_committer(); }
-
- private:
-  store::PostgresStore& store_;
-};
+using CommitterGate = store_test::CommitterGate<store::PostgresStore>;
 
 // --- open -----------------------------------------------------------------------------------
 
@@ -365,47 +287,7 @@ TEST_F(PostgresStoreTest, CreatesTheTableIfMissingAndReusesAnExistingOne) {
 // --- semantics ------------------------------------------------------------------------------
 
 TEST_F(PostgresStoreTest, PutGetDeleteAndExisted) {
-  auto s = open();
-  ASSERT_TRUE(s);
-  EXPECT_EQ(read_sync(*s, "a").status.code, Code::not_found);
-
-  auto r = write_sync(*s, {put("a", "1")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  EXPECT_EQ(r.existed, std::vector<bool>{false});
-  // The batch comes back with its result (store.hh, WriteResult::batch): the tier caches the
-  // value from it instead of keeping a copy.
-  ASSERT_EQ(r.batch.size(), 1u);
-  EXPECT_EQ(r.batch[0].key, "a");
-  EXPECT_EQ(r.batch[0].value, "1");
-  EXPECT_EQ(value_of(*s, "a"), "1");
-
-  r = write_sync(*s, {put("a", "2")});
-  EXPECT_EQ(r.existed, std::vector<bool>{true});
-  EXPECT_EQ(value_of(*s, "a"), "2");
-
-  r = write_sync(*s, {del("a")});
-  EXPECT_EQ(r.existed, std::vector<bool>{true});
-  EXPECT_EQ(read_sync(*s, "a").status.code, Code::not_found);
-
-  r = write_sync(*s, {del("a")});
-  ASSERT_TRUE(r.status.ok());
-  EXPECT_EQ(r.existed, std::vector<bool>{false});
-
-  ASSERT_TRUE(write_sync(*s, {put("b", "x")}).status.ok());
-  r = write_sync(*s, {put("b", "y", false)});
-  EXPECT_EQ(r.existed, std::vector<bool>{false});
-
-  const std::string big_key(250, 'k');
-  ASSERT_TRUE(write_sync(*s, {put(big_key, "")}).status.ok());
-  auto e = read_sync(*s, big_key);
-  ASSERT_TRUE(e.status.ok()) << e.status.message;
-  EXPECT_EQ(e.value, "");
-
-  const auto commits = s->stats().commits;
-  r = write_sync(*s, {});
-  EXPECT_TRUE(r.status.ok());
-  EXPECT_TRUE(r.existed.empty());
-  EXPECT_EQ(s->stats().commits, commits);
+  check_contract(check_put_get_delete_and_existed);
 }
 
 TEST_F(PostgresStoreTest, KeysAndValuesHoldEveryByteValue) {
@@ -452,52 +334,17 @@ TEST_F(PostgresStoreTest, KeysAndValuesHoldEveryByteValue) {
 TEST_F(PostgresStoreTest, ExistedSeesEarlierOpsOfTheSameBatch) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(write_sync(*s, {put("old", "v")}).status.ok());
   // put, put, del, put of one key in one batch (coalesced to one upsert of "3").
-  auto r = write_sync(*s, {put("k", "1"), put("k", "2"), del("k"), del("k"), put("k", "3"),
-                           del("old"), put("old", "w"), put("n", "1", false), del("n")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  EXPECT_EQ(r.existed,
-            (std::vector<bool>{false, true, true, false, false, true, false, false, true}));
-  EXPECT_EQ(value_of(*s, "k"), "3");
-  EXPECT_EQ(value_of(*s, "old"), "w");
-  EXPECT_EQ(value_of(*s, "n"), "<absent>");
+  ASSERT_NO_FATAL_FAILURE(check_existed_sees_earlier_ops_of_the_same_batch(*s));
   // The last op of "x" is a delete of a key the database has: coalesced to one DELETE.
   ASSERT_TRUE(write_sync(*s, {put("x", "1")}).status.ok());
-  r = write_sync(*s, {put("x", "2"), del("x")});
+  auto r = write_sync(*s, {put("x", "2"), del("x")});
   EXPECT_EQ(r.existed, (std::vector<bool>{true, true}));
   EXPECT_EQ(value_of(*s, "x"), "<absent>");
 }
 
 TEST_F(PostgresStoreTest, ExistedSeesEarlierBatchesOfTheSameGroup) {
-  auto s = open();
-  ASSERT_TRUE(s);
-  ASSERT_TRUE(write_sync(*s, {put("x", "0")}).status.ok());
-  std::vector<std::promise<store::WriteResult>> promises(5);
-  std::vector<std::future<store::WriteResult>> results;
-  for (auto& p : promises) results.push_back(p.get_future());
-  const auto commits_before = s->stats().commits;
-  {
-    CommitterGate gate(pg(*s));  // the five writes below form one group
-    int i = 0;
-    for (auto batch : {std::vector<Write>{del("x")}, std::vector<Write>{put("x", "1")},
-                       std::vector<Write>{put("x", "2")}, std::vector<Write>{put("y", "1")},
-                       std::vector<Write>{del("y"), del("x")}}) {
-      s->write(std::move(batch),
-               [&p = promises[i++]](store::WriteResult r) { p.set_value(std::move(r)); });
-    }
-  }
-  std::vector<std::vector<bool>> existed;
-  for (auto& f : results) {
-    auto r = wait_for(f);
-    ASSERT_TRUE(r.status.ok()) << r.status.message;
-    existed.push_back(r.existed);
-  }
-  EXPECT_EQ(existed,
-            (std::vector<std::vector<bool>>{{true}, {false}, {true}, {false}, {true, true}}));
-  EXPECT_EQ(s->stats().commits, commits_before + 2);  // the gate's, then the whole group
-  EXPECT_EQ(value_of(*s, "x"), "<absent>");
-  EXPECT_EQ(value_of(*s, "y"), "<absent>");
+  check_contract(check_existed_sees_earlier_batches_of_the_same_group<store::PostgresStore>);
 }
 
 TEST_F(PostgresStoreTest, GroupCommitSharesCommitsAndKeepsCallOrder) {
@@ -602,7 +449,7 @@ TEST_F(PostgresStoreTest, AGroupOverTheStatementLimitIsSplitAndStaysAtomic) {
       submit(std::move(batch));
     }
     submit({put("huge", value(7, 3 << 20)), del("old-a"), put("old-b", "3")});
-    submit({bset("board", "m", 1.5, 1), put("big0", "again")});
+    submit({board_set("board", "m", 1.5, 1), put("big0", "again")});
   }
   std::vector<store::WriteResult> got;
   for (auto& f : results) {
@@ -717,16 +564,7 @@ TEST_F(PostgresStoreTest, ReadsAreBatchedAndAnswerEachKey) {
 TEST_F(PostgresStoreTest, RefusesBadKeysWithoutFailing) {
   auto s = open();
   ASSERT_TRUE(s);
-  for (auto batch : {std::vector<Write>{put("ok", "1"), put("", "x")},
-                     std::vector<Write>{put(std::string(251, 'k'), "x")}}) {
-    auto r = write_sync(*s, batch);
-    EXPECT_EQ(r.status.code, Code::io_error);
-    EXPECT_NE(r.status.message.find("1..250"), std::string::npos) << r.status.message;
-  }
-  EXPECT_EQ(value_of(*s, "ok"), "<absent>");  // the whole batch was refused
-  ASSERT_TRUE(write_sync(*s, {put("ok", "1")}).status.ok());
-  EXPECT_FALSE(s->stats().failed);
-  EXPECT_EQ(s->stats().errors, 2u);
+  check_refuses_bad_keys_without_failing(*s, "1..250");
 }
 
 TEST_F(PostgresStoreTest, AStatementErrorFailsTheGroupOnlyAndIsLogged) {
@@ -943,30 +781,8 @@ TEST_F(PostgresStoreTest, AcknowledgedWritesSurviveACrashUnderLoad) {
 
 // --- expiry ---------------------------------------------------------------------------------
 
-Write put_expiring(std::string key, std::string value, std::uint64_t expires_at_ms) {
-  Write w = put(std::move(key), std::move(value));
-  w.expires_at_ms = expires_at_ms;
-  return w;
-}
-
 TEST_F(PostgresStoreTest, AnExpiredRowReadsAsAbsentAndCountsAsAbsentForExisted) {
-  auto s = open();
-  ASSERT_TRUE(s);
-  const std::uint64_t later = store::unix_now_ms() + 60'000;
-  auto r = write_sync(
-      *s, {put_expiring("live", "v", later), put_expiring("gone", "x", 1), put("plain", "p")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  auto live = read_sync(*s, "live");
-  ASSERT_TRUE(live.status.ok()) << live.status.message;
-  EXPECT_EQ(live.value, "v");
-  EXPECT_EQ(live.expires_at_ms, later);
-  EXPECT_EQ(read_sync(*s, "gone").status.code, Code::not_found);
-  EXPECT_EQ(read_sync(*s, "plain").expires_at_ms, 0u);
-  r = write_sync(*s, {put("gone", "y"), del("live")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  EXPECT_EQ(r.existed, (std::vector<bool>{false, true}));
-  EXPECT_EQ(value_of(*s, "gone"), "y");
-  EXPECT_EQ(read_sync(*s, "gone").expires_at_ms, 0u);  // a put without expiry clears it
+  check_contract(check_an_expired_value_reads_as_absent);
 }
 
 TEST_F(PostgresStoreTest, TheWriterDeletesExpiredRowsWithoutReads) {
@@ -1112,7 +928,7 @@ TEST_F(PostgresStoreTest, CreatesTheBoardTableWithItsRankingIndex) {
     auto s = open();
     ASSERT_TRUE(s);
     ASSERT_NE(s->board_source(), nullptr);
-    ASSERT_TRUE(write_sync(*s, {bset("b", "m", 1.5, 7)}).status.ok());
+    ASSERT_TRUE(write_sync(*s, {board_set("b", "m", 1.5, 7)}).status.ok());
   }
   EXPECT_EQ(exec_sql("SELECT board, member, score, seq FROM \"" + board_table_ + "\""), "");
   // The index that serves WHERE board = $1 ORDER BY score DESC, seq (with member: index-only
@@ -1145,21 +961,24 @@ TEST_F(PostgresStoreTest, BoardOpsOfOneGroupApplyInArrivalOrder) {
   auto s = open();
   ASSERT_TRUE(s);
   BoardModel model;
-  const std::vector<Write> before{bset("b1", "old", 1, 1), bset("b1", "m1", 1, 2),
-                                  bset("b2", "x", 5, 1), bset("b3", "keep", 2, 1)};
+  const std::vector<Write> before{board_set("b1", "old", 1, 1), board_set("b1", "m1", 1, 2),
+                                  board_set("b2", "x", 5, 1), board_set("b3", "keep", 2, 1)};
   ASSERT_TRUE(write_sync(*s, before).status.ok());
   for (const auto& w : before) apply_row(model, w);
 
   // One group: sets, removes and drops of the same rows and boards, within and across batches.
   const std::vector<std::optional<std::vector<Write>>> group{
-      std::vector<Write>{bset("b1", "m2", 2, 3), bremove("b1", "m2"), bset("b1", "m1", 3, 4)},
-      std::vector<Write>{bdrop("b1"), bset("b1", "new", 4, 5)},  // old and m1 go, new stays
-      std::vector<Write>{bset("b1", "m1", 6, 6)},                // after the drop: stays
-      std::vector<Write>{bremove("b2", "x"), bset("b2", "x", 7, 2), bset("b2", "y", 7, 1)},
-      std::vector<Write>{bset("b4", "a", 1, 1), bdrop("b4")},  // gone within the group
-      std::vector<Write>{bdrop("b5"), bremove("b5", "none")},  // nothing to remove
-      std::vector<Write>{bset("b6", "s", 1, 1), bdrop("b6"), bset("b6", "s", 2, 2),
-                         bremove("b6", "s"), bset("b6", "t", 3, 3)},
+      std::vector<Write>{board_set("b1", "m2", 2, 3), board_remove("b1", "m2"),
+                         board_set("b1", "m1", 3, 4)},
+      std::vector<Write>{board_drop("b1"),
+                         board_set("b1", "new", 4, 5)},  // old and m1 go, new stays
+      std::vector<Write>{board_set("b1", "m1", 6, 6)},   // after the drop: stays
+      std::vector<Write>{board_remove("b2", "x"), board_set("b2", "x", 7, 2),
+                         board_set("b2", "y", 7, 1)},
+      std::vector<Write>{board_set("b4", "a", 1, 1), board_drop("b4")},  // gone within the group
+      std::vector<Write>{board_drop("b5"), board_remove("b5", "none")},  // nothing to remove
+      std::vector<Write>{board_set("b6", "s", 1, 1), board_drop("b6"), board_set("b6", "s", 2, 2),
+                         board_remove("b6", "s"), board_set("b6", "t", 3, 3)},
   };
   const auto commits = s->stats().commits;
   const auto writes = s->stats().writes;
@@ -1178,12 +997,13 @@ TEST_F(PostgresStoreTest, BoardOpsOfOneGroupApplyInArrivalOrder) {
 TEST_F(PostgresStoreTest, BoardOpsAreOrderedWithClearsInOneGroupAndAcross) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(write_sync(*s, {bset("b", "before", 1, 1), put("k", "v")}).status.ok());
-  write_one_group(pg(*s), {std::vector<Write>{bset("b", "wiped", 2, 2), bset("c", "wiped", 1, 1)},
-                           std::nullopt,  // clear
-                           std::vector<Write>{bset("b", "after", 3, 3), bremove("c", "wiped")},
-                           std::vector<Write>{bdrop("d"), bset("d", "after", 4, 4)}, std::nullopt,
-                           std::vector<Write>{bset("e", "last", 5, 5), bdrop("b")}});
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "before", 1, 1), put("k", "v")}).status.ok());
+  write_one_group(pg(*s),
+                  {std::vector<Write>{board_set("b", "wiped", 2, 2), board_set("c", "wiped", 1, 1)},
+                   std::nullopt,  // clear
+                   std::vector<Write>{board_set("b", "after", 3, 3), board_remove("c", "wiped")},
+                   std::vector<Write>{board_drop("d"), board_set("d", "after", 4, 4)}, std::nullopt,
+                   std::vector<Write>{board_set("e", "last", 5, 5), board_drop("b")}});
   EXPECT_EQ(describe(load_all(*s)), "e/last=5.000000#5 ");
   EXPECT_EQ(value_of(*s, "k"), "<absent>");  // clear() removes keys and board rows alike
 
@@ -1197,14 +1017,14 @@ TEST_F(PostgresStoreTest, BoardOpsAreOrderedWithClearsInOneGroupAndAcross) {
       const std::string m = name("m", static_cast<long long>(rng() % 5));
       switch (rng() % 6) {
         case 0:
-          batch.push_back(bdrop(board));
+          batch.push_back(board_drop(board));
           break;
         case 1:
         case 2:
-          batch.push_back(bremove(board, m));
+          batch.push_back(board_remove(board, m));
           break;
         default:
-          batch.push_back(bset(board, m, static_cast<double>(rng() % 100) / 10, rng() % 1000));
+          batch.push_back(board_set(board, m, static_cast<double>(rng() % 100) / 10, rng() % 1000));
       }
     }
     if (round % 20 == 19) {
@@ -1221,30 +1041,31 @@ TEST_F(PostgresStoreTest, RefusesBadBoardAndMemberNamesWithoutFailing) {
   auto s = open();
   ASSERT_TRUE(s);
   const std::string long_name(251, 'b');
-  for (auto batch : {std::vector<Write>{bset("ok", "m", 1, 1), bset("", "m", 1, 1)},
-                     std::vector<Write>{bset("ok", "m", 1, 1), bset(long_name, "m", 1, 1)},
-                     std::vector<Write>{bset("ok", "m", 1, 1), bset("b", "", 1, 1)},
-                     std::vector<Write>{bset("ok", "m", 1, 1), bset("b", long_name, 1, 1)},
-                     std::vector<Write>{bset("ok", "m", 1, 1), bremove("b", "")},
-                     std::vector<Write>{bset("ok", "m", 1, 1), bremove("", "m")},
-                     std::vector<Write>{put("ok", "1"), bdrop("")},
-                     std::vector<Write>{put("ok", "1"), bdrop(long_name)}}) {
+  for (auto batch :
+       {std::vector<Write>{board_set("ok", "m", 1, 1), board_set("", "m", 1, 1)},
+        std::vector<Write>{board_set("ok", "m", 1, 1), board_set(long_name, "m", 1, 1)},
+        std::vector<Write>{board_set("ok", "m", 1, 1), board_set("b", "", 1, 1)},
+        std::vector<Write>{board_set("ok", "m", 1, 1), board_set("b", long_name, 1, 1)},
+        std::vector<Write>{board_set("ok", "m", 1, 1), board_remove("b", "")},
+        std::vector<Write>{board_set("ok", "m", 1, 1), board_remove("", "m")},
+        std::vector<Write>{put("ok", "1"), board_drop("")},
+        std::vector<Write>{put("ok", "1"), board_drop(long_name)}}) {
     auto r = write_sync(*s, batch);
     EXPECT_EQ(r.status.code, Code::io_error);
     EXPECT_NE(r.status.message.find("1..250"), std::string::npos) << r.status.message;
   }
   // Beyond the names: what the rows' columns cannot rank as the in-memory boards do.
   for (auto batch :
-       {std::vector<Write>{bset("ok", "m", std::numeric_limits<double>::quiet_NaN(), 1)},
-        std::vector<Write>{bset("ok", "m", std::numeric_limits<double>::infinity(), 1)},
-        std::vector<Write>{bset("ok", "m", 1, std::uint64_t{1} << 63)}}) {
+       {std::vector<Write>{board_set("ok", "m", std::numeric_limits<double>::quiet_NaN(), 1)},
+        std::vector<Write>{board_set("ok", "m", std::numeric_limits<double>::infinity(), 1)},
+        std::vector<Write>{board_set("ok", "m", 1, std::uint64_t{1} << 63)}}) {
     EXPECT_EQ(write_sync(*s, batch).status.code, Code::io_error);
   }
   EXPECT_TRUE(load_all(*s).empty());  // the whole batches were refused
   EXPECT_EQ(value_of(*s, "ok"), "<absent>");
   // 250 bytes is fine, for both.
   const std::string max_name(250, 'x');
-  ASSERT_TRUE(write_sync(*s, {bset(max_name, max_name, 1, 1)}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set(max_name, max_name, 1, 1)}).status.ok());
   EXPECT_EQ(load_all(*s).size(), 1u);
   EXPECT_FALSE(s->stats().failed);
   EXPECT_EQ(s->stats().errors, 11u);
@@ -1261,7 +1082,7 @@ TEST_F(PostgresStoreTest, BoardAndMemberNamesHoldArbitraryBytesApartFromKeys) {
   for (const auto& b : names) {
     for (const auto& m : names) {
       ++seq;
-      batch.push_back(bset(b, m, static_cast<double>(seq % 3), seq));
+      batch.push_back(board_set(b, m, static_cast<double>(seq % 3), seq));
     }
   }
   ASSERT_TRUE(write_sync(*s, batch).status.ok());
@@ -1270,8 +1091,8 @@ TEST_F(PostgresStoreTest, BoardAndMemberNamesHoldArbitraryBytesApartFromKeys) {
   // The board "x" and the key "x" never touch each other.
   ASSERT_TRUE(write_sync(*s, {put("x", "value"), del("x"), put("x", "kept")}).status.ok());
   EXPECT_EQ(load_all(*s), model);
-  ASSERT_TRUE(write_sync(*s, {bdrop("x")}).status.ok());
-  apply_row(model, bdrop("x"));
+  ASSERT_TRUE(write_sync(*s, {board_drop("x")}).status.ok());
+  apply_row(model, board_drop("x"));
   EXPECT_EQ(value_of(*s, "x"), "kept");
   EXPECT_EQ(load_all(*s), model);
   // Read back through the BoardSource too.
@@ -1309,10 +1130,10 @@ TEST_F(PostgresStoreTest, ScoresAndSeqsRoundTripExactly) {
   std::vector<Write> batch;
   BoardModel model;
   for (std::size_t i = 0; i < scores.size(); ++i) {
-    batch.push_back(bset("scores", name("m", static_cast<long long>(i)), scores[i], i));
+    batch.push_back(board_set("scores", name("m", static_cast<long long>(i)), scores[i], i));
   }
   for (std::size_t i = 0; i < seqs.size(); ++i) {
-    batch.push_back(bset("seqs", name("m", static_cast<long long>(i)), 1, seqs[i]));
+    batch.push_back(board_set("seqs", name("m", static_cast<long long>(i)), 1, seqs[i]));
   }
   ASSERT_TRUE(write_sync(*s, batch).status.ok());
   for (const auto& w : batch) apply_row(model, w);
@@ -1349,13 +1170,13 @@ TEST_F(PostgresStoreTest, LoadBoardsReturnsExactlyWhatWasWritten) {
       const std::string board = name("board", static_cast<long long>(rng() % 10));
       const std::string m = name("member", static_cast<long long>(rng() % 300));
       if (rng() % 10 == 0) {
-        batch.push_back(bremove(board, m));
+        batch.push_back(board_remove(board, m));
       } else {
         batch.push_back(
-            bset(board, m, std::ldexp(static_cast<double>(rng() % 1000000), -7), rng() >> 2));
+            board_set(board, m, std::ldexp(static_cast<double>(rng() % 1000000), -7), rng() >> 2));
       }
     }
-    if (round == 10) batch.push_back(bdrop("board3"));
+    if (round == 10) batch.push_back(board_drop("board3"));
     ASSERT_TRUE(write_sync(*s, batch).status.ok());
     for (const auto& w : batch) apply_row(model, w);
   }
@@ -1375,8 +1196,8 @@ void load_timed(store::Store& s, int boards, int members_per_board) {
   const auto wrote = Clock::now();
   for (int b = 0; b < boards; ++b) {
     for (int m = 0; m < members_per_board; ++m) {
-      batch.push_back(
-          bset(name("board", b), name("player:", m), static_cast<double>(m % 100000) * 1.5, ++seq));
+      batch.push_back(board_set(name("board", b), name("player:", m),
+                                static_cast<double>(m % 100000) * 1.5, ++seq));
       if (batch.size() == 10000) {
         ASSERT_TRUE(write_sync(s, std::move(batch)).status.ok());
         batch.clear();
@@ -1442,10 +1263,10 @@ TEST_F(PostgresStoreTest, DISABLED_LoadBoardsOfAMillionRows) {
 TEST_F(PostgresStoreTest, BoardTopRanksByScoreThenSeq) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(
-      write_sync(*s, {bset("b", "c", 10, 5), bset("b", "a", 10, 2), bset("b", "top", 20, 9),
-                      bset("b", "low", 5, 1), bset("b", "d", 10, 7), bset("other", "z", 100, 1)})
-          .status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "c", 10, 5), board_set("b", "a", 10, 2),
+                              board_set("b", "top", 20, 9), board_set("b", "low", 5, 1),
+                              board_set("b", "d", 10, 7), board_set("other", "z", 100, 1)})
+                  .status.ok());
   auto page = top(*s, "b", 0, 3);
   ASSERT_TRUE(page.status.ok()) << page.status.message;
   EXPECT_EQ(page.members, 0u);  // not counted: a page never counts its board
@@ -1463,7 +1284,7 @@ TEST_F(PostgresStoreTest, BoardTopRanksByScoreThenSeq) {
     EXPECT_TRUE(page.entries.empty());
   }
   // A later set moves a member; equal scores keep their seq order.
-  ASSERT_TRUE(write_sync(*s, {bset("b", "low", 10, 3)}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "low", 10, 3)}).status.ok());
   EXPECT_EQ(entries(top(*s, "b", 1, 4)),
             "2:a:10.000000 3:low:10.000000 4:c:10.000000 5:d:10.000000");
 }
@@ -1477,8 +1298,8 @@ TEST_F(PostgresStoreTest, BoardTopIsAnIndexOnlyScanAndRanksCountTheIndex) {
   auto s = open();
   ASSERT_TRUE(s);
   std::vector<Write> batch;
-  for (int m = 0; m < 20000; ++m) batch.push_back(bset("b", name("p", m), m % 5000, m + 1));
-  batch.push_back(bset("a", "x", 1, 1));  // a small board beside it, sorting first
+  for (int m = 0; m < 20000; ++m) batch.push_back(board_set("b", name("p", m), m % 5000, m + 1));
+  batch.push_back(board_set("a", "x", 1, 1));  // a small board beside it, sorting first
   ASSERT_TRUE(write_sync(*s, std::move(batch)).status.ok());
   ASSERT_EQ(exec_sql("VACUUM ANALYZE \"" + board_table_ + "\""), "");
   std::map<std::string, std::string> sql;
@@ -1541,8 +1362,8 @@ TEST_F(PostgresStoreTest, BoardAroundAndInfoCountOnlyTheRowsAheadOnTheIndex) {
   std::vector<Write> batch;
   for (std::uint64_t m = 0; m < kMembers; ++m)
     batch.push_back(
-        bset("b", name("p", static_cast<long long>(m)), static_cast<double>(m % 5000), m + 1));
-  batch.push_back(bset("a", "x", 1, 1));
+        board_set("b", name("p", static_cast<long long>(m)), static_cast<double>(m % 5000), m + 1));
+  batch.push_back(board_set("a", "x", 1, 1));
   ASSERT_TRUE(write_sync(*s, std::move(batch)).status.ok());
   ASSERT_EQ(exec_sql("VACUUM ANALYZE \"" + board_table_ + "\""), "");
   std::map<std::string, std::string> sql;
@@ -1588,8 +1409,9 @@ TEST_F(PostgresStoreTest, BoardAroundAndInfoCountOnlyTheRowsAheadOnTheIndex) {
 TEST_F(PostgresStoreTest, BoardMemberRankCountsTies) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(write_sync(*s, {bset("b", "c", 10, 5), bset("b", "a", 10, 2), bset("b", "top", 20, 9),
-                              bset("b", "low", 5, 1), bset("b", "d", 10, 7)})
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "c", 10, 5), board_set("b", "a", 10, 2),
+                              board_set("b", "top", 20, 9), board_set("b", "low", 5, 1),
+                              board_set("b", "d", 10, 7)})
                   .status.ok());
   for (auto [m, rank, score] :
        {std::tuple{"top", 1, 20.0}, std::tuple{"a", 2, 10.0}, std::tuple{"c", 3, 10.0},
@@ -1607,7 +1429,8 @@ TEST_F(PostgresStoreTest, BoardAroundIsClippedAtBothEnds) {
   auto s = open();
   ASSERT_TRUE(s);
   std::vector<Write> batch;
-  for (int i = 1; i <= 10; ++i) batch.push_back(bset("b", name("r", i), 100 - i, 1));  // rank i
+  for (int i = 1; i <= 10; ++i)
+    batch.push_back(board_set("b", name("r", i), 100 - i, 1));  // rank i
   ASSERT_TRUE(write_sync(*s, batch).status.ok());
   auto ranks = [](const store::BoardPage& page) {
     std::string out;
@@ -1630,7 +1453,8 @@ TEST_F(PostgresStoreTest, BoardAroundIsClippedAtBothEnds) {
   page = around(*s, "b", "r6", UINT64_MAX);
   EXPECT_EQ(ranks(page), "1 2 3 4 5 6 7 8 9 10 ");
   // Ties: ranks by seq, the window too.
-  ASSERT_TRUE(write_sync(*s, {bset("t", "x", 1, 3), bset("t", "y", 1, 1), bset("t", "z", 1, 2)})
+  ASSERT_TRUE(write_sync(*s, {board_set("t", "x", 1, 3), board_set("t", "y", 1, 1),
+                              board_set("t", "z", 1, 2)})
                   .status.ok());
   EXPECT_EQ(entries(around(*s, "t", "z", 1)), "1:y:1.000000 2:z:1.000000 3:x:1.000000");
   EXPECT_EQ(entries(around(*s, "t", "x", 1)), "2:z:1.000000 3:x:1.000000");
@@ -1655,7 +1479,7 @@ TEST_F(PostgresStoreTest, BoardReadsMatchAModelWithManyTies) {
   std::vector<Write> batch;
   for (int i = 0; i < kMembers; ++i) {
     ranked.push_back({name("m", i), static_cast<double>(rng() % 3), seqs[i]});
-    batch.push_back(bset("b", ranked.back().member, ranked.back().score, ranked.back().seq));
+    batch.push_back(board_set("b", ranked.back().member, ranked.back().score, ranked.back().seq));
   }
   ASSERT_TRUE(write_sync(*s, batch).status.ok());
   std::sort(ranked.begin(), ranked.end(), [](const Row& a, const Row& b) {
@@ -1689,9 +1513,9 @@ TEST_F(PostgresStoreTest, BoardReadsMatchAModelWithManyTies) {
 TEST_F(PostgresStoreTest, BoardInfoAndNotFound) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(
-      write_sync(*s, {bset("b", "a", -2.5, 1), bset("b", "c", 7.25, 2), bset("b", "d", 0, 3)})
-          .status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "a", -2.5, 1), board_set("b", "c", 7.25, 2),
+                              board_set("b", "d", 0, 3)})
+                  .status.ok());
   auto page = info(*s, "b");
   ASSERT_TRUE(page.status.ok()) << page.status.message;
   EXPECT_EQ(page.members, 0u);  // not filled: no count(*) of the board (the server keeps it)
@@ -1699,8 +1523,8 @@ TEST_F(PostgresStoreTest, BoardInfoAndNotFound) {
   EXPECT_EQ(page.bottom_score, -2.5);
   EXPECT_TRUE(page.entries.empty());
 
-  ASSERT_TRUE(
-      write_sync(*s, {bset("gone", "m", 1, 1), bdrop("gone"), put("key", "v")}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set("gone", "m", 1, 1), board_drop("gone"), put("key", "v")})
+                  .status.ok());
   for (const std::string board : {"none", "gone", "key"}) {  // a key is no board
     for (const auto& p : {top(*s, board, 0, 10), member(*s, board, "a"), around(*s, board, "a", 2),
                           info(*s, board)}) {
@@ -1722,7 +1546,7 @@ TEST_F(PostgresStoreTest, BoardInfoAndNotFound) {
 TEST_F(PostgresStoreTest, BoardReadsCompleteOffTheCallerAndClosedAfterClose) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(write_sync(*s, {bset("b", "m", 1, 1)}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "m", 1, 1)}).status.ok());
   const auto caller = std::this_thread::get_id();
   // Many at once: served by every reader, each answered.
   constexpr int kCalls = 40;
@@ -1776,9 +1600,9 @@ TEST_F(PostgresStoreTest, BoardReadsCompleteOffTheCallerAndClosedAfterClose) {
 TEST_F(PostgresStoreTest, BoardStatementErrorsAndUnpreparedStatements) {
   auto s = open();
   ASSERT_TRUE(s);
-  ASSERT_TRUE(write_sync(*s, {bset("b", "a", 2, 1), bset("b", "b", 1, 2)}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "a", 2, 1), board_set("b", "b", 1, 2)}).status.ok());
   ASSERT_EQ(exec_sql("DROP TABLE \"" + board_table_ + "\""), "");
-  auto r = write_sync(*s, {bset("b", "c", 3, 3)});
+  auto r = write_sync(*s, {board_set("b", "c", 3, 3)});
   EXPECT_EQ(r.status.code, Code::io_error);
   EXPECT_NE(r.status.message.find("commit failed"), std::string::npos) << r.status.message;
   EXPECT_EQ(top(*s, "b", 0, 1).status.code, Code::io_error);
@@ -1796,10 +1620,10 @@ TEST_F(PostgresStoreTest, BoardStatementErrorsAndUnpreparedStatements) {
                      "\"(board bytea, member bytea, score double precision not null, "
                      "seq bigint not null, primary key (board, member))"),
             "");
-  ASSERT_TRUE(write_sync(*s, {bset("b", "a", 2, 1), bset("b", "b", 1, 2), bset("b", "c", 1, 1),
-                              bremove("b", "c"), bdrop("x")})
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "a", 2, 1), board_set("b", "b", 1, 2),
+                              board_set("b", "c", 1, 1), board_remove("b", "c"), board_drop("x")})
                   .status.ok());
-  ASSERT_TRUE(write_sync(*s, {bremove("b", "c"), bdrop("x")}).status.ok());
+  ASSERT_TRUE(write_sync(*s, {board_remove("b", "c"), board_drop("x")}).status.ok());
   EXPECT_EQ(entries(top(*s, "b", 0, 5)), "1:a:2.000000 2:b:1.000000");
   auto page = member(*s, "b", "b");
   ASSERT_TRUE(page.status.ok()) << page.status.message;
@@ -1816,69 +1640,15 @@ TEST_F(PostgresStoreTest, BoardStatementErrorsAndUnpreparedStatements) {
 TEST_F(PostgresStoreTest, CloseCompletesQueuedOperationsThenRefusesNewOnes) {
   auto s = open();
   ASSERT_TRUE(s);
-  constexpr int kWrites = 200, kReads = 200;
-  std::atomic<int> ok_writes{0}, reads_done{0}, clears_done{0};
-  for (int i = 0; i < kWrites; ++i) {
-    s->write({put(name("k", i), "v")}, [&](store::WriteResult r) {
-      if (r.status.ok()) ++ok_writes;
-    });
-  }
-  for (int i = 0; i < kReads; ++i) {
-    s->read(name("k", i), [&](store::ReadResult r) {
-      if (r.status.ok() || r.status.code == Code::not_found) ++reads_done;
-    });
-  }
-  s->clear([&](store::Status st) {
-    if (st.ok()) ++clears_done;
-  });
-  s->write({put("last", "v")}, [&](store::WriteResult r) {
-    if (r.status.ok()) ++ok_writes;
-  });
-  s->close();
-  EXPECT_EQ(ok_writes.load(), kWrites + 1);  // no callback may run after close() returns
-  EXPECT_EQ(reads_done.load(), kReads);
-  EXPECT_EQ(clears_done.load(), 1);
-  s->close();  // idempotent
-
-  const auto caller = std::this_thread::get_id();
-  std::promise<std::pair<Code, bool>> wp, rp, cp;
-  s->write({put("late", "v")}, [&](store::WriteResult r) {
-    wp.set_value({r.status.code, std::this_thread::get_id() == caller});
-  });
-  s->read("k1", [&](store::ReadResult r) {
-    rp.set_value({r.status.code, std::this_thread::get_id() == caller});
-  });
-  s->clear([&](store::Status st) {
-    cp.set_value({st.code, std::this_thread::get_id() == caller});
-  });
-  for (auto* p : {&wp, &rp, &cp}) {
-    auto f = p->get_future();
-    auto [code, was_inline] = wait_for(f);
-    EXPECT_EQ(code, Code::closed);
-    EXPECT_FALSE(was_inline);
-  }
+  check_close_completes_queued_operations_then_refuses_new_ones(*s);
   s.reset();
   auto again = open();
   ASSERT_TRUE(again);
-  EXPECT_EQ(value_of(*again, "k1"), "<absent>");  // the clear came after the writes
-  EXPECT_EQ(value_of(*again, "last"), "v");
+  expect_closed_store_state(*again);
 }
 
 TEST_F(PostgresStoreTest, DestructorClosesAndCompletesQueuedWrites) {
-  std::atomic<int> ok{0};
-  {
-    auto s = open();
-    ASSERT_TRUE(s);
-    for (int i = 0; i < 100; ++i) {
-      s->write({put(name("k", i), "v")}, [&](store::WriteResult r) {
-        if (r.status.ok()) ++ok;
-      });
-    }
-  }
-  EXPECT_EQ(ok.load(), 100);
-  auto s = open();
-  ASSERT_TRUE(s);
-  EXPECT_EQ(value_of(*s, "k99"), "v");
+  check_destructor_closes_and_completes_queued_writes([this] { return open(); });
 }
 
 TEST_F(PostgresStoreTest, ManyThreadsReadAndWriteConcurrently) {

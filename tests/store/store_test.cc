@@ -37,14 +37,12 @@
 #include "store/rocksdb_store.hh"
 #include "store/rocksdb_values.hh"
 #include "store/store.hh"
+#include "tests/store/store_test_support.hh"
 
 namespace {
 
 using namespace std::chrono_literals;
-using store::Code;
-using store::Write;
-
-constexpr auto kWait = 60s;  // a generous bound for any one completion (sanitizers, noisy host)
+using namespace store_test;
 
 // Directories of live TempDirs, so that a run that dies (a stuck store's abort below, a
 // sanitizer's halt_on_error) still removes them: RAII covers every ordinary failure.
@@ -64,13 +62,17 @@ void remove_live_dirs() {
 
 }  // namespace
 
-// Called by ASan/TSan/UBSan just before they end the process (weak: absent without them).
-extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+// store_test_support.hh's hooks: the bound on one completion (sanitizers, noisy host), and the
+// directories a stuck store's abort removes.
+const std::chrono::seconds store_test::kWait = 60s;
+void store_test::remove_before_abort() {
+  remove_live_dirs();
+}
 
 namespace {
 
 [[maybe_unused]] const bool death_callback_installed = [] {
-  if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(remove_live_dirs);
+  remove_before_sanitizer_death();
   return true;
 }();
 
@@ -117,96 +119,15 @@ store::Faults faults_of(std::string_view spec) {
   return f;
 }
 
-// "k" + std::to_string(i) without GCC 12's false -Wrestrict on operator+(const char*, string&&).
-std::string name(std::string_view prefix, long long i) {
-  std::string s(prefix);
-  s += std::to_string(i);
-  return s;
-}
-std::string name(std::string_view prefix, long long a, long long b) {
-  std::string s = name(prefix, a);
-  s += '-';
-  s += std::to_string(b);
-  return s;
-}
+using CommitterGate = store_test::CommitterGate<store::RocksStore>;
 
-// By field name: Write has grown board fields (member, score, seq) before want_existed.
-Write put(std::string key, std::string value, bool want = true) {
-  Write w;
-  w.kind = Write::Kind::put;
-  w.key = std::move(key);
-  w.value = std::move(value);
-  w.want_existed = want;
-  return w;
+// Runs one of the contract's checks (store_test_support.hh) on a fresh store.
+void check_contract(void (*check)(store::Store&)) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  check(*s);
 }
-Write del(std::string key, bool want = true) {
-  Write w;
-  w.kind = Write::Kind::del;
-  w.key = std::move(key);
-  w.want_existed = want;
-  return w;
-}
-
-template <class T>
-T wait_for(std::future<T>& f) {
-  if (f.wait_for(kWait) != std::future_status::ready) {
-    ADD_FAILURE() << "operation did not complete";
-    remove_live_dirs();
-    std::abort();  // the store is stuck; do not hang the whole suite
-  }
-  return f.get();
-}
-
-// The promise is shared with the callback: the store thread may still be inside set_value()
-// when the waiting test thread wakes up and moves on.
-store::WriteResult write_sync(store::Store& s, std::vector<Write> batch) {
-  auto p = std::make_shared<std::promise<store::WriteResult>>();
-  auto f = p->get_future();
-  s.write(std::move(batch), [p](store::WriteResult r) { p->set_value(std::move(r)); });
-  return wait_for(f);
-}
-
-store::ReadResult read_sync(store::Store& s, std::string key) {
-  auto p = std::make_shared<std::promise<store::ReadResult>>();
-  auto f = p->get_future();
-  s.read(std::move(key), [p](store::ReadResult r) { p->set_value(std::move(r)); });
-  return wait_for(f);
-}
-
-store::Status clear_sync(store::Store& s) {
-  auto p = std::make_shared<std::promise<store::Status>>();
-  auto f = p->get_future();
-  s.clear([p](store::Status st) { p->set_value(std::move(st)); });
-  return wait_for(f);
-}
-
-std::string value_of(store::Store& s, const std::string& key) {
-  auto r = read_sync(s, key);
-  if (r.status.code == Code::not_found) return "<absent>";
-  if (!r.status.ok()) return "<error " + r.status.message + ">";
-  return r.value;
-}
-
-// Holds the committer after a commit of its own (one write, "__gate"), so everything submitted
-// meanwhile queues up and forms the next group. release() (or the destructor) lets it go.
-class CommitterGate {
- public:
-  explicit CommitterGate(store::Store& s) : store_(dynamic_cast<store::RocksStore&>(s)) {
-    store_.hold_committer_after_next_commit();
-    std::promise<void> committed;
-    auto f = committed.get_future();
-    store_.write({put("__gate", "1", false)},
-                 [&committed](const store::WriteResult&) { committed.set_value(); });
-    wait_for(f);
-  }
-  ~CommitterGate() { release(); }
-  CommitterGate(const CommitterGate&) = delete;
-  CommitterGate& operator=(const CommitterGate&) = delete;
-  void release() { store_.release_committer(); }
-
- private:
-  store::RocksStore& store_;
-};
 
 // --- open_store / parse_faults -------------------------------------------------------------
 
@@ -319,95 +240,15 @@ TEST(ParseFaults, RejectsBadSpecsWithoutTouchingTheOutput) {
 // --- semantics -----------------------------------------------------------------------------
 
 TEST(RocksStore, PutGetDeleteAndExisted) {
-  TempDir dir;
-  auto s = open_ok(dir.uri());
-  EXPECT_EQ(read_sync(*s, "a").status.code, Code::not_found);
-
-  auto r = write_sync(*s, {put("a", "1")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  EXPECT_EQ(r.existed, std::vector<bool>{false});
-  // The batch comes back with its result (store.hh, WriteResult::batch): the tier caches the
-  // value from it instead of keeping a copy.
-  ASSERT_EQ(r.batch.size(), 1u);
-  EXPECT_EQ(r.batch[0].key, "a");
-  EXPECT_EQ(r.batch[0].value, "1");
-  EXPECT_EQ(value_of(*s, "a"), "1");
-
-  r = write_sync(*s, {put("a", "2")});
-  EXPECT_EQ(r.existed, std::vector<bool>{true});
-  EXPECT_EQ(value_of(*s, "a"), "2");
-
-  r = write_sync(*s, {del("a")});
-  EXPECT_EQ(r.existed, std::vector<bool>{true});
-  EXPECT_EQ(read_sync(*s, "a").status.code, Code::not_found);
-
-  r = write_sync(*s, {del("a")});
-  ASSERT_TRUE(r.status.ok());
-  EXPECT_EQ(r.existed, std::vector<bool>{false});
-
-  // Without want_existed the answer is false, whatever the state.
-  ASSERT_TRUE(write_sync(*s, {put("b", "x")}).status.ok());
-  r = write_sync(*s, {put("b", "y", false)});
-  EXPECT_EQ(r.existed, std::vector<bool>{false});
-
-  // Binary keys and values, a 250-byte key, an empty value.
-  const std::string bin("\0k\xff", 3);
-  const std::string big_key(250, 'k');
-  ASSERT_TRUE(write_sync(*s, {put(bin, std::string("\0\1", 2)), put(big_key, "")}).status.ok());
-  EXPECT_EQ(value_of(*s, bin), std::string("\0\1", 2));
-  auto e = read_sync(*s, big_key);
-  ASSERT_TRUE(e.status.ok());
-  EXPECT_EQ(e.value, "");
-
-  // An empty batch completes ok without a commit.
-  const auto commits = s->stats().commits;
-  r = write_sync(*s, {});
-  EXPECT_TRUE(r.status.ok());
-  EXPECT_TRUE(r.existed.empty());
-  EXPECT_EQ(s->stats().commits, commits);
+  check_contract(check_put_get_delete_and_existed);
 }
 
 TEST(RocksStore, ExistedSeesEarlierOpsOfTheSameBatch) {
-  TempDir dir;
-  auto s = open_ok(dir.uri());
-  ASSERT_TRUE(write_sync(*s, {put("old", "v")}).status.ok());
-  auto r = write_sync(*s, {put("k", "1"), put("k", "2"), del("k"), del("k"), put("k", "3"),
-                           del("old"), put("old", "w"), put("n", "1", false), del("n")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  EXPECT_EQ(r.existed,
-            (std::vector<bool>{false, true, true, false, false, true, false, false, true}));
-  EXPECT_EQ(value_of(*s, "k"), "3");
-  EXPECT_EQ(value_of(*s, "old"), "w");
-  EXPECT_EQ(value_of(*s, "n"), "<absent>");
+  check_contract(check_existed_sees_earlier_ops_of_the_same_batch);
 }
 
 TEST(RocksStore, ExistedSeesEarlierBatchesOfTheSameGroup) {
-  TempDir dir;
-  auto s = open_ok(dir.uri());
-  ASSERT_TRUE(write_sync(*s, {put("x", "0")}).status.ok());
-  std::vector<std::future<store::WriteResult>> results;
-  std::vector<std::promise<store::WriteResult>> promises(5);
-  for (auto& p : promises) results.push_back(p.get_future());
-  const auto commits_before = s->stats().commits;
-  {
-    CommitterGate gate(*s);  // the five writes below form one group
-    int i = 0;
-    for (auto batch : {std::vector<Write>{del("x")}, std::vector<Write>{put("x", "1")},
-                       std::vector<Write>{put("x", "2")}, std::vector<Write>{put("y", "1")},
-                       std::vector<Write>{del("y"), del("x")}}) {
-      s->write(std::move(batch),
-               [&p = promises[i++]](store::WriteResult r) { p.set_value(std::move(r)); });
-    }
-  }
-  std::vector<std::vector<bool>> existed;
-  for (auto& f : results) {
-    auto r = wait_for(f);
-    ASSERT_TRUE(r.status.ok()) << r.status.message;
-    existed.push_back(r.existed);
-  }
-  EXPECT_EQ(existed,
-            (std::vector<std::vector<bool>>{{true}, {false}, {true}, {false}, {true, true}}));
-  EXPECT_EQ(s->stats().commits, commits_before + 2);  // the gate's, then the whole group
+  check_contract(check_existed_sees_earlier_batches_of_the_same_group<store::RocksStore>);
 }
 
 // A write whose caller stopped waiting (the tier's --store-timeout answered it) and that is
@@ -513,17 +354,7 @@ TEST(RocksStore, ReadsSeeAcknowledgedWritesAndBatchManyKeys) {
 }
 
 TEST(RocksStore, RefusesBadKeysWithoutFailing) {
-  TempDir dir;
-  auto s = open_ok(dir.uri());
-  auto r = write_sync(*s, {put("fine", "1"), put("", "x")});
-  EXPECT_EQ(r.status.code, Code::io_error);
-  EXPECT_TRUE(r.existed.empty());
-  r = write_sync(*s, {put(std::string(251, 'k'), "x")});
-  EXPECT_EQ(r.status.code, Code::io_error);
-  EXPECT_EQ(value_of(*s, "fine"), "<absent>");  // the whole batch was refused
-  EXPECT_TRUE(write_sync(*s, {put("fine", "2")}).status.ok());
-  EXPECT_FALSE(s->stats().failed);
-  EXPECT_EQ(s->stats().errors, 2u);
+  check_contract([](store::Store& s) { check_refuses_bad_keys_without_failing(s); });
 }
 
 // --- durability, group commit, clear, close ------------------------------------------------
@@ -660,64 +491,16 @@ TEST(RocksStore, ClearRemovesEverythingDurablyInOrderWithWrites) {
 TEST(RocksStore, CloseCompletesQueuedOperationsThenRefusesNewOnes) {
   TempDir dir;
   auto s = open_ok(dir.uri());
-  constexpr int kWrites = 200, kReads = 200;
-  std::atomic<int> ok_writes{0}, reads_done{0}, clears_done{0};
-  for (int i = 0; i < kWrites; ++i) {
-    s->write({put(name("k", i), "v")}, [&](store::WriteResult r) {
-      if (r.status.ok()) ++ok_writes;
-    });
-  }
-  for (int i = 0; i < kReads; ++i) {
-    s->read(name("k", i), [&](store::ReadResult r) {
-      if (r.status.ok() || r.status.code == Code::not_found) ++reads_done;
-    });
-  }
-  s->clear([&](store::Status st) {
-    if (st.ok()) ++clears_done;
-  });
-  s->close();
-  EXPECT_EQ(ok_writes.load(), kWrites);  // no callback of these may run after close() returns
-  EXPECT_EQ(reads_done.load(), kReads);
-  EXPECT_EQ(clears_done.load(), 1);
-  s->close();  // idempotent
-
-  const auto caller = std::this_thread::get_id();
-  std::promise<std::pair<Code, bool>> wp, rp, cp;
-  s->write({put("late", "v")}, [&](store::WriteResult r) {
-    wp.set_value({r.status.code, std::this_thread::get_id() == caller});
-  });
-  s->read("k1", [&](store::ReadResult r) {
-    rp.set_value({r.status.code, std::this_thread::get_id() == caller});
-  });
-  s->clear([&](store::Status st) {
-    cp.set_value({st.code, std::this_thread::get_id() == caller});
-  });
-  for (auto* p : {&wp, &rp, &cp}) {
-    auto f = p->get_future();
-    auto [code, was_inline] = wait_for(f);
-    EXPECT_EQ(code, Code::closed);
-    EXPECT_FALSE(was_inline);
-  }
+  check_close_completes_queued_operations_then_refuses_new_ones(*s);
   EXPECT_EQ(s->stats().errors, 3u);
   s.reset();
-  auto again = open_ok(dir.uri());                // closed means the lock is released
-  EXPECT_EQ(value_of(*again, "k1"), "<absent>");  // the clear came after the writes
+  auto again = open_ok(dir.uri());  // closed means the lock is released
+  expect_closed_store_state(*again);
 }
 
 TEST(RocksStore, DestructorClosesAndCompletesQueuedWrites) {
   TempDir dir;
-  std::atomic<int> ok{0};
-  {
-    auto s = open_ok(dir.uri());
-    for (int i = 0; i < 100; ++i) {
-      s->write({put(name("k", i), "v")}, [&](store::WriteResult r) {
-        if (r.status.ok()) ++ok;
-      });
-    }
-  }
-  EXPECT_EQ(ok.load(), 100);
-  auto s = open_ok(dir.uri());
-  EXPECT_EQ(value_of(*s, "k99"), "v");
+  check_destructor_closes_and_completes_queued_writes([&] { return open_ok(dir.uri()); });
 }
 
 TEST(RocksStore, ManyThreadsReadAndWriteConcurrently) {
@@ -755,16 +538,6 @@ TEST(RocksStore, ManyThreadsReadAndWriteConcurrently) {
 // bits and the seq, names of arbitrary bytes (the row key is [board length][board][member], so a
 // board whose name is a prefix of another's must not share its rows), op order inside one group,
 // clear(), refused batches, load_boards() over many rows, a database from before the family.
-
-Write board_set(std::string board, std::string member, double score, std::uint64_t seq) {
-  return Write::board_set_row(std::move(board), std::move(member), score, seq);
-}
-Write board_remove(std::string board, std::string member) {
-  return Write::board_remove_row(std::move(board), std::move(member));
-}
-Write board_drop(std::string board) {
-  return Write::board_drop_rows(std::move(board));
-}
 
 // A row as load_boards() reports it: the score's bits (so -0.0 and 0.0 differ and every score
 // compares exactly), and the seq.
@@ -831,7 +604,17 @@ void reopen(std::unique_ptr<store::Store>& s, const std::string& uri) {
   s = open_ok(uri);
 }
 
+// Restarts the store (reopen) and expects load_boards() to report `want`: what was durable.
+void expect_rows_after_a_restart(std::unique_ptr<store::Store>& s, const std::string& uri,
+                                 const Rows& want, const char* trace = "after a restart") {
+  reopen(s, uri);
+  ASSERT_TRUE(s);
+  SCOPED_TRACE(trace);
+  expect_rows(*s, want);
+}
+
 const std::string kNul("\0", 1);
+const std::string kFf250(250, '\xff');  // the highest board (and member) name
 
 TEST(RocksBoards, SetThenLoadKeepsExactScoresAndSeqsAcrossARestart) {
   TempDir dir;
@@ -891,17 +674,13 @@ TEST(RocksBoards, SetThenLoadKeepsExactScoresAndSeqsAcrossARestart) {
                      "bm0"),
             "<absent>");  // the row's key in its own family
 
-  reopen(s, dir.uri());
-  ASSERT_TRUE(s);
-  SCOPED_TRACE("after a restart");
-  expect_rows(*s, want);
+  expect_rows_after_a_restart(s, dir.uri(), want);
 }
 
 TEST(RocksBoards, NamesOfAnyBytesAndPrefixNamesStayDistinct) {
   TempDir dir;
   auto s = open_ok(dir.uri());
   ASSERT_TRUE(s);
-  const std::string ff250(250, '\xff');
   const std::string k250(250, 'k');
   const std::string a_ff("a\xff");
   const std::string a_ffff("a\xff\xff");
@@ -912,7 +691,7 @@ TEST(RocksBoards, NamesOfAnyBytesAndPrefixNamesStayDistinct) {
       {"a", "b"},
       {"abc", "d"},
       {"a", "\xff"},
-      {"a", ff250},
+      {"a", kFf250},
       {a_ff, "x"},  // boards "a" + 0xFF..: in the range a naive prefix_end("a") would cover
       {a_ffff, "y"},
       {a_nul, "z"},
@@ -923,8 +702,8 @@ TEST(RocksBoards, NamesOfAnyBytesAndPrefixNamesStayDistinct) {
       {"\xff", "\xff"},
       {"\xff", "\xffm"},
       {"\xff\xff", "m"},  // [2]\xff\xff m  vs  [1]\xff \xffm
-      {ff250, ff250},
-      {k250, ff250},
+      {kFf250, kFf250},
+      {k250, kFf250},
       {kNul, kNul},
       {std::string("\0\xff", 2), std::string("\xff\0", 2)},
       {"'", "'"},
@@ -966,17 +745,14 @@ TEST(RocksBoards, NamesOfAnyBytesAndPrefixNamesStayDistinct) {
   ASSERT_EQ(want.count({a_ff, "x"}), 1u);
   drop("\xff", "drop \\xff: not \\xff\\xff");
   ASSERT_EQ(want.count({"\xff\xff", "m"}), 1u);
-  drop(ff250, "drop 250 x \\xff: not 250 x k");
-  ASSERT_EQ(want.count({k250, ff250}), 1u);
+  drop(kFf250, "drop 250 x \\xff: not 250 x k");
+  ASSERT_EQ(want.count({k250, kFf250}), 1u);
   drop(kNul, "drop \\0: not \\0\\xff");
   drop("zz", "drop of a board that has no rows");
   drop(a_ff, "drop a\\xff: not a\\xff\\xff");
   ASSERT_EQ(want.count({a_ffff, "y"}), 1u);
 
-  reopen(s, dir.uri());
-  ASSERT_TRUE(s);
-  SCOPED_TRACE("after a restart");
-  expect_rows(*s, want);
+  expect_rows_after_a_restart(s, dir.uri(), want);
 }
 
 TEST(RocksBoards, OpsOfOneGroupApplyInCallOrder) {
@@ -1028,19 +804,15 @@ TEST(RocksBoards, OpsOfOneGroupApplyInCallOrder) {
   }
   EXPECT_EQ(value_of(*s, "k"), "v");
   EXPECT_EQ(value_of(*s, "j"), "w");
-  reopen(s, dir.uri());
-  ASSERT_TRUE(s);
-  SCOPED_TRACE("after a restart");
-  expect_rows(*s, want);
+  expect_rows_after_a_restart(s, dir.uri(), want);
 }
 
 TEST(RocksBoards, AClearInsideAGroupRemovesTheRowsBeforeItOnly) {
   TempDir dir;
   auto s = open_ok(dir.uri());
   ASSERT_TRUE(s);
-  const std::string ff250(250, '\xff');
   // The highest and the lowest possible row keys, and a key.
-  ASSERT_TRUE(write_sync(*s, {board_set("b", "old", 1, 1), board_set(ff250, ff250, 2, 2),
+  ASSERT_TRUE(write_sync(*s, {board_set("b", "old", 1, 1), board_set(kFf250, kFf250, 2, 2),
                               board_set(kNul, kNul, 3, 3), put("key-old", "v")})
                   .status.ok());
   std::future<store::WriteResult> before, after, later;
@@ -1050,7 +822,7 @@ TEST(RocksBoards, AClearInsideAGroupRemovesTheRowsBeforeItOnly) {
     before = write_async(*s, {board_set("b", "before", 1, 1), put("key-before", "v")});
     cleared = clear_async(*s);
     after = write_async(*s, {board_set("b", "after", 2, 2), put("key-after", "v"),
-                             board_set("c", "after", 3, 3), board_set(ff250, "m", 4, 4)});
+                             board_set("c", "after", 3, 3), board_set(kFf250, "m", 4, 4)});
     later = write_async(*s, {board_remove("c", "after"), board_set("c", "late", 5, 5)});
   }
   EXPECT_TRUE(wait_for(before).status.ok());
@@ -1058,7 +830,7 @@ TEST(RocksBoards, AClearInsideAGroupRemovesTheRowsBeforeItOnly) {
   EXPECT_TRUE(wait_for(after).status.ok());
   EXPECT_TRUE(wait_for(later).status.ok());
   const Rows want{
-      {{"b", "after"}, row(2, 2)}, {{"c", "late"}, row(5, 5)}, {{ff250, "m"}, row(4, 4)}};
+      {{"b", "after"}, row(2, 2)}, {{"c", "late"}, row(5, 5)}, {{kFf250, "m"}, row(4, 4)}};
   {
     SCOPED_TRACE("after the group");
     expect_rows(*s, want);
@@ -1066,22 +838,15 @@ TEST(RocksBoards, AClearInsideAGroupRemovesTheRowsBeforeItOnly) {
   EXPECT_EQ(value_of(*s, "key-old"), "<absent>");
   EXPECT_EQ(value_of(*s, "key-before"), "<absent>");
   EXPECT_EQ(value_of(*s, "key-after"), "v");
-  reopen(s, dir.uri());
-  ASSERT_TRUE(s);
-  {
-    SCOPED_TRACE("after a restart");
-    expect_rows(*s, want);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_rows_after_a_restart(s, dir.uri(), want));
   // A clear alone removes every row, durably.
   ASSERT_TRUE(clear_sync(*s).ok());
   {
     SCOPED_TRACE("after a clear alone");
     expect_rows(*s, {});
   }
-  reopen(s, dir.uri());
-  ASSERT_TRUE(s);
-  SCOPED_TRACE("after a clear alone and a restart");
-  expect_rows(*s, {});
+  ASSERT_NO_FATAL_FAILURE(
+      expect_rows_after_a_restart(s, dir.uri(), {}, "after a clear alone and a restart"));
   EXPECT_EQ(value_of(*s, "key-after"), "<absent>");
 }
 
@@ -1205,10 +970,7 @@ TEST(RocksBoards, ABadBoardRowRefusesOnlyItsBatch) {
   EXPECT_TRUE(r.status.ok()) << r.status.message;
   want[{"after", "m"}] = row(1, 1);
   EXPECT_FALSE(s->stats().failed);
-  reopen(s, dir.uri());
-  ASSERT_TRUE(s);
-  SCOPED_TRACE("after a restart");
-  expect_rows(*s, want);
+  expect_rows_after_a_restart(s, dir.uri(), want);
 }
 
 TEST(RocksBoards, LoadOnAFreshStoreVisitsNothing) {
@@ -1415,34 +1177,8 @@ TEST(RocksBoards, WantExistedOnABoardOpIsIgnored) {
 
 // --- expiry: values with an expiry time (store/rocksdb_values.hh) ------------------------------
 
-Write put_expiring(std::string key, std::string value, std::uint64_t expires_at_ms) {
-  Write w = put(std::move(key), std::move(value));
-  w.expires_at_ms = expires_at_ms;
-  return w;
-}
-
 TEST(RocksExpiry, AnExpiredValueReadsAsAbsentAndCountsAsAbsentForExisted) {
-  TempDir dir;
-  auto s = open_ok("rocksdb:" + (dir.path() / "db").string());
-  ASSERT_TRUE(s);
-  const std::uint64_t later = store::unix_now_ms() + 60'000;
-  auto r = write_sync(
-      *s, {put_expiring("live", "v", later), put_expiring("gone", "x", 1), put("plain", "p")});
-  ASSERT_TRUE(r.status.ok()) << r.status.message;
-  auto live = read_sync(*s, "live");
-  ASSERT_TRUE(live.status.ok()) << live.status.message;
-  EXPECT_EQ(live.value, "v");
-  EXPECT_EQ(live.expires_at_ms, later);
-  EXPECT_EQ(read_sync(*s, "gone").status.code, Code::not_found);
-  auto plain = read_sync(*s, "plain");
-  EXPECT_EQ(plain.value, "p");
-  EXPECT_EQ(plain.expires_at_ms, 0u);
-  // existed: the expired value is absent; the live one is there.
-  r = write_sync(*s, {put("gone", "y"), del("live")});
-  ASSERT_TRUE(r.status.ok());
-  EXPECT_EQ(r.existed, (std::vector<bool>{false, true}));
-  EXPECT_EQ(value_of(*s, "gone"), "y");
-  EXPECT_EQ(read_sync(*s, "gone").expires_at_ms, 0u);  // a put without expiry clears it
+  check_contract(check_an_expired_value_reads_as_absent);
 }
 
 TEST(RocksExpiry, ExpiryTimesSurviveARestart) {
