@@ -81,17 +81,6 @@ class SlotTable {
     }
   }
 
-  // The slot holding exactly entry `e` (found by address, never dereferenced), or npos. Lets a
-  // policy that remembers (address, hash) pairs tell a live entry from a freed one.
-  std::size_t find_entry(std::uint64_t hash, const E* e) const {
-    const std::uint64_t tag = tag_of(hash);
-    for (std::size_t i = home(hash);; i = next(i)) {
-      const std::uint64_t s = load(i);
-      if (s == 0) return npos;
-      if ((s & kTagMask) == tag && untag(s) == e) return i;
-    }
-  }
-
   // The first slot, in `hash`'s probe run, whose entry matches `hash`'s tag and satisfies
   // `pred` (given the live entry), or npos. Only the hash's low 32 bits (the home slot) and its
   // tag bits (kRecordHashMask) are read, so a policy can keep just those.
@@ -181,6 +170,7 @@ class SlotTable {
   static constexpr std::uint64_t kExpiresBit = std::uint64_t{1} << 49;
   static constexpr std::uint64_t kTagMask = ~(kPointerMask | kReferencedBit | kExpiresBit);
 
+  static_assert((kRecordHashMask & ~0xffffffffULL) == kTagMask, "the tag is what records keep");
   static std::uint64_t tag_of(std::uint64_t hash) { return hash & kTagMask; }
   static std::uint64_t slot_word(const E* e, std::uint64_t hash) {
     return reinterpret_cast<std::uintptr_t>(e) | tag_of(hash) | (e->expires() ? kExpiresBit : 0);
