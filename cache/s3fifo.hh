@@ -250,7 +250,8 @@ class GhostFifo {
     std::size_t target = buckets_;
     if (unit == sweep_unit_) {
       const std::uint64_t into = now_ & ((std::uint64_t{1} << shift_) - 1);
-      target = static_cast<std::size_t>((into * buckets_) >> shift_);
+      const unsigned drop = shift_ > 32 ? shift_ - 32 : 0;  // (into >> drop) * buckets_ fits
+      target = static_cast<std::size_t>(((into >> drop) * buckets_) >> (shift_ - drop));
     }
     if (cursor_ < target) {
       const std::uint32_t now = now_unit(), limit = live_limit();
