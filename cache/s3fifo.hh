@@ -178,7 +178,7 @@ class GhostFifo {
   // inserts into it), so it is written for speed: a branch-free test, four words at a time,
   // tells whether any fingerprint in the bucket matches, and only then (rarely) are the slots
   // scanned in order. Returns the same slot as a plain scan in order would.
-  std::uint16_t* find(std::uint64_t hash) {
+  [[gnu::always_inline]] std::uint16_t* find(std::uint64_t hash) {
     if (buckets_ == 0) return nullptr;
     const std::uint32_t fp = fingerprint(hash);
     const std::uint64_t pattern = std::uint64_t{fp << 4} * 0x0001000100010001ULL;
@@ -250,8 +250,8 @@ class GhostFifo {
     std::size_t target = buckets_;
     if (unit == sweep_unit_) {
       const std::uint64_t into = now_ & ((std::uint64_t{1} << shift_) - 1);
-      const unsigned drop = shift_ > 32 ? shift_ - 32 : 0;  // (into >> drop) * buckets_ fits
-      target = static_cast<std::size_t>(((into >> drop) * buckets_) >> (shift_ - drop));
+      target = shift_ <= 32 ? static_cast<std::size_t>((into * buckets_) >> shift_)
+                            : static_cast<std::size_t>(((into >> (shift_ - 32)) * buckets_) >> 32);
     }
     if (cursor_ < target) {
       const std::uint32_t now = now_unit(), limit = live_limit();
