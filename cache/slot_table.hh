@@ -41,6 +41,8 @@ class SlotTable {
  public:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   static constexpr std::size_t kInitialCapacity = 16;
+  // The bits of a hash the table reads: the low 32 (the home slot) and the tag's (50..63).
+  static constexpr std::uint64_t kRecordHashMask = 0xffffffffULL | (~std::uint64_t{0} << 50);
 
   explicit SlotTable(double max_load_factor) : max_load_factor_(max_load_factor) {
     allocate(kInitialCapacity);
@@ -79,14 +81,16 @@ class SlotTable {
     }
   }
 
-  // The slot holding exactly entry `e` (found by address, never dereferenced), or npos. Lets a
-  // policy that remembers (address, hash) pairs tell a live entry from a freed one.
-  std::size_t find_entry(std::uint64_t hash, const E* e) const {
+  // The first slot, in `hash`'s probe run, whose entry matches `hash`'s tag and satisfies
+  // `pred` (given the live entry), or npos. Only the hash's low 32 bits (the home slot) and its
+  // tag bits (kRecordHashMask) are read, so a policy can keep just those.
+  template <class Pred>
+  std::size_t find_entry_if(std::uint64_t hash, const Pred& pred) const {
     const std::uint64_t tag = tag_of(hash);
     for (std::size_t i = home(hash);; i = next(i)) {
       const std::uint64_t s = load(i);
       if (s == 0) return npos;
-      if ((s & kTagMask) == tag && untag(s) == e) return i;
+      if ((s & kTagMask) == tag && pred(untag(s))) return i;
     }
   }
 
@@ -166,6 +170,7 @@ class SlotTable {
   static constexpr std::uint64_t kExpiresBit = std::uint64_t{1} << 49;
   static constexpr std::uint64_t kTagMask = ~(kPointerMask | kReferencedBit | kExpiresBit);
 
+  static_assert((kRecordHashMask & ~0xffffffffULL) == kTagMask, "the tag is what records keep");
   static std::uint64_t tag_of(std::uint64_t hash) { return hash & kTagMask; }
   static std::uint64_t slot_word(const E* e, std::uint64_t hash) {
     return reinterpret_cast<std::uintptr_t>(e) | tag_of(hash) | (e->expires() ? kExpiresBit : 0);
