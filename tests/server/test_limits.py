@@ -182,6 +182,9 @@ def wait_until_answered(srv, n, limit_s=60):
     while True:
         polls += 1
         with connect(srv) as s:
+            # A worker busy rendering the flood (slow under TSan) answers late: the poll waits
+            # as long as the limit allows, not the 10 s of one request.
+            s.settimeout(max(10.0, deadline - time.monotonic()))
             answered = json.loads(get(s, "/stats").body)["requests"]
         if answered >= n + polls or time.monotonic() > deadline:
             assert answered >= n + polls, f"only {answered} requests answered in {limit_s} s"
