@@ -161,21 +161,14 @@ struct Revalidation {
   }
 };
 
-// The time a value from the store has left, as the cache's items carry it.
-std::optional<std::chrono::milliseconds> ttl_left(const KeyLookup& found) {
-  if (found.expires_at_ms == 0) return std::nullopt;
-  const std::uint64_t now_ms = store::unix_now_ms();
-  const std::uint64_t left = found.expires_at_ms > now_ms ? found.expires_at_ms - now_ms : 0;
-  return std::chrono::milliseconds(left);
-}
-
 // What a lookup beyond the cache answers (a HEAD's body is dropped by the writer): the value,
 // its ETag when the read filled the cache (the item's version), and its TTL's max-age.
 HandlerResult render_lookup(const KeyLookup& found, std::string_view key, bool json,
                             const Etags& etags, ResponseWriter& out) {
   switch (found.kind) {
     case KeyLookup::Kind::found:
-      if (const cache::Item item{*found.value, found.version, ttl_left(found)};
+      if (const cache::Item item{*found.value, found.version,
+                                 store::time_left(found.expires_at_ms, store::unix_now_ms())};
           json ? render_json_value(key, item, found.version != 0 ? &etags : nullptr, out)
                : render_raw_value(item, found.version != 0 ? &etags : nullptr, out)) {
         return {};
@@ -311,13 +304,12 @@ HandlerResult Handlers::dispatch(const Route& route, const RequestView& request,
 // The hot path: decode the key, then render header + value as the value path hands it over
 // (CStringValue: inside the cache's sink, under the shard lock, straight into the output buffer).
 // With If-None-Match naming the item's ETag, 304 instead.
-template <class ValuePath>
-HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const RequestView& request,
-                                ResponseWriter& out) {
+template <class ValuePath, class RenderHit>
+HandlerResult Handlers::read_key(std::string_view raw_key, bool json, const RequestView& request,
+                                 ResponseWriter& out, RenderHit render_hit) {
   KeyBuffer storage;
   const DecodedKey k = decode_key(raw_key, storage);
   if (!k.error.ok()) return k.error;
-  const Etags* etags = &ctx.etags;
   Revalidation revalidation;
   if (!revalidation.parse(ctx.etags, request)) {
     return fail(status::bad_request, "malformed If-None-Match");
@@ -325,14 +317,23 @@ HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const Reque
   bool admitted = true;  // --max-inflight had room for the body
   const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
     if (revalidation.not_modified(item)) {
-      return render_not_modified(item, *etags, out);
+      return render_not_modified(item, ctx.etags, out);
     }
-    admitted =
-        json ? render_json_value(k.key, item, etags, out) : render_raw_value(item, etags, out);
+    admitted = render_hit(k.key, item);
   });
   WorkerStats::bump(hit ? stats.hits : stats.misses);
   if (hit) return admitted ? HandlerResult{} : fail(status::service_unavailable, kInflightFull);
   return lookup(k.key, json, request, out);
+}
+
+template <class ValuePath>
+HandlerResult Handlers::get_key(std::string_view raw_key, bool json, const RequestView& request,
+                                ResponseWriter& out) {
+  const Etags* etags = &ctx.etags;
+  return read_key<ValuePath>(
+      raw_key, json, request, out, [&](std::string_view key, const cache::Item& item) {
+        return json ? render_json_value(key, item, etags, out) : render_raw_value(item, etags, out);
+      });
 }
 
 // PUT: the TTL (?ttl=, Cache-Control: max-age) and the conditions (If-Match, If-None-Match) are
@@ -388,25 +389,13 @@ HandlerResult Handlers::delete_key(std::string_view raw_key, const RequestView& 
 template <class ValuePath>
 HandlerResult Handlers::head_key(std::string_view raw_key, const RequestView& request,
                                  ResponseWriter& out) {
-  KeyBuffer storage;
-  const DecodedKey k = decode_key(raw_key, storage);
-  if (!k.error.ok()) return k.error;
-  const Etags* etags = &ctx.etags;
-  Revalidation revalidation;
-  if (!revalidation.parse(ctx.etags, request)) {
-    return fail(status::bad_request, "malformed If-None-Match");
-  }
-  const bool hit = ctx.key_service.read_cached<ValuePath>(k.key, [&](const cache::Item& item) {
-    if (revalidation.not_modified(item)) {
-      return render_not_modified(item, *etags, out);
-    }
-    out.start(status::ok, kOctetStream, item.value.size());
-    item_headers(item, etags, out);
-    out.end_headers();
-  });
-  WorkerStats::bump(hit ? stats.hits : stats.misses);
-  if (hit) return {};
-  return lookup(k.key, false, request, out);
+  return read_key<ValuePath>(raw_key, false, request, out,
+                             [&](std::string_view, const cache::Item& item) {
+                               out.start(status::ok, kOctetStream, item.value.size());
+                               item_headers(item, &ctx.etags, out);
+                               out.end_headers();
+                               return true;
+                             });
 }
 
 // A miss: the key service answers (absent in memory only; the dirty buffer or the store with

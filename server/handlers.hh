@@ -75,6 +75,12 @@ struct Handlers {
   HandlerResult stats_json(ResponseWriter& out);
   HandlerResult metrics_text(ResponseWriter& out);  // GET /metrics (Prometheus text format)
 
+  // GET and HEAD: the key decoded, If-None-Match parsed, the hit rendered by render_hit(key,
+  // item) (false: no room under --max-inflight) or answered 304 inside the cache's sink; a miss
+  // goes to lookup().
+  template <class ValuePath, class RenderHit>
+  HandlerResult read_key(std::string_view raw_key, bool json, const RequestView& request,
+                         ResponseWriter& out, RenderHit render_hit);
   // A cache miss (GET/HEAD): answered by the key service (key_service.hh).
   HandlerResult lookup(std::string_view key, bool json, const RequestView& request,
                        ResponseWriter& out);

@@ -6,6 +6,7 @@
 #include <future>
 
 #include <iostream>
+#include <utility>
 
 namespace server {
 
@@ -56,10 +57,10 @@ bool refused_unapplied(store::Code c) {
 // The cache's TTL for a value that expires at expires_at_ms (0: never, a zero TTL), or nullopt
 // once it has expired.
 std::optional<std::chrono::milliseconds> ttl_left(std::uint64_t expires_at_ms) {
-  if (expires_at_ms == 0) return std::chrono::milliseconds(0);
-  const std::uint64_t now_ms = store::unix_now_ms();
-  if (store::expired(expires_at_ms, now_ms)) return std::nullopt;
-  return std::chrono::milliseconds(expires_at_ms - now_ms);
+  const auto left = store::time_left(expires_at_ms, store::unix_now_ms());
+  if (!left) return std::chrono::milliseconds(0);
+  if (left->count() == 0) return std::nullopt;
+  return left;
 }
 
 // Puts a value the store holds (or will) into the cache with the time it has left; an expired
@@ -102,6 +103,18 @@ StoreTier::~StoreTier() {
   if (store_abandoned_.load()) (void)store_.release();  // its closer thread may still be inside
 }
 
+// A conditional write waiting for its decision (write_if, below).
+struct StoreTier::CondWrite {
+  Kind kind;
+  std::string key, value;
+  std::uint64_t expires_at_ms = 0;
+  Preconditions preconditions;
+  Answer done;                 // the request's own deadline, until the write is applied
+  int reads = 0;               // store reads made for it (kMaxConditionReads)
+  std::size_t read_bytes = 0;  // its read under way, counted in StoreTier::read_bytes_
+  KeyWrite write() const { return {kind, key, value, expires_at_ms}; }
+};
+
 // --- reads --------------------------------------------------------------------------------------
 
 std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupDone done) {
@@ -110,14 +123,7 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
     if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
   }
   const std::size_t cost = key.size() + kOpOverhead;
-  if (read_bytes_.load() + cost > options_.max_waiting) {
-    return Lookup{Lookup::Kind::error,
-                  {},
-                  "store read backlog full: " + std::to_string(read_bytes_.load()) +
-                      " bytes of reads wait on the store (--max-inflight " +
-                      std::to_string(options_.max_waiting) + ")"};
-  }
-  read_bytes_ += cost;
+  if (auto full = admit_read_locked(cost)) return Lookup{Lookup::Kind::error, {}, std::move(*full)};
   // Each waiter has its own deadline; the read goes on for the others (and fills the cache).
   LookupDone answer = deadline_.arm<Lookup>(
       [this, cost, done = std::move(done)](const Lookup& l) {
@@ -140,6 +146,16 @@ std::optional<StoreTier::Lookup> StoreTier::read_locked(std::string_view key,
     if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
   }
   start_read_locked(std::string(key), &answer);
+  return std::nullopt;
+}
+
+std::optional<std::string> StoreTier::admit_read_locked(std::size_t cost) {
+  if (read_bytes_.load() + cost > options_.max_waiting) {
+    return "store read backlog full: " + std::to_string(read_bytes_.load()) +
+           " bytes of reads wait on the store (--max-inflight " +
+           std::to_string(options_.max_waiting) + ")";
+  }
+  read_bytes_ += cost;
   return std::nullopt;
 }
 
@@ -180,6 +196,7 @@ void StoreTier::on_read_done(const std::string& k, Inflight& entry, store::ReadR
     std::optional<bool> exists;
     if (unmoved && result.kind != Lookup::Kind::error) exists = result.kind == Lookup::Kind::found;
     for (const auto& op : entry.decisions) {
+      read_bytes_ -= std::exchange(op->read_bytes, 0);
       if (result.kind == Lookup::Kind::error) {
         decided.push_back({op, Outcome{Outcome::Kind::error, result.error}, false});
       } else {
@@ -310,16 +327,6 @@ std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone
 
 // --- conditional writes (write_if) ---------------------------------------------------------------
 
-struct StoreTier::CondWrite {
-  Kind kind;
-  std::string key, value;
-  std::uint64_t expires_at_ms = 0;
-  Preconditions preconditions;
-  Answer done;    // the request's own deadline, until the write is applied
-  int reads = 0;  // store reads made for it (kMaxConditionReads)
-  KeyWrite write() const { return {kind, key, value, expires_at_ms}; }
-};
-
 std::optional<StoreTier::Outcome> StoreTier::write_if(Kind kind, std::string_view key,
                                                       std::string_view value,
                                                       std::uint64_t expires_at_ms,
@@ -385,6 +392,9 @@ void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
                     "the key kept changing while a conditional write "
                     "looked it up in the store; retry");
     }
+    const std::size_t cost = key.size() + kOpOverhead;
+    if (auto full = admit_read_locked(cost)) return answer(Outcome::Kind::error, std::move(*full));
+    op->read_bytes = cost;
     return start_read_locked(key, nullptr, op);
   }
   if (!*allowed) return answer(Outcome::Kind::precondition_failed);

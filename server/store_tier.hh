@@ -279,6 +279,9 @@ class StoreTier {
   store::Status reset_timeout_status() const;
   Outcome refusal(std::string why);
   std::optional<Lookup> read_locked(std::string_view key, const LookupDone& answer);
+  // Counts a store read of `cost` bytes into read_bytes_, or says why it cannot wait (the
+  // backlog is at --max-inflight). Misses and conditional writes share the bound.
+  std::optional<std::string> admit_read_locked(std::size_t cost);
   // A store read of the key (single-flight), for a miss (answer) or a conditional write
   // (decision) or both.
   void start_read_locked(const std::string& key, const LookupDone* answer,
@@ -394,8 +397,8 @@ class StoreTier {
   // When the oldest write still in dirty_ was made (at most: after a flush, the snapshot's time).
   std::chrono::steady_clock::time_point dirty_since_{};
   std::size_t through_bytes_ = 0;  // write-through: submitted to the store, not yet answered
-  // Reads waiting on the store (key + kOpOverhead per waiter), released when each is answered
-  // (also by its deadline, without mu_).
+  // Reads waiting on the store (key + kOpOverhead per waiter, miss or conditional write),
+  // released when each is answered (a miss's also by its deadline, without mu_).
   std::atomic<std::size_t> read_bytes_{0};
   std::uint64_t dirty_version_ = 0;
   std::uint32_t resets_pending_ = 0;  // clears submitted, not yet completed

@@ -70,6 +70,13 @@ std::uint64_t unix_now_ms();
 inline bool expired(std::uint64_t expires_at_ms, std::uint64_t now_ms) {
   return expires_at_ms != 0 && expires_at_ms <= now_ms;
 }
+// The time a value that expires at expires_at_ms has left at now_ms: nullopt when it never
+// expires, zero once it has expired.
+inline std::optional<std::chrono::milliseconds> time_left(std::uint64_t expires_at_ms,
+                                                          std::uint64_t now_ms) {
+  if (expires_at_ms == 0) return std::nullopt;
+  return std::chrono::milliseconds(expires_at_ms > now_ms ? expires_at_ms - now_ms : 0);
+}
 
 struct ReadResult {
   Status status;                    // ok (value holds the bytes), not_found, or an error

@@ -3,6 +3,7 @@ RocksDB and a real PostgreSQL in both write modes: a cached key's ETag decides I
 that is not cached has no ETag a client can know (If-Match "E" is 412) but "*" asks the store
 whether it exists; the compare-and-set race of eight clients loses no update."""
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -101,3 +102,24 @@ def test_compare_and_set_loses_no_update_among_eight_clients(srv):
 def test_a_malformed_condition_is_400_with_a_store(srv):
     assert put(srv, "k", b"v", headers={"If-Match": "nope"}).status == 400
     assert delete(srv, "k", headers={"If-None-Match": "nope"}).status == 400
+
+
+def test_conditional_reads_share_the_store_read_backlog(start_server, store_flags):
+    """A conditional write that asks the store whether its key exists waits on a store read, as
+    a miss does, and counts against the same bound (--max-inflight; 64 bytes + the key per
+    read): past it, 503 at once. The bound is released when the reads complete."""
+    srv = start_server(*store_flags, "--store-faults", "read-delay=1s", "--max-value", "1K",
+                       "--max-inflight", "2K")
+    def create(i):
+        return put(srv, f"create{i:03}", b"v", headers={"If-None-Match": "*"})
+
+    def miss(i):
+        return get(srv, f"miss{i:03}")
+
+    for request, answered in ((create, 201), (miss, 404)):
+        with ThreadPoolExecutor(60) as pool:
+            answers = list(pool.map(request, range(60)))
+        assert {a.status for a in answers} == {answered, 503}, [a.status for a in answers]
+        full = [a.body for a in answers if a.status == 503]
+        assert all(b"store read backlog full" in body for body in full), full
+    assert create(999).status == 201
