@@ -109,7 +109,12 @@ struct StoreTier::CondWrite {
   std::string key, value;
   std::uint64_t expires_at_ms = 0;
   Preconditions preconditions;
-  Answer done;                 // the request's own deadline, until the write is applied
+  // The request's answer under its own deadline, armed at write_if: the decision, the store
+  // read it may make and the write once applied all run within one --store-timeout.
+  Answer done;
+  // The request's callback, which done forwards to; called directly for an outcome known when
+  // the write is applied (done.settle() has taken the answer from the deadline then).
+  std::shared_ptr<const WriteDone> reply;
   int reads = 0;               // store reads made for it (kMaxConditionReads)
   std::size_t read_bytes = 0;  // its read under way, counted in StoreTier::read_bytes_
   KeyWrite write() const { return {kind, key, value, expires_at_ms}; }
@@ -332,9 +337,10 @@ std::optional<StoreTier::Outcome> StoreTier::write_if(Kind kind, std::string_vie
                                                       std::uint64_t expires_at_ms,
                                                       const Preconditions& preconditions,
                                                       WriteDone done) {
-  auto op = std::make_shared<CondWrite>(
-      CondWrite{kind, std::string(key), std::string(value), expires_at_ms, preconditions,
-                deadline_.arm<Outcome>(std::move(done), timeout_outcome_)});
+  auto reply = std::make_shared<const WriteDone>(std::move(done));
+  auto op = std::make_shared<CondWrite>(CondWrite{
+      kind, std::string(key), std::string(value), expires_at_ms, preconditions,
+      deadline_.arm<Outcome>([reply](const Outcome& o) { (*reply)(o); }, timeout_outcome_), reply});
   DecidedList decided;
   {
     std::lock_guard lock(mu_);
@@ -402,22 +408,21 @@ void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
 }
 
 // The condition holds: the write goes the way an unconditional one goes, now, under the same
-// hold of mu_. Its request is claimed first (a deadline that fires from here on cannot answer
-// 503 for a write that is being applied); the write gets a deadline of its own.
+// hold of mu_, and under the request's own deadline: at one --store-timeout from the request's
+// arrival it answers 503, the write possibly still taking effect (write-through, the commit under
+// way) or dropped unapplied (write-behind, still waiting for room), as for an unconditional
+// write. An outcome known at once has been settled: the reply gets it directly.
 void StoreTier::apply_decided_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided) {
-  if (!op->done.claim()) return;
-  const Answer inner =
-      deadline_.arm<Outcome>([op](const Outcome& o) { op->done.deliver(o); }, timeout_outcome_);
   std::optional<Outcome> now = options_.mode == WriteMode::through
-                                   ? submit_through_locked(op->write(), inner)
-                                   : behind_locked(op->write(), inner);
+                                   ? submit_through_locked(op->write(), op->done)
+                                   : behind_locked(op->write(), op->done);
   if (now) decided.push_back({op, std::move(*now), true});
 }
 
 void StoreTier::answer_decided(DecidedList& decided) {
   for (Decided& d : decided) {
-    if (d.claimed) {
-      d.op->done.deliver(d.outcome);
+    if (d.settled) {
+      (*d.op->reply)(d.outcome);
     } else {
       d.op->done(d.outcome);
     }

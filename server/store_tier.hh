@@ -303,12 +303,13 @@ class StoreTier {
   };
   // What the dirty buffer says a read of the key gets (write-behind).
   static Lookup dirty_lookup(const Dirty& d);
-  // Conditional writes decided under mu_, answered once it is released: claimed (the write was
-  // applied: deliver) or not (412 or 503: unless the deadline answered first).
+  // Conditional writes decided under mu_, answered once it is released: settled (applied with
+  // an outcome known at once, the answer taken from the deadline: the reply gets it) or not
+  // (412 or 503: through the deadline's answer, unless it answered first).
   struct Decided {
     std::shared_ptr<CondWrite> op;
     Outcome outcome;
-    bool claimed = false;
+    bool settled = false;
   };
   using DecidedList = std::vector<Decided>;
   // How many store reads one conditional write may make before it answers 503 (each read whose

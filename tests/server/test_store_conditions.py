@@ -123,3 +123,16 @@ def test_conditional_reads_share_the_store_read_backlog(start_server, store_flag
         full = [a.body for a in answers if a.status == 503]
         assert all(b"store read backlog full" in body for body in full), full
     assert create(999).status == 201
+
+
+def test_a_conditional_write_waits_at_most_one_store_timeout(start_server, tmp_path):
+    """The decision's store read and the write's commit share the request's one --store-timeout:
+    a read that takes most of it, then a commit whose sync is slow, answer 503 at the timeout
+    (not at a second timeout counted from the decision)."""
+    srv = start_server("--store", f"rocksdb:{tmp_path / 'db'}", "--store-timeout", "2s",
+                       "--store-faults", "read-delay=1500ms,sync-delay=3s")
+    start = time.monotonic()
+    r = put(srv, "fresh", b"v", headers={"If-None-Match": "*"})
+    elapsed = time.monotonic() - start
+    assert r.status == 503 and b"may still take effect" in r.body, (r.status, r.body)
+    assert 1.9 < elapsed < 2.9, elapsed
