@@ -108,7 +108,7 @@ def env_opts(root):
 
 def test_contents(deb, tmp_path):
     listing = run(["dpkg-deb", "-c", deb])
-    paths = {line.split()[-1].lstrip("./") for line in listing.splitlines()}
+    paths = {line.split()[-1].removeprefix("./") for line in listing.splitlines()}
     missing = [f for f in EXPECTED_FILES if f not in paths]
     assert not missing, f"missing from {deb.name}: {missing}\n{listing}"
     assert re.fullmatch(r"cache-server_[^_]+_[a-z0-9]+\.deb", deb.name), deb.name
