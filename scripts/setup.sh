@@ -19,7 +19,11 @@ APT_PACKAGES=(g++ cmake ninja-build libboost1.81-dev libbenchmark-dev libcli11-d
               libpq-dev  # --store postgres: (store/postgres_store.hh)
               postgresql-15  # the tests start their own clusters (tests/support/pg_cluster.py)
               procps util-linux iproute2 curl python3 python3-pip
-              prometheus)  # promtool and a real Prometheus for the /metrics tests
+              prometheus  # promtool and a real Prometheus for the /metrics tests
+              # the .deb and its unit (tests/packaging): dpkg-shlibdeps computes the package's
+              # Depends, systemd-analyze verifies and rates the unit, strace lists the calls its
+              # system-call filter must allow
+              dpkg-dev systemd strace)
 PEER_PACKAGES=(nginx-light haproxy wrk redis-server redis-tools memcached linux-perf valgrind)
 
 peers=0
