@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "store/store.hh"
@@ -92,15 +93,9 @@ ResetGuard reset_guard(const Config& c) {
 }
 
 const char* to_string(ResetGuard g) {
-  switch (g) {
-    case ResetGuard::open:
-      return "open";
-    case ResetGuard::token:
-      return "token";
-    case ResetGuard::refused:
-      return "refused";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"open", "token", "refused"};  // in ResetGuard's order
+  const auto i = static_cast<std::size_t>(g);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 namespace {
