@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -107,6 +110,28 @@ std::string parse_targets(const std::string& s, std::vector<Config::Target>& out
   return {};
 }
 
+// --admin-token-file FILE: the token is the file's bytes with trailing whitespace trimmed, as the
+// server reads its own (docs/server.md, "Security model"). Returns the error, or "".
+std::string read_admin_token(const std::string& path, std::string& token) {
+  constexpr std::size_t kMaxTokenBytes = 4096;  // the server's limit
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return "cannot read --admin-token-file '" + path + "': it is a directory";
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) return "cannot read --admin-token-file '" + path + "'";
+  text.erase(text.find_last_not_of(" \t\r\n\v\f") + 1);
+  if (text.empty()) return "--admin-token-file '" + path + "' is empty";
+  if (text.size() > kMaxTokenBytes) return "--admin-token-file '" + path + "' is too long";
+  if (std::any_of(text.begin(), text.end(), [](char c) {
+        return static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f;
+      }))
+    return "--admin-token-file '" + path + "' holds whitespace or control bytes inside the token";
+  token = std::move(text);
+  return {};
+}
+
 std::optional<WorkloadKind> parse_workload(const std::string& s) {
   for (const WorkloadSpec& w : workload_specs())
     if (s == w.name) return w.kind;
@@ -185,6 +210,9 @@ Target
       --server-pid PID[,PID...] sample the server's CPU % from /proc/PID/stat (default: off);
                                 several PIDs: their CPU is summed (e.g. nginx workers); with
                                 --targets: one PID per target, in --targets order (per-node CPU)
+      --admin-token-file FILE   the server's admin token (its --admin-token-file), sent with the
+                                POST /reset before the preload as "Authorization: Bearer"; a
+                                reset the server refuses (401, 403) ends the run (exit 3)
       --timeout DURATION        connect/send/receive timeout per socket operation, 10ms..600s;
                                 a bare number is ms (default 5000ms)
 
@@ -283,8 +311,8 @@ bench_client place --targets LIST < keys prints the node of each key, as nginx p
 
 Exit status: 0 success (also when responses had errors, e.g. parse errors: see the errors
 column); 1 bad flags; 2 server unreachable; 3 run aborted (a point failed, e.g. the server died or
-an epoll_wait/socket call of the client failed) or interrupted (Ctrl-C/SIGTERM), the finished points
-saved; 4 output file could not be written; 6 a wrong answer (mismatch): a point is invalid, all
+an epoll_wait/socket call of the client failed; or the server refused the POST /reset: see
+--admin-token-file) or interrupted (Ctrl-C/SIGTERM), the finished points saved; 4 output file could not be written; 6 a wrong answer (mismatch): a point is invalid, all
 points saved.
 )";
 }
@@ -495,6 +523,12 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
               cfg.server_pids = *list;
               return true;
             });
+  flags.add("--admin-token-file", "a file name", "a file name", [&](const std::string& v) {
+    cfg.admin_token_file = v;
+    if (const std::string why = read_admin_token(v, cfg.admin_token); !why.empty())
+      throw FlagError(why);
+    return true;
+  });
   flags.add("--timeout", "a duration",
             "a duration 10ms..600s such as 500ms or 5s; a bare number is ms",
             [&](const std::string& v) {

@@ -129,6 +129,10 @@ struct Config {
   std::chrono::milliseconds timeout = kDefaultTimeout;  // per socket operation
   bool preload = true;
   bool reset = true;  // POST /reset before the preload (when /stats works)
+  // --admin-token-file: the server's admin token (the file's bytes, trailing whitespace trimmed),
+  // sent as "Authorization: Bearer <token>" with the POST /reset; empty = none is sent.
+  std::string admin_token_file;
+  std::string admin_token;
   // --server-pid: empty = do not sample the server's CPU. Without --targets, the CPU of all is
   // summed (e.g. nginx's workers); with --targets, one per target, in --targets order.
   std::vector<int> server_pids;

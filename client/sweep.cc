@@ -268,18 +268,49 @@ ServerProbe probe_server(const Endpoint& ep, std::chrono::milliseconds timeout) 
   return probe;
 }
 
-std::string reset_server(const Endpoint& ep, std::chrono::milliseconds timeout) {
+namespace {
+
+// The "error" of a cache_server error body ({"error": "..."}), else the body as it came.
+std::string error_text(std::string_view body) {
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(body, ec);
+  if (!ec && v.is_object()) {
+    if (const auto* e = v.as_object().if_contains("error"); e != nullptr && e->is_string()) {
+      return std::string(e->as_string());
+    }
+  }
+  return std::string(body.substr(0, 200));
+}
+
+}  // namespace
+
+ResetOutcome reset_server(const Endpoint& ep, std::chrono::milliseconds timeout,
+                          const std::string& admin_token) {
+  ResetOutcome out;
   Connection conn;
-  std::string err;
-  if (!conn.connect(ep, timeout, err)) return err;
+  if (!conn.connect(ep, timeout, out.error)) return out;
+  std::string request = "POST /reset HTTP/1.1\r\nHost: " + ep.host + "\r\n";
+  if (!admin_token.empty()) request += "Authorization: Bearer " + admin_token + "\r\n";
+  request += "Content-Length: 0\r\n\r\n";
   Response response;
-  IoResult r =
-      conn.send_all("POST /reset HTTP/1.1\r\nHost: " + ep.host + "\r\nContent-Length: 0\r\n\r\n");
+  IoResult r = conn.send_all(request);
   if (r == IoResult::kOk) r = conn.read_response(true, false, response);
-  if (r != IoResult::kOk) return std::string("POST /reset failed: ") + io_result_name(r);
-  if (response.status != 204 && response.status != 200)
-    return "POST /reset answered HTTP " + std::to_string(response.status);
-  return {};
+  if (r != IoResult::kOk) {
+    out.error = std::string("POST /reset failed: ") + io_result_name(r);
+    return out;
+  }
+  if (response.status == 204 || response.status == 200) return out;
+  out.error = "POST /reset answered HTTP " + std::to_string(response.status);
+  if (response.status == 401 || response.status == 403) {
+    // The server's admin route refused it (docs/server.md, "Security model"): say which flag helps.
+    out.refused = true;
+    out.error +=
+        " (" + error_text(response.body) + "): " +
+        (admin_token.empty() ? "pass --admin-token-file FILE with the server's admin token"
+                             : "the token of --admin-token-file is not the server's admin token") +
+        ", or --no-reset to keep the server's data";
+  }
+  return out;
 }
 
 SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
@@ -356,9 +387,14 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
   if (wants_data && cfg.preload && cfg.reset) {
     for (std::size_t i = 0; i < eps.size(); ++i) {
       if (!stats_ok[i]) continue;
-      const std::string reset_err = reset_server(eps[i], cfg.timeout);
-      if (!reset_err.empty())
-        say("warning: " + (several ? "node " + servers[i].text + ": " : std::string()) + reset_err);
+      const ResetOutcome reset = reset_server(eps[i], cfg.timeout, cfg.admin_token);
+      const std::string node = several ? "node " + servers[i].text + ": " : std::string();
+      if (reset.refused) {  // an error: the run would measure a server that still holds data
+        out.aborted = true;
+        out.abort_reason = node + reset.error;
+        return SweepStatus::kAborted;
+      }
+      if (!reset.error.empty()) say("warning: " + node + reset.error);
     }
   }
   if (wants_data && cfg.preload && bench.keyspace().preload_count() > 0) {

@@ -23,8 +23,13 @@ struct ServerProbe {
 };
 
 ServerProbe probe_server(const Endpoint& ep, std::chrono::milliseconds timeout);
-// POST /reset; returns an empty string on success, else the reason.
-std::string reset_server(const Endpoint& ep, std::chrono::milliseconds timeout);
+// POST /reset, with "Authorization: Bearer <admin_token>" unless admin_token is empty.
+struct ResetOutcome {
+  std::string error;     // empty on success, else the reason
+  bool refused = false;  // the server refused the reset (401 or 403): the run cannot go on
+};
+ResetOutcome reset_server(const Endpoint& ep, std::chrono::milliseconds timeout,
+                          const std::string& admin_token);
 
 struct SweepHooks {
   std::function<void(const std::string&)> message;     // progress and warnings (stderr)

@@ -162,7 +162,7 @@ def postgres_part(a, b: Bench) -> tuple[float, float]:
                      "shared_buffers=256MB, fsync on)")
         flags = ["--store", f"postgres:{pg.conninfo}", "--write-mode", "through",
                  "--board-maxmem", a.board_maxmem]
-        b.start_board("pg-load", flags)
+        b.start_board("pg-load", [*flags, "--allow-reset"])  # the preload resets it first
         b.preload("pg-load")
         b.stop("pg-load")
         b.start_board("memory", [*flags, "--board-source", "memory"])
@@ -184,7 +184,7 @@ def rocksdb_part(a, b: Bench) -> float:
     """Step 4: the same preload into RocksDB, a restart; its rebuild time (ms)."""
     flags = ["--store", f"rocksdb:{b.work}/rocks", "--write-mode", "through",
              "--board-maxmem", a.board_maxmem]
-    b.start_board("rocks-load", flags)
+    b.start_board("rocks-load", [*flags, "--allow-reset"])  # the preload resets it first
     b.preload("rocks-load")
     b.stop("rocks-load")
     b.start_board("rocks", flags)

@@ -16,13 +16,16 @@
 Writes to --out: summary.md (also printed) and summary.json (scripts/bench_cluster_report.py),
 raw/ (every bench_client JSON, the nodes' /stats, the CPU ticks), commands.txt and meta.json
 (harness.metadata). env: BUILD (where cache_server and bench_client are, default build/release).
-The clusters are stopped (scripts/cluster.sh down) on every exit path.
+The clusters are stopped (scripts/cluster.sh down) on every exit path. Every node gets the same
+admin token (cluster.sh up --admin-token-file, a fresh random one per run), and bench_client
+sends it with its reset (--admin-token-file), as an operator's cluster would run.
 Exit status: 0 measured, 1 a failure (a message says which), 2 bad usage, 130 interrupted.
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -69,6 +72,11 @@ class Run:
         self.env = dict(os.environ, CLUSTER_DIR=str(work / "cluster"),
                         CACHE_SERVER=str(self.server))
         self.nginx_pidfile = work / "cluster" / "nginx.pid"
+        # One admin token for every node (cluster.sh passes the file to each) and for
+        # bench_client's reset before a run: the cluster is set up as an operator would.
+        self.token_file = work / "admin.token"
+        self.token_file.write_text(secrets.token_hex(32) + "\n")
+        self.token_file.chmod(0o600)
 
     def record_cmd(self, name: str, cmd: str) -> None:
         with open(self.out / "commands.txt", "a") as f:
@@ -84,7 +92,8 @@ class Run:
     def up(self, n: int) -> tuple[str, list[tuple[str, int]]]:
         """N nodes behind nginx, all pinned to the server CPU: (front, [(node, PID)])."""
         front, nodes = "", []
-        for line in self.cluster("up", str(n), "--", "-t", "1").splitlines():
+        for line in self.cluster("up", str(n), "--admin-token-file", str(self.token_file), "--",
+                                 "-t", "1").splitlines():
             words = line.split()
             if words[:1] == ["front"]:
                 front = words[1]
@@ -92,7 +101,8 @@ class Run:
                 nodes.append((words[2], int(words[3])))
         if len(nodes) != n:
             raise Failure(f"cluster.sh up {n} failed")
-        self.record_cmd("cluster", f"CLUSTER_DIR=$DATA scripts/cluster.sh up {n} -- -t 1")
+        self.record_cmd("cluster", f"CLUSTER_DIR=$DATA scripts/cluster.sh up {n} "
+                                   "--admin-token-file $DATA/admin.token -- -t 1")
         master = self.nginx_master()
         for pid in [p for _, p in nodes] + [master] + resources.child_pids(master):
             procs.pin_running(pid, {SERVER_CPU})
@@ -112,8 +122,9 @@ class Run:
         """bench_client on the client CPU, its JSON in raw/NAME.json."""
         args = [str(x) for x in args]
         self.record_cmd(name, f"taskset -c {CLIENT_CPU} bench_client {' '.join(args)} "
-                              f"--json raw/{name}.json")
+                              f"--admin-token-file $DATA/admin.token --json raw/{name}.json")
         argv = procs.taskset(CLIENT_CPU) + [str(self.client_bin), *args,
+                                            "--admin-token-file", str(self.token_file),
                                             "--json", str(self.out / "raw" / f"{name}.json"), "-q"]
         with open(self.out / "raw" / f"{name}.txt", "w") as txt:
             rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=txt,

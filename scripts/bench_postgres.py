@@ -431,7 +431,8 @@ class Run(bench.Run):
     def preload(self, name: str, *store_flags: str) -> None:
         """Every key PUT once through a write-behind server (bench_client's preload: it resets
         the server first), which is then stopped once it has written everything back."""
-        srv = self.start_ours(name, [*store_flags, "--write-mode", "behind"])
+        # --allow-reset: with a store, the full reset needs a token or this flag.
+        srv = self.start_ours(name, [*store_flags, "--write-mode", "behind", "--allow-reset"])
         cmd = [self.client_bin, "-s", "127.0.0.1", "-p", srv.port, "--threads", 4, "--workload",
                "uniform", "--ratio", "0:1:0", *key_flags(self.a), "-n", 1, "--warmup", 0, "-q",
                "--json", self.raw / f"{name}.json"]
@@ -524,7 +525,8 @@ def get_part(run: Run) -> None:
     """GET hit with postgres behind and without a store, alternated (ABBAAB), medians of 3:
     none, postgres; postgres, none; none, postgres: a drift favours neither."""
     run.start_ours("get-none", ["--store", "none"])
-    run.start_ours("get-postgres", [*pg_store(run, "kv_get"), "--write-mode", "through"])
+    run.start_ours("get-postgres", [*pg_store(run, "kv_get"), "--write-mode", "through",
+                                    "--allow-reset"])  # bench_client resets before its preload
     for rep in (1, 2, 3):
         for config in (("postgres", "none") if rep == 2 else ("none", "postgres")):
             run.ours_point("get", f"get-{config}", config, run.a.get_conns, rep, False, GET_FLAGS)

@@ -304,7 +304,10 @@ def measure(a, run: Run) -> None:
         shutil.rmtree(run.work / d, ignore_errors=True)
     # 2. GET hit with and without a store (write-through, the default), interleaved, medians of 3.
     run.start_ours("get-none", ["--store", "none"])
-    run.start_ours("get-rocksdb", ["--store", f"rocksdb:{run.work}/get-rocksdb/db"])
+    # --allow-reset: bench_client resets the server before its preload, and with a store the
+    # full reset needs a token or this flag (docs/server.md, "Security model").
+    run.start_ours("get-rocksdb", ["--store", f"rocksdb:{run.work}/get-rocksdb/db",
+                                   "--allow-reset"])
     for rep in (1, 2, 3):
         run.ours_point("get", "get-none", "none", GET_CONNS, rep, GET_FLAGS)
         run.ours_point("get", "get-rocksdb", "rocksdb", GET_CONNS, rep, GET_FLAGS)

@@ -4,12 +4,17 @@
 # from the templates in cluster/, which are also what to copy to real machines.
 #
 #   scripts/cluster.sh up N [--front nginx|haproxy] [--store-dir DIR] [--weight W] [--netns]
-#                           [--subnet A.B.C] [-- SERVER_FLAGS...]
+#                           [--subnet A.B.C] [--admin-token-file FILE] [--tls CERT KEY]
+#                           [-- SERVER_FLAGS...]
 #       starts N cache_server nodes (each with --served-by on) and the front, all on 127.0.0.1
 #       (ephemeral ports), prints "front HOST:PORT", then "node I HOST:PORT PID" for I = 1..N,
 #       and returns, leaving them running.
 #       --front      nginx (default, Debian's nginx-light) or haproxy
 #       --store-dir  each node gets --store rocksdb:DIR/nodeI (kept by down)
+#       --admin-token-file  every node gets the same --admin-token-file FILE (the full POST
+#                    /reset then needs its token; `reset` below sends it)
+#       --tls        the front serves HTTPS with this certificate (PEM, its chain after it) and
+#                    key; the nodes still speak plain HTTP to the front (docs/cluster.md, "TLS")
 #       --weight     every node's weight in the ring (default 10 = 1,600 nginx points per node;
 #                    bench_client --target-weight must be the same)
 #       --netns      each node in a network namespace of its own, joined by veth pairs to a
@@ -20,7 +25,7 @@
 #   scripts/cluster.sh down    stops everything `up` started (and removes its namespaces)
 #   scripts/cluster.sh stats   every node's GET /stats ("node I HOST:PORT {json}"), then their
 #                              sums ("sum {json}": every numeric field added up)
-#   scripts/cluster.sh reset   POST /reset on every node
+#   scripts/cluster.sh reset   POST /reset on every node (with the token of --admin-token-file)
 #   scripts/cluster.sh remove I   takes node I out of the front's ring (the node keeps running;
 #                                 its keys move to the other nodes) and reloads the front
 #   scripts/cluster.sh add I      puts node I back into the ring (its keys move back)
@@ -48,9 +53,12 @@ MAX_NODES=64
 state_nodes() { awk '$1 == "node" { print $2, $3, $4, $5 }' "$STATE"; }
 state_front() { awk '$1 == "front" { print $2, $3, $4 }' "$STATE"; }
 
-http() {  # http METHOD HOST:PORT PATH: prints the body; fails on a non-2xx answer
-  curl -sS --fail-with-body --max-time 10 -X "$1" "http://$2$3"
+http() {  # http METHOD HOST:PORT PATH [CURL_ARGS...]: prints the body; fails on a non-2xx answer
+  curl -sS --fail-with-body --max-time 10 -X "$1" "http://$2$3" "${@:4}"
 }
+
+# The admin token file of the cluster (`up --admin-token-file`), or nothing.
+state_token_file() { awk '$1 == "token" { sub(/^token /, ""); print }' "$STATE"; }
 
 cmd_down() {
   [ -f "$STATE" ] || { echo "cluster.sh: no cluster is up in $DIR" >&2; return 0; }
@@ -68,7 +76,7 @@ cmd_down() {
   done < <(state_nodes)
   bridge="$(awk '$1 == "bridge" { print $2 }' "$STATE")"
   [ -n "$bridge" ] && ip link del "$bridge" 2> /dev/null || true
-  rm -f "$STATE"
+  rm -f "$STATE" "$DIR/front.pem"
   echo "cluster.sh: stopped the cluster in $DIR" >&2
 }
 
@@ -108,9 +116,20 @@ cmd_stats() {
 
 cmd_reset() {
   [ -f "$STATE" ] || die "no cluster is up in $DIR (scripts/cluster.sh up N)"
-  local i addr pid ns
+  local i addr pid ns token_file token=""
+  token_file="$(state_token_file)"
+  if [ -n "$token_file" ]; then
+    token="$(cat "$token_file")" || die "cannot read the admin token file $token_file"
+    token="${token%"${token##*[![:space:]]}"}"  # trailing whitespace trimmed, as the nodes do
+  fi
   while read -r i addr pid ns; do
-    http POST "$addr" /reset > /dev/null || die "node $i ($addr): POST /reset failed"
+    # The token goes to curl on stdin (-H @-), never on a command line other users can read.
+    if [ -n "$token" ]; then
+      printf 'Authorization: Bearer %s\n' "$token" | http POST "$addr" /reset -H @- > /dev/null \
+        || die "node $i ($addr): POST /reset failed"
+    else
+      http POST "$addr" /reset > /dev/null || die "node $i ($addr): POST /reset failed"
+    fi
     echo "node $i $addr reset"
   done < <(state_nodes)
 }
@@ -120,6 +139,7 @@ start_node() {
   local i="$1" host="$2" ns="$3" log="$DIR/node$i.log" pid addr="" cmd
   cmd=("$CACHE_SERVER" "${SERVER_FLAGS[@]}" --served-by on -s "$host" -p 0)
   [ -n "$STORE_DIR" ] && cmd+=(--store "rocksdb:$STORE_DIR/node$i")
+  [ -n "$TOKEN_FILE" ] && cmd+=(--admin-token-file "$TOKEN_FILE")
   [ -n "$ns" ] && cmd=(ip netns exec "$ns" "${cmd[@]}")
   : > "$log"
   "${cmd[@]}" < /dev/null > "$log" 2>&1 &
@@ -186,14 +206,22 @@ cmd_ring() {
   echo "cluster.sh: node $i $word; the ring has $(grep -c . "$DIR/servers.nginx") nodes" >&2
 }
 
-render() {  # render TEMPLATE OUT SERVERS-FILE LISTEN: fills the @...@ tokens
-  python3 "$ROOT/scripts/cluster_tools.py" render "$1" "$2" "$3" "$4" "$DIR"
+# render TEMPLATE OUT SERVERS-FILE LISTEN: fills the @...@ tokens; with TLS (the state's "tls"
+# line, or $TLS_CERT/$TLS_KEY while `up` runs) the template's TLS lines replace its plain ones.
+render() {
+  local cert="${TLS_CERT:-}" key="${TLS_KEY:-}" tls=()
+  if [ -z "$cert" ] && [ -f "$STATE" ]; then
+    read -r cert key < <(awk '$1 == "tls" { print $2, $3 }' "$STATE") || true
+  fi
+  [ -n "$cert" ] && tls=(--tls "$cert" "$key" "$DIR/front.pem")
+  python3 "$ROOT/scripts/cluster_tools.py" render "$1" "$2" "$3" "$4" "$DIR" "${tls[@]}"
 }
 
 # start_front KIND: renders the front's configuration and starts it on a free 127.0.0.1 port;
 # prints "HOST:PORT PID".
 start_front() {
-  local kind="$1" port conf pidfile try
+  local kind="$1" port conf pidfile try scheme=http
+  [ -n "$TLS_CERT" ] && scheme=https
   for try in 1 2 3; do
     port="$(free_port)"
     if [ "$kind" = nginx ]; then
@@ -210,8 +238,8 @@ start_front() {
     fi
     for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     [ -s "$pidfile" ] || continue
-    for _ in $(seq 1 50); do
-      curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/" && break
+    for _ in $(seq 1 50); do  # ready once it answers (-k: any name the certificate has)
+      curl -s -k -o /dev/null --max-time 1 "$scheme://127.0.0.1:$port/" && break
       sleep 0.1
     done
     echo "127.0.0.1:$port $(head -1 "$pidfile")"
@@ -224,7 +252,7 @@ start_front() {
 
 cmd_up() {
   local n="" front=nginx weight=10 netns=0 subnet=""
-  STORE_DIR=""
+  STORE_DIR=""; TOKEN_FILE=""; TLS_CERT=""; TLS_KEY=""
   SERVER_FLAGS=()
   [ $# -gt 0 ] || bad_usage "up needs the number of nodes"
   n="$1"; shift
@@ -237,6 +265,9 @@ cmd_up() {
       --weight) [ $# -ge 2 ] || bad_usage "--weight needs a number"; weight="$2"; shift ;;
       --netns) netns=1 ;;
       --subnet) [ $# -ge 2 ] || bad_usage "--subnet needs A.B.C"; subnet="$2"; shift ;;
+      --admin-token-file) [ $# -ge 2 ] || bad_usage "--admin-token-file needs a file"; TOKEN_FILE="$2"; shift ;;
+      --tls) [ $# -ge 3 ] || bad_usage "--tls needs a certificate and a key file"
+             TLS_CERT="$2"; TLS_KEY="$3"; shift 2 ;;
       --) shift; SERVER_FLAGS=("$@"); break ;;
       *) bad_usage "unknown argument '$1'" ;;
     esac
@@ -252,9 +283,24 @@ cmd_up() {
     mkdir -p "$STORE_DIR" || die "cannot create --store-dir $STORE_DIR"
     STORE_DIR="$(cd "$STORE_DIR" && pwd)"
   fi
+  # Absolute paths: the nodes and the front do not run in this directory.
+  if [ -n "$TOKEN_FILE" ]; then
+    [ -f "$TOKEN_FILE" ] && [ -r "$TOKEN_FILE" ] || die "cannot read --admin-token-file $TOKEN_FILE"
+    TOKEN_FILE="$(cd "$(dirname "$TOKEN_FILE")" && pwd)/$(basename "$TOKEN_FILE")"
+  fi
+  if [ -n "$TLS_CERT" ]; then
+    local f
+    for f in "$TLS_CERT" "$TLS_KEY"; do
+      [ -f "$f" ] && [ -r "$f" ] || die "cannot read the --tls file $f"
+    done
+    TLS_CERT="$(cd "$(dirname "$TLS_CERT")" && pwd)/$(basename "$TLS_CERT")"
+    TLS_KEY="$(cd "$(dirname "$TLS_KEY")" && pwd)/$(basename "$TLS_KEY")"
+  fi
   mkdir -p "$DIR"
   DIR="$(cd "$DIR" && pwd)"; STATE="$DIR/state"
   : > "$STATE.partial"
+  [ -n "$TOKEN_FILE" ] && echo "token $TOKEN_FILE" >> "$STATE.partial"
+  [ -n "$TLS_CERT" ] && echo "tls $TLS_CERT $TLS_KEY" >> "$STATE.partial"
   # Whatever fails from here on, what was started is stopped again.
   trap 'mv -f "$STATE.partial" "$STATE" 2> /dev/null; cmd_down > /dev/null 2>&1 || true' ERR
 

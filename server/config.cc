@@ -2,7 +2,13 @@
 // the shard count (see config.hh). The command line is parsed in flags.cc.
 #include "server/config.hh"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "store/store.hh"
@@ -77,6 +83,84 @@ std::string bad_store_uri_error(std::string_view uri) {
                                 : std::string(uri.substr(0, colon + 1)) + "...";
   return "unknown --store '" + shown +
          "' (want none, rocksdb:PATH or postgres:CONNINFO, with a non-empty PATH or CONNINFO)";
+}
+
+ResetGuard reset_guard(const Config& c) {
+  if (!c.admin_token.empty() || !c.admin_token_file.empty()) return ResetGuard::token;
+  const std::optional<StoreUri> store = parse_store_uri(c.store);
+  const bool has_store = store && store->scheme != "none";
+  return has_store && !c.allow_reset ? ResetGuard::refused : ResetGuard::open;
+}
+
+const char* to_string(ResetGuard g) {
+  constexpr const char* kNames[] = {"open", "token", "refused"};  // in ResetGuard's order
+  const auto i = static_cast<std::size_t>(g);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+namespace {
+
+// The file's first `limit` bytes (fewer when it is shorter); false with errno set when it cannot
+// be opened or read (a directory: EISDIR).
+bool read_prefix(const std::string& path, std::size_t limit, std::string& out) {
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return false;
+  out.assign(limit, '\0');
+  std::size_t got = 0;
+  while (got < limit) {
+    const ssize_t n = ::read(file.fd, out.data() + got, limit - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
+  return true;
+}
+
+}  // namespace
+
+std::string load_admin_token(Config& c) {
+  if (c.admin_token_file.empty()) return {};
+  const std::string named = "--admin-token-file '" + c.admin_token_file + "'";
+  // Room past the longest token for trailing whitespace, so "too long" is told apart.
+  std::string text;
+  if (!read_prefix(c.admin_token_file, kMaxAdminTokenBytes + 64, text)) {
+    return "cannot read " + named + ": " + std::strerror(errno);
+  }
+  const std::size_t end = text.find_last_not_of(" \t\r\n\v\f");
+  text.resize(end == std::string::npos ? 0 : end + 1);
+  const std::string want = " (want one token of " + std::to_string(kMinAdminTokenBytes) + ".." +
+                           std::to_string(kMaxAdminTokenBytes) +
+                           " visible ASCII characters, e.g. `openssl rand -hex 32`)";
+  if (text.empty()) return named + " is empty" + want;
+  if (text.size() < kMinAdminTokenBytes) {
+    return named + " holds a token of " + std::to_string(text.size()) + " bytes: too short" + want;
+  }
+  if (text.size() > kMaxAdminTokenBytes) return named + " holds a token that is too long" + want;
+  for (const char ch : text) {
+    if (static_cast<unsigned char>(ch) <= ' ' || static_cast<unsigned char>(ch) >= 0x7f) {
+      return named + " holds whitespace, control or non-ASCII bytes" + want;
+    }
+  }
+  c.admin_token = std::move(text);
+  return {};
+}
+
+bool admin_token_matches(std::string_view token, std::string_view presented) {
+  // Every byte of the token is compared, whatever the earlier ones gave; the accumulated
+  // difference is inspected once, at the end (no early exit for a timer to see).
+  unsigned diff = token.size() == presented.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    const unsigned char got = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
+    diff |= static_cast<unsigned char>(token[i]) ^ got;
+  }
+  return !token.empty() && diff == 0;
 }
 
 const char* variant_name(const Config& c) {
@@ -201,6 +285,7 @@ std::string describe(const Config& c) {
     out << " store_connections=" << c.store_connections << " store_table=" << c.store_table
         << " store_board_table=" << c.store_board_table;
   }
+  out << " reset=" << to_string(reset_guard(c));
   out << " max_connections=" << c.max_connections << " max_inflight=" << c.max_inflight
       << " board_maxmem=" << c.board_maxmem
       << " board_top_cache=" << (c.board_top_cache ? "on" : "off")

@@ -39,6 +39,11 @@ inline constexpr int kMaxStoreConnections = 64;
 inline constexpr std::size_t kMaxStoreTableBytes = 63;              // PostgreSQL's identifier limit
 inline constexpr std::size_t kDefaultMaxDirtyBytes = 64u << 20;     // --max-dirty
 inline constexpr std::size_t kDefaultBoardMaxmemBytes = 64u << 20;  // --board-maxmem
+// --admin-token-file: the token's length bounds, in bytes (after trailing whitespace is trimmed).
+// 16 is the contract's floor (docs/server.md, "Security model"); 4 KiB keeps the header that
+// carries it well inside kHeaderLimitBytes.
+inline constexpr std::size_t kMinAdminTokenBytes = 16;
+inline constexpr std::size_t kMaxAdminTokenBytes = 4096;
 // The smallest --board-maxmem: room for the largest board with one member (a 250-byte board
 // name and a 250-byte member cost about 1,060 bytes, boards/registry.cc; test_boards.py checks it).
 inline constexpr std::size_t kMinBoardMaxmemBytes = 2048;
@@ -117,6 +122,10 @@ struct Config {
   // --served-by: "" (off, the default), "on" (announce the bound HOST:PORT) or a HOST:PORT to
   // announce, sent as "X-Served-By: HOST:PORT" on every response (docs/cluster.md).
   std::string served_by;
+  // The admin routes (docs/server.md, "Security model"): the full POST /reset.
+  std::string admin_token_file;  // --admin-token-file PATH ("" = none)
+  std::string admin_token;       // its token, read by load_admin_token(); never printed
+  bool allow_reset = false;      // --allow-reset: a full reset without a token, with a store
 };
 
 // A --store URI split into its scheme and the rest: "none" → {"none", ""}, "rocksdb:/d" →
@@ -130,6 +139,25 @@ std::optional<StoreUri> parse_store_uri(std::string_view uri);
 // The error for a --store URI parse_store_uri refuses. It shows the scheme, not the rest: a
 // conninfo may hold a password ("file:/x" → "unknown --store 'file:...' (want ...)").
 std::string bad_store_uri_error(std::string_view uri);
+
+// Who may run the full POST /reset (cache and store), from the configuration:
+enum class ResetGuard : std::uint8_t {
+  open,     // anyone: no store (it empties only memory), or --allow-reset
+  token,    // only a request with "Authorization: Bearer <the --admin-token-file token>"
+  refused,  // nobody: a store, and neither a token nor --allow-reset (403)
+};
+ResetGuard reset_guard(const Config& config);
+const char* to_string(ResetGuard g);  // "open" / "token" / "refused"
+
+// Reads --admin-token-file into config.admin_token (nothing to do without one): the file's
+// bytes with trailing whitespace trimmed, kMinAdminTokenBytes..kMaxAdminTokenBytes of visible
+// ASCII (a header carries it). "" when it worked, else the one-line start-up error: the file is
+// missing, unreadable, empty, too short, too long, or holds whitespace or control bytes.
+std::string load_admin_token(Config& config);
+
+// Whether `presented` is the admin token, in time that depends on the two lengths only (never on
+// where the first differing byte is), so a client cannot find the token byte by byte by timing.
+bool admin_token_matches(std::string_view token, std::string_view presented);
 
 // "optimized" (all four optimizations), "baseline" (none of them) or "custom" (a mix).
 const char* variant_name(const Config& config);

@@ -87,7 +87,7 @@ struct FlagSpec {
   std::string_view group;       // the --help section it is listed under
   std::string_view short_name;  // "-m" or empty
   std::string_view long_name;   // "--maxmem"
-  std::string_view value_name;  // "BYTES"
+  std::string_view value_name;  // "BYTES"; empty: the flag takes no value (a switch)
   std::string_view help;        // may span lines ('\n'); --help indents the continuation lines
   bool (*apply)(Config&, std::string_view value, std::string& error);
   bool overrides_variant = false;  // applied after every --variant, wherever it appears
@@ -324,6 +324,15 @@ bool apply_store_board_table(Config& c, std::string_view v, std::string& e) {
   c.store_board_table = v;
   return e.empty();
 }
+bool apply_admin_token_file(Config& c, std::string_view v, std::string& e) {
+  if (v.empty()) e = "--admin-token-file must not be empty (want the PATH of the token file)";
+  c.admin_token_file = v;  // read at start-up (load_admin_token, config.hh)
+  return e.empty();
+}
+bool apply_allow_reset(Config& c, std::string_view /*value*/, std::string& /*error*/) {
+  c.allow_reset = true;
+  return true;
+}
 bool apply_store_faults(Config& c, std::string_view v, std::string& /*error*/) {
   c.store_faults = v;  // the store library checks the spec when it opens the store
   return true;
@@ -332,6 +341,7 @@ bool apply_store_faults(Config& c, std::string_view v, std::string& /*error*/) {
 constexpr std::string_view kCacheGroup = "Cache and listener";
 constexpr std::string_view kConnectionGroup =
     "Connections (DURATION: 10s, 500ms, 0.5s; a bare number is seconds)";
+constexpr std::string_view kAdminGroup = "Admin routes: the full POST /reset (docs/server.md)";
 constexpr std::string_view kVariantGroup =
     "Variants: each optimization or its baseline (docs/server.md)";
 constexpr std::string_view kStoreGroup = "Durable store behind the cache (docs/api.md)";
@@ -370,6 +380,15 @@ constexpr FlagSpec kFlags[] = {
      apply_max_inflight},
     {kConnectionGroup, "", "--io-model", "NAME",
      "per-thread (default) or shared; see docs/server.md", apply_io_model},
+    {kAdminGroup, "", "--admin-token-file", "PATH",
+     "a file holding the admin token (16+ bytes, trailing whitespace\n"
+     "trimmed): POST /reset then needs \"Authorization: Bearer TOKEN\"\n"
+     "(401 without it, 403 for a wrong one) (default: none)",
+     apply_admin_token_file},
+    {kAdminGroup, "", "--allow-reset", "",
+     "with a store and no token, allow POST /reset anyway (tests,\n"
+     "benchmarks); without either it answers 403 (default: off)",
+     apply_allow_reset},
     {kVariantGroup, "", "--variant", "NAME", "optimized (default) or baseline: sets the four below",
      apply_variant},
     {kVariantGroup, "", "--lock", "NAME", "cache locking: shared (default) or exclusive",
@@ -452,7 +471,11 @@ std::string usage_text() {
     for (const auto& f : kFlags) {
       if (f.group != group) continue;
       std::string names = f.short_name.empty() ? "    " : std::string(f.short_name) + ", ";
-      names += std::string(f.long_name) + " " + std::string(f.value_name);
+      names += f.long_name;
+      if (!f.value_name.empty()) {
+        names += ' ';
+        names += f.value_name;
+      }
       std::string help(f.help);
       for (std::size_t nl = help.find('\n'); nl != std::string::npos;
            nl = help.find('\n', nl + continuation.size())) {
@@ -492,7 +515,9 @@ ParseResult parse_flags(const std::vector<std::string_view>& args) {
       if ((!f.short_name.empty() && name == f.short_name) || name == f.long_name) spec = &f;
     }
     if (spec == nullptr) return FlagError{"unknown flag '" + std::string(arg) + "' (see --help)"};
-    if (!inline_value) {
+    if (spec->value_name.empty()) {  // a switch
+      if (inline_value) return FlagError{"flag " + std::string(name) + " takes no value"};
+    } else if (!inline_value) {
       if (i + 1 >= args.size()) {
         return FlagError{"flag " + std::string(name) + " needs a value " +
                          std::string(spec->value_name)};

@@ -415,9 +415,64 @@ HandlerResult Handlers::head_root(ResponseWriter& out) {
   return {};
 }
 
-// POST /reset empties the cache, the boards and the store (durably, before the 204);
-// ?scope=cache empties only the cache (cold-cache measurements; boards are not cache).
-// scope=all is the default.
+namespace {
+
+// --- the admin check of POST /reset (config.hh's ResetGuard; docs/server.md, "Security model") --
+
+constexpr std::string_view kResetRefused =
+    "reset is disabled with a store: start with --admin-token-file or --allow-reset";
+constexpr std::string_view kWrongAdminToken = "wrong admin token";
+// The 401's body, rendered here rather than by ResponseWriter::error for its WWW-Authenticate
+// header (RFC 6750 3: a request without credentials is told the scheme).
+constexpr std::string_view kUnauthorizedBody =
+    "{\"error\": \"POST /reset needs the admin token: Authorization: Bearer <token>\"}";
+
+// The credentials of "Authorization: Bearer <token>" (the scheme is case-insensitive, RFC 9110
+// 11.1); nullopt without the header or with another scheme (they count as no credentials).
+std::optional<std::string_view> bearer_credentials(const RequestView& request) {
+  constexpr std::string_view scheme = "Bearer";
+  std::string_view v = request.authorization;
+  if (!request.has_authorization || v.size() <= scheme.size()) return std::nullopt;
+  for (std::size_t i = 0; i < scheme.size(); ++i) {
+    if (!iequals_ascii(v[i], scheme[i])) return std::nullopt;
+  }
+  if (v[scheme.size()] != ' ') return std::nullopt;
+  v.remove_prefix(scheme.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  return v;
+}
+
+// Whether a full reset may go on: nullopt if so, else the answer that refuses it (and changes
+// nothing): 401 without credentials, 403 for a wrong token or when resets are refused.
+std::optional<HandlerResult> refuse_full_reset(const Config& config, const RequestView& request,
+                                               ResponseWriter& out) {
+  switch (reset_guard(config)) {
+    case ResetGuard::open:
+      return std::nullopt;
+    case ResetGuard::refused:
+      return fail(status::forbidden, kResetRefused);
+    case ResetGuard::token:
+      break;
+  }
+  const std::optional<std::string_view> presented = bearer_credentials(request);
+  if (!presented) {
+    out.start(status::unauthorized, kJson, kUnauthorizedBody.size());
+    out.header("WWW-Authenticate", "Bearer");
+    out.end_headers();
+    out.body(kUnauthorizedBody);
+    return HandlerResult{};
+  }
+  if (!admin_token_matches(config.admin_token, *presented)) {
+    return fail(status::forbidden, kWrongAdminToken);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// POST /reset empties the cache, the boards and the store (durably, before the 204): the admin
+// route, guarded by refuse_full_reset. ?scope=cache empties only the cache (cold-cache
+// measurements; boards are not cache), loses no data and stays open. scope=all is the default.
 HandlerResult Handlers::reset(std::string_view query, const RequestView& request,
                               ResponseWriter& out) {
   ResetScope scope = ResetScope::all;
@@ -432,6 +487,9 @@ HandlerResult Handlers::reset(std::string_view query, const RequestView& request
     } else if (param.starts_with("scope=") || param == "scope") {
       return fail(status::bad_request, "unknown reset scope (want cache or all)");
     }
+  }
+  if (scope == ResetScope::all) {
+    if (auto refused = refuse_full_reset(ctx.config, request, out)) return *refused;
   }
   auto reply = make_reply<store::Status>(
       request.responses, out, [](const store::Status& s, ResponseWriter& w) -> HandlerResult {

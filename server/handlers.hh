@@ -36,6 +36,9 @@ struct RequestView {
   std::string_view query;
   std::string_view if_match, if_none_match, cache_control;
   bool has_if_match = false, has_if_none_match = false;
+  // POST /reset only: the Authorization header (the admin token), and whether it was sent.
+  std::string_view authorization;
+  bool has_authorization = false;
 };
 
 // A name in the path — a key, a board or a member — percent-decoded into `storage`: 1..250

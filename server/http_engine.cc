@@ -256,6 +256,12 @@ void BasicHttpEngine<V>::answer() {
     changes_state = route_writes(route.endpoint);
     RequestView view;
     if (is_key_endpoint(route.endpoint)) collect_key_headers(req, route, view);
+    if (route.endpoint == Endpoint::reset) {  // the admin route: its token (handlers.cc)
+      if (const auto f = req.find(http::field::authorization); f != req.end()) {
+        view.authorization = f->value();
+        view.has_authorization = true;
+      }
+    }
     view.body = body_;
     if (queue_.can_defer()) view.responses = &queue_;
     result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);

@@ -1,8 +1,10 @@
-// main.cc — cache_server's entry point: parse and validate flags, bind, announce, run until
+// main.cc — cache_server's entry point: parse and validate flags, read the admin token, bind,
+// announce (with a warning when listening beyond loopback without a token), run until
 // SIGINT/SIGTERM, shut down gracefully. Every failure is one line on stderr and exit code 1.
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <exception>
@@ -36,11 +38,32 @@ void raise_descriptor_limit() {
   }
 }
 
+bool is_loopback(const boost::asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6()).is_loopback();
+  }
+  return a.is_loopback();
+}
+
+// Listening beyond this machine without an admin token: every key can be read and written by
+// whoever reaches the port, and without a store so can POST /reset (docs/server.md, "Security
+// model"). A warning, not an error: a private network may be what the operator wants.
+void warn_if_exposed(const server::Config& config, const boost::asio::ip::tcp::endpoint& ep) {
+  if (!config.admin_token.empty() || is_loopback(ep.address())) return;
+  const bool reset_open = server::reset_guard(config) == server::ResetGuard::open;
+  const bool v6 = ep.address().is_v6();
+  std::cerr << "cache_server: warning: listening on " << (v6 ? "[" : "") << ep.address().to_string()
+            << (v6 ? "]" : "") << ":" << ep.port()
+            << ", not a loopback address, without --admin-token-file: anyone who can reach it "
+            << "can read and change every key"
+            << (reset_open ? " and empty the server with POST /reset" : "") << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
-  const server::ParseResult parsed = server::parse_flags(args);
+  server::ParseResult parsed = server::parse_flags(args);
   if (std::holds_alternative<server::HelpRequested>(parsed)) {
     std::cout << server::usage_text();
     return 0;
@@ -49,8 +72,12 @@ int main(int argc, char** argv) {
     std::cerr << "cache_server: " << e->message << "\n";
     return 1;
   }
-  const server::Config& config = std::get<server::Config>(parsed);
+  server::Config& config = std::get<server::Config>(parsed);
   if (const std::string problem = server::validate(config); !problem.empty()) {
+    std::cerr << "cache_server: " << problem << "\n";
+    return 1;
+  }
+  if (const std::string problem = server::load_admin_token(config); !problem.empty()) {
     std::cerr << "cache_server: " << problem << "\n";
     return 1;
   }
@@ -81,6 +108,7 @@ int main(int argc, char** argv) {
     if (!srv.boards_rebuilt().empty()) std::cout << srv.boards_rebuilt() << "\n";
     std::cout << "listening on " << (v6 ? "[" : "") << ep.address().to_string() << (v6 ? "]" : "")
               << ":" << ep.port() << std::endl;
+    warn_if_exposed(config, ep);
     int received = 0;
     while (sigwait(&shutdown_signals, &received) != 0) {
     }

@@ -149,8 +149,12 @@ inline constexpr RouteRow kRouteTable[] = {
      Access::read, "`200`, `Content-Length: 0`."},
     {boost::beast::http::verb::post, PathPattern::reset, Endpoint::reset, RouteClass::reset,
      Access::write,
-     "empties the cache, every board and, with `--store`, the store (durably, before the "
-     "answer): `204`. `POST /reset?scope=cache` empties only the cache: the boards are kept "
+     "the admin route: empties the cache, every board and, with `--store`, the store (durably, "
+     "before the answer): `204`. With `--admin-token-file` it needs `Authorization: Bearer "
+     "<token>`: `401` with `WWW-Authenticate: Bearer` without it, `403` for a wrong token; with "
+     "a store and neither a token nor `--allow-reset`, `403` (see \"Admin routes\"); a refused "
+     "reset changes nothing. `POST /reset?scope=cache` empties only the cache and is open to "
+     "all (it loses no data): the boards are kept "
      "(they are not cache), the store keeps every key (write-behind "
      "writes not yet durable still reach it) and later reads fill the cache from it again, for "
      "cold-cache measurements. `scope=all` is the default; any other `scope` is a `400`. "

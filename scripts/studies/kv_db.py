@@ -62,7 +62,9 @@ def measure_store(store: str, args, server_bin: Path, client_bin: Path, levels: 
     out = args.out
     data_parent = Path(tempfile.mkdtemp(prefix=f"kv-db-{store}-", dir=out))
     with contextlib_for(store, args) as pg:
-        flags = ["-t", "1", "-p", "0", "--write-mode", "through"]
+        # --allow-reset: bench_client resets the server before each point's preload, and with
+        # a store the full reset needs a token or this flag (docs/server.md, "Security model").
+        flags = ["-t", "1", "-p", "0", "--write-mode", "through", "--allow-reset"]
         if store == "rocksdb":
             flags += ["--store", f"rocksdb:{data_parent / 'rocksdb'}"]
             disk_path, db_pid = data_parent, None

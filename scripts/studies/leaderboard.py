@@ -82,8 +82,8 @@ def server_flags(mode: int, conninfo: str | None) -> list[str]:
     flags = ["-t", "1", "-p", "0", "--write-mode", "through"]
     for f in MODES[mode][1]:
         flags.append(f"postgres:{conninfo}" if f == "postgres" else f)
-    if conninfo:
-        flags += ["--store-connections", "4"]
+    if conninfo:  # the preload resets first: with a store that needs a token or --allow-reset
+        flags += ["--store-connections", "4", "--allow-reset"]
     return flags
 
 

@@ -1,8 +1,12 @@
 // Flag parsing: defaults, the sweep's thread counts, workload defaults, and one-line errors.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 
 #include "cli.hh"
 #include "workload.hh"
@@ -87,6 +91,25 @@ TEST(Cli, RecordTraceTakesAFileAndNeedsKeys) {
   err.clear();
   EXPECT_EQ(parse({"--record-trace"}, missing, err), CliOutcome::kError);
   EXPECT_EQ(err, "--record-trace needs a file name");
+}
+
+// --admin-token-file: the token is read at parse time, trailing whitespace trimmed.
+TEST(Cli, AdminTokenFileIsReadAndTrimmed) {
+  const std::string path = ::testing::TempDir() + "/cli_admin_token_" + std::to_string(::getpid());
+  std::ofstream(path) << "0123456789abcdef-token \t\n\n";
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(parse({"--admin-token-file", path}, cfg, err), CliOutcome::kRun) << err;
+  EXPECT_EQ(cfg.admin_token, "0123456789abcdef-token");
+  EXPECT_EQ(cfg.admin_token_file, path);
+  Config none;
+  ASSERT_EQ(parse({}, none, err), CliOutcome::kRun);
+  EXPECT_TRUE(none.admin_token.empty());  // no header is sent
+  std::ofstream(path) << "\n";
+  expect_one_line_errors({{{"--admin-token-file", path}, "is empty"},
+                          {{"--admin-token-file", path + ".missing"}, "cannot read"},
+                          {{"--admin-token-file"}, "--admin-token-file needs a file name"}});
+  std::remove(path.c_str());
 }
 
 TEST(Cli, PathImpliesFixedGet) {

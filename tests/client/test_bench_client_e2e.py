@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -375,3 +376,92 @@ def test_ttl_outside_its_range_is_a_one_line_error():
         r = run_bench("--ttl", bad)
         assert r.returncode != 0
         assert "--ttl" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+# --- the admin route: the reset before the preload (docs/server.md, "Security model") ---------
+
+ADMIN_TOKEN = "bench-client-admin-token-0123"
+
+
+def put_key(port, key, value):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/key/{key}", data=value, method="PUT")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status
+
+
+def key_status(port, key):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/key/{key}", timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+SMALL_RUN = ("--threads", "1", "-n", "200", "--warmup", "0", "--keys", "100", "--workload",
+             "uniform")
+
+
+@pytest.mark.skipif(not CACHE_SERVER, reason="needs the real cache_server (CACHE_SERVER)")
+def test_admin_token_file_sends_the_token_with_the_reset(tmp_path):
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    if not Path(CACHE_SERVER).exists():
+        pytest.skip(f"CACHE_SERVER={CACHE_SERVER} is not built")
+    srv = Server([CACHE_SERVER, "-p", "0", "--admin-token-file", str(token_file)])
+    try:
+        assert put_key(srv.port, "other", b"kept unless reset") == 201
+        # Without the token: the server answers 401, and bench_client stops with an error that
+        # names the flag, before the preload.
+        r = run_bench("-p", srv.port, *SMALL_RUN)
+        assert r.returncode == 3, r.stderr
+        assert "POST /reset answered HTTP 401" in r.stderr, r.stderr
+        assert "--admin-token-file" in r.stderr and "--no-reset" in r.stderr, r.stderr
+        assert key_status(srv.port, "other") == 200
+        assert stats_of(srv.port)["sets"] == 1  # no preload either
+        # A wrong token: 403, the same clear error.
+        wrong = tmp_path / "wrong.token"
+        wrong.write_text("not-the-server-token-0123")
+        r = run_bench("-p", srv.port, "--admin-token-file", wrong, *SMALL_RUN)
+        assert r.returncode == 3 and "HTTP 403" in r.stderr, r.stderr
+        assert "the token of --admin-token-file is not the server's" in r.stderr, r.stderr
+        # The token: the reset runs (the other key is gone), then the preload and the point.
+        r = run_bench("-p", srv.port, "--admin-token-file", token_file, *SMALL_RUN)
+        assert r.returncode == 0, r.stderr
+        assert key_status(srv.port, "other") == 404
+        # --no-reset needs no token.
+        assert put_key(srv.port, "other", b"v") == 201
+        r = run_bench("-p", srv.port, "--no-reset", *SMALL_RUN)
+        assert r.returncode == 0, r.stderr
+        assert key_status(srv.port, "other") == 200
+    finally:
+        srv.stop()
+
+
+@pytest.mark.skipif(not CACHE_SERVER, reason="needs the real cache_server (CACHE_SERVER)")
+def test_a_server_with_a_store_refuses_the_reset_clearly(tmp_path):
+    if not Path(CACHE_SERVER).exists():
+        pytest.skip(f"CACHE_SERVER={CACHE_SERVER} is not built")
+    srv = Server([CACHE_SERVER, "-p", "0", "--store", f"rocksdb:{tmp_path / 'db'}"])
+    try:
+        r = run_bench("-p", srv.port, *SMALL_RUN)
+        assert r.returncode == 3, r.stderr
+        assert "reset is disabled with a store" in r.stderr, r.stderr
+        assert "pass --admin-token-file FILE" in r.stderr, r.stderr
+    finally:
+        srv.stop()
+
+
+def test_a_bad_admin_token_file_is_a_one_line_error(tmp_path):
+    empty = tmp_path / "empty"
+    empty.write_text(" \n")
+    spaced = tmp_path / "spaced"
+    spaced.write_text("two words\n")
+    for path, why in ((tmp_path / "missing", "cannot read"), (empty, "is empty"),
+                      (tmp_path, "is a directory"), (spaced, "whitespace or control bytes")):
+        r = run_bench("--admin-token-file", path)
+        assert r.returncode == 1, r
+        assert "--admin-token-file" in r.stderr and why in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = run_bench("--help")
+    assert "--admin-token-file FILE" in r.stdout
+

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -59,10 +60,10 @@ def missing(front="nginx"):
 
 class Cluster:
     def __init__(self, tmp_path, n, front="nginx", mode="loopback", server_flags=(),
-                 store_dir=None):
+                 store_dir=None, up_args=()):
         self.dir = tmp_path / "cluster"
         self.env = dict(os.environ, CLUSTER_DIR=str(self.dir), CACHE_SERVER=str(SERVER))
-        args = ["up", str(n), "--front", front]
+        args = ["up", str(n), "--front", front, *map(str, up_args)]
         if mode == "netns":
             args.append("--netns")
         if store_dir is not None:
@@ -169,11 +170,12 @@ def alive(pid):
 def cluster(tmp_path):
     started = []
 
-    def start(n, front="nginx", mode="loopback", server_flags=(), store_dir=None):
+    def start(n, front="nginx", mode="loopback", server_flags=(), store_dir=None, up_args=()):
         why = missing(front)
         if why:
             pytest.skip(why)
-        c = Cluster(tmp_path / f"c{len(started)}", n, front, mode, server_flags, store_dir)
+        c = Cluster(tmp_path / f"c{len(started)}", n, front, mode, server_flags, store_dir,
+                    up_args)
         started.append(c)
         return c
 
@@ -370,6 +372,70 @@ def test_store_dir_gives_each_node_its_own_rocksdb(cluster, tmp_path):
     assert json.loads(out[-1][4:])["items"] == 40
 
 
+ADMIN_TOKEN = "cluster-admin-token-0123456789"
+
+
+def test_every_node_gets_the_admin_token_and_reset_sends_it(cluster, tmp_path):
+    """up --admin-token-file: each node requires the token for the full reset (with a store,
+    which would otherwise refuse it), and `cluster.sh reset` sends it to every node."""
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    c = cluster(2, store_dir=tmp_path / "stores", up_args=["--admin-token-file", token_file])
+    for k in random_keys(30, seed=9):
+        c.request("PUT", "/key/" + urllib.parse.quote(k, safe=""), body=b"v")
+    for addr, _ in c.nodes:
+        status, _, body = c.request("POST", "/reset", addr=addr)
+        assert status == 401, (addr, status, body)  # the node has the token: none was sent
+    assert json.loads(c.run("stats").stdout.strip().split("\n")[-1][4:])["items"] == 30
+    for i in (1, 2):
+        assert "reset=token" in (c.dir / f"node{i}.log").read_text()
+    assert ADMIN_TOKEN not in (c.dir / "state").read_text()  # the path is kept, not the token
+    out = c.run("reset").stdout.split("\n")
+    assert out[:2] == [f"node {i + 1} {a} reset" for i, (a, _) in enumerate(c.nodes)]
+    assert json.loads(c.run("stats").stdout.strip().split("\n")[-1][4:])["items"] == 0
+
+
+def make_certificate(tmp_path):
+    """A throwaway self-signed certificate for 127.0.0.1 (openssl): (cert, key)."""
+    cert, key = tmp_path / "front.crt", tmp_path / "front.key"
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                        "subjectAltName=IP:127.0.0.1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return cert, key
+
+
+def curl(*args):
+    """curl's (exit code, HTTP status, body) for one request."""
+    p = subprocess.run(["curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", *map(str, args)],
+                       capture_output=True, text=True, timeout=30)
+    body, _, code = p.stdout.rpartition("\n")
+    return p.returncode, int(code or 0), body
+
+
+@pytest.mark.parametrize("front", ["nginx", "haproxy"])
+def test_tls_at_the_front(cluster, tmp_path, front):
+    if shutil.which("openssl") is None or shutil.which("curl") is None:
+        pytest.skip("openssl and curl are needed")
+    cert, key = make_certificate(tmp_path)
+    c = cluster(2, front=front, up_args=["--tls", cert, key])
+    url = f"https://{c.front}"
+    assert curl("--cacert", cert, url + "/stats")[:2] == (0, 200)
+    assert curl("--cacert", cert, "-X", "PUT", "--data-binary", "over-tls", url + "/key/t")[:2] \
+        == (0, 201)
+    assert curl("--cacert", cert, url + "/key/t") == (0, 200, "over-tls")
+    # The certificate is checked: without its CA, curl refuses the front.
+    assert curl(url + "/stats")[0] != 0
+    # Plain HTTP to the TLS port fails: nginx answers 400, HAProxy drops the connection.
+    code, status, _ = curl(f"http://{c.front}/stats")
+    assert status != 200 and (code != 0 or status == 400), (code, status)
+    if front == "haproxy":  # its crt file holds the key: readable by its owner only
+        assert (c.dir / "front.pem").stat().st_mode & 0o077 == 0
+    c.down()
+    assert not (c.dir / "front.pem").exists()  # the key's copy goes with the cluster
+
+
 @pytest.mark.parametrize("args,message", [
     ([], "want up, down"),
     (["up"], "number of nodes"),
@@ -377,6 +443,10 @@ def test_store_dir_gives_each_node_its_own_rocksdb(cluster, tmp_path):
     (["up", "2", "--front", "squid"], "nginx or haproxy"),
     (["up", "2", "--weight", "0"], "--weight"),
     (["up", "2", "--bogus"], "unknown argument"),
+    (["up", "2", "--tls", "cert.pem"], "--tls needs a certificate and a key"),
+    (["up", "2", "--tls", "/nonexistent.crt", "/nonexistent.key"], "cannot read the --tls file"),
+    (["up", "2", "--admin-token-file"], "--admin-token-file needs a file"),
+    (["up", "2", "--admin-token-file", "/nonexistent/token"], "cannot read --admin-token-file"),
     (["stats"], "no cluster is up"),
     (["remove", "1"], "no cluster is up"),
     (["fly"], "unknown command"),
@@ -393,5 +463,5 @@ def test_help_names_every_command():
     p = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0
     for word in ("up N", "down", "stats", "reset", "remove I", "add I", "--front", "--store-dir",
-                 "--netns", "--weight"):
+                 "--netns", "--weight", "--admin-token-file", "--tls CERT KEY"):
         assert word in p.stdout, word

@@ -3,11 +3,15 @@
 #include "server/config.hh"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/flags.hh"
@@ -531,6 +535,90 @@ TEST(ShardCount, EveryShardHoldsTheLargestValue) {
   EXPECT_EQ(shard_count(c), 1u);
   c.maxmem = 1;
   EXPECT_EQ(shard_count(c), 1u);
+}
+
+// --- the admin route: --admin-token-file, --allow-reset (docs/server.md, "Security model") ----
+
+TEST(AdminFlags, ParseAndGuard) {
+  const Config c = parse_ok({"--admin-token-file", "/run/token"});
+  EXPECT_EQ(c.admin_token_file, "/run/token");
+  EXPECT_TRUE(c.admin_token.empty());  // read at start-up, not while parsing
+  EXPECT_EQ(reset_guard(c), ResetGuard::token);
+  EXPECT_EQ(parse_error({"--admin-token-file", ""}).find("--admin-token-file must not be empty"),
+            0u);
+  EXPECT_EQ(parse_error({"--allow-reset=on"}), "flag --allow-reset takes no value");
+  EXPECT_TRUE(parse_ok({"--allow-reset", "-t", "2"}).allow_reset);  // a switch: -t keeps its value
+  EXPECT_EQ(reset_guard(Config{}), ResetGuard::open);               // no store: memory only
+  EXPECT_EQ(reset_guard(parse_ok({"--store", "rocksdb:/d"})), ResetGuard::refused);
+  EXPECT_EQ(reset_guard(parse_ok({"--store", "rocksdb:/d", "--allow-reset"})), ResetGuard::open);
+  // A token wins over --allow-reset: it is still required.
+  EXPECT_EQ(
+      reset_guard(parse_ok({"--store", "rocksdb:/d", "--allow-reset", "--admin-token-file", "/t"})),
+      ResetGuard::token);
+  EXPECT_NE(describe(parse_ok({"--store", "rocksdb:/d"})).find(" reset=refused "),
+            std::string::npos);
+  EXPECT_NE(usage_text().find("--allow-reset  "), std::string::npos) << usage_text();
+  EXPECT_NE(usage_text().find("--admin-token-file PATH"), std::string::npos);
+}
+
+// A file in a fresh temporary directory, removed with it.
+struct TokenFile {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("admin_token_test_" + std::to_string(::getpid()));
+  std::filesystem::path path = dir / "token";
+  explicit TokenFile(const std::string& content) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(path, std::ios::binary) << content;
+  }
+  ~TokenFile() { std::filesystem::remove_all(dir); }
+  std::string load(Config& c) const {
+    c.admin_token_file = path.string();
+    return load_admin_token(c);
+  }
+};
+
+TEST(AdminToken, TrailingWhitespaceIsTrimmed) {
+  Config c;
+  EXPECT_EQ(TokenFile("0123456789abcdef \t\r\n\n").load(c), "");
+  EXPECT_EQ(c.admin_token, "0123456789abcdef");
+  Config none;
+  EXPECT_EQ(load_admin_token(none), "");  // no --admin-token-file: nothing to read
+  EXPECT_TRUE(none.admin_token.empty());
+}
+
+TEST(AdminToken, BadFilesAreClearErrors) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "is empty"},
+      {" \n\t", "is empty"},
+      {"0123456789abcde", "holds a token of 15 bytes: too short"},
+      {"0123456789 abcdef", "whitespace, control or non-ASCII"},
+      {"\x01" + std::string(20, 'a'), "whitespace, control or non-ASCII"},
+      {std::string(kMaxAdminTokenBytes + 1, 'a'), "too long"},
+  };
+  for (const auto& [content, want] : cases) {
+    Config c;
+    const std::string e = TokenFile(content).load(c);
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+    EXPECT_EQ(e.find("--admin-token-file '"), 0u) << e;
+    EXPECT_TRUE(c.admin_token.empty());
+  }
+  Config missing;
+  missing.admin_token_file = "/nonexistent/admin/token";
+  EXPECT_EQ(load_admin_token(missing),
+            "cannot read --admin-token-file '/nonexistent/admin/token': No such file or directory");
+  Config dir;
+  dir.admin_token_file = std::filesystem::temp_directory_path().string();
+  EXPECT_NE(load_admin_token(dir).find("Is a directory"), std::string::npos);
+}
+
+TEST(AdminToken, MatchesOnlyTheWholeToken) {
+  const std::string token = "0123456789abcdef";
+  EXPECT_TRUE(admin_token_matches(token, token));
+  for (const std::string_view other :
+       {"", "0123456789abcde", "0123456789abcdefX", "1123456789abcdef", "0123456789abcdeF"}) {
+    EXPECT_FALSE(admin_token_matches(token, other)) << other;
+  }
+  EXPECT_FALSE(admin_token_matches("", ""));  // no token configured: nothing matches
 }
 
 }  // namespace

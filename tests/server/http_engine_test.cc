@@ -367,6 +367,30 @@ TEST(HttpEngine, ResetAndStats) {
   EXPECT_EQ(h.cache.size(), 0u);
 }
 
+// The admin route (docs/server.md, "Security model"): with a token, a full reset needs it.
+TEST(HttpEngine, FullResetNeedsTheAdminToken) {
+  Config c;
+  c.admin_token = "0123456789abcdef";
+  EngineHarness h(c);
+  h.feed("PUT /key/a/1 HTTP/1.1\r\n\r\n");
+  const std::string body =
+      R"({"error": "POST /reset needs the admin token: Authorization: Bearer <token>"})";
+  EXPECT_EQ(h.feed("POST /reset HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\nWWW-Authenticate: Bearer\r\n\r\n" + body);
+  const std::string wrong = h.feed("POST /reset HTTP/1.1\r\nAuthorization: Bearer 0123\r\n\r\n");
+  EXPECT_TRUE(wrong.starts_with("HTTP/1.1 403 ")) << wrong;
+  EXPECT_NE(wrong.find("wrong admin token"), std::string::npos) << wrong;
+  EXPECT_EQ(h.cache.size(), 1u);  // refused: nothing changed
+  // Pipelined behind a GET, with the right token: 204 and the cache is empty.
+  const std::string out = h.feed(
+      "GET /key/a HTTP/1.1\r\n\r\n"
+      "POST /reset HTTP/1.1\r\nAuthorization: Bearer 0123456789abcdef\r\n\r\n");
+  EXPECT_TRUE(out.ends_with("\r\n\r\n1HTTP/1.1 204 No Content\r\n\r\n")) << out;
+  EXPECT_EQ(h.cache.size(), 0u);
+  EXPECT_EQ(h.feed("POST /reset?scope=cache HTTP/1.1\r\n\r\n"), "HTTP/1.1 204 No Content\r\n\r\n");
+}
+
 TEST(HttpEngine, UnknownMethodAndPath) {
   EngineHarness h;
   EXPECT_TRUE(h.feed("BREW /key/a HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 501 "));

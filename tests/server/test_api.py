@@ -1,6 +1,8 @@
 """The HTTP API contract of cache_server, route by route and error by error (docs/api.md)."""
 import json
+import os
 import socket
+import subprocess
 import time
 
 import pytest
@@ -150,6 +152,147 @@ def test_reset(server):
     assert r.status == 204
     assert exchange(server, "GET", "/key/r1").status == 404
     assert exchange(server, "HEAD", "/").headers["space-used"] == "0"
+
+
+# --- the admin route: POST /reset with --admin-token-file (docs/server.md, "Security model") -----
+
+ADMIN_TOKEN = "0123456789abcdef-admin-token"
+
+
+def admin_server(start_server, tmp_path, *flags):
+    """A server whose --admin-token-file holds ADMIN_TOKEN (with trailing whitespace to trim)."""
+    path = tmp_path / "admin.token"
+    path.write_text(ADMIN_TOKEN + " \t\n\n")
+    return start_server("--admin-token-file", path, *flags)
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_reset_with_a_token_needs_it(start_server, tmp_path):
+    srv = admin_server(start_server, tmp_path)
+    assert " reset=token " in srv.config_line
+    assert ADMIN_TOKEN not in b"\n".join(srv.stdout_lines).decode()  # never printed
+    put(srv, "kept", b"v")
+    r = exchange(srv, "POST", "/reset")
+    assert_json_error(r, 401)
+    assert r.headers["www-authenticate"] == "Bearer"
+    for auth in (f"Basic {ADMIN_TOKEN}", "Bearer", ADMIN_TOKEN):  # other schemes: no credentials
+        r = exchange(srv, "POST", "/reset", headers={"Authorization": auth})
+        assert r.status == 401 and r.headers["www-authenticate"] == "Bearer", auth
+    for wrong in ("nope", ADMIN_TOKEN[:-1], ADMIN_TOKEN + "x", ADMIN_TOKEN.upper(),
+                  ADMIN_TOKEN + " \t\n"[:1] + "x"):
+        r = exchange(srv, "POST", "/reset", headers=bearer(wrong))
+        assert_json_error(r, 403)
+        assert r.json()["error"] == "wrong admin token"
+    # Neither refusal changed anything.
+    assert exchange(srv, "GET", "/key/kept").body == b"v"
+    assert exchange(srv, "POST", "/reset?scope=all").status == 401
+    assert exchange(srv, "GET", "/key/kept").status == 200
+    # The right token, its scheme in any case: 204, and the data is gone.
+    r = exchange(srv, "POST", "/reset", headers={"Authorization": f"bearer {ADMIN_TOKEN}"})
+    assert r.status == 204, r
+    assert exchange(srv, "GET", "/key/kept").status == 404
+    put(srv, "again", b"v")
+    assert exchange(srv, "POST", "/reset?scope=all", headers=bearer(ADMIN_TOKEN)).status == 204
+    assert exchange(srv, "GET", "/key/again").status == 404
+
+
+def test_reset_scope_cache_stays_open_with_a_token(start_server, tmp_path):
+    srv = admin_server(start_server, tmp_path)
+    put(srv, "c", b"v")
+    assert exchange(srv, "POST", "/reset?scope=cache").status == 204  # no token needed
+    assert exchange(srv, "GET", "/key/c").status == 404  # memory only: the cache was all there was
+    assert exchange(srv, "POST", "/reset?scope=bogus").status == 400  # scope first, then the token
+
+
+def test_reset_is_open_without_a_store_or_a_token(start_server):
+    srv = start_server()
+    assert " reset=open " in srv.config_line
+    put(srv, "k", b"v")
+    assert exchange(srv, "POST", "/reset").status == 204
+    assert exchange(srv, "GET", "/key/k").status == 404
+
+
+def test_stats_and_metrics_stay_open_with_a_token(start_server, tmp_path):
+    srv = admin_server(start_server, tmp_path)
+    assert exchange(srv, "GET", "/stats").status == 200
+    assert exchange(srv, "GET", "/metrics").status == 200
+
+
+@pytest.mark.parametrize("content,why", [
+    (None, "cannot read --admin-token-file"),                        # missing
+    ("", "is empty"),
+    (" \n\t\n", "is empty"),                                          # whitespace only
+    ("a" * 15 + "\n", "holds a token of 15 bytes: too short"),
+    ("0123456789 abcdef", "whitespace, control or non-ASCII"),       # a header could not carry it
+    ("\n0123456789abcdef", "whitespace, control or non-ASCII"),      # leading whitespace is kept
+    ("a" * 4097, "too long"),
+    ("dir", "Is a directory"),                                        # unreadable
+])
+def test_a_bad_token_file_is_a_start_up_error(server_bin, tmp_path, content, why):
+    path = tmp_path / "admin.token"
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    p = subprocess.run([server_bin, "-p", "0", "--admin-token-file", path], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 1, p
+    assert p.stderr.startswith(f"cache_server: ") and why in p.stderr, p.stderr
+    assert str(path) in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+    assert p.stdout == ""  # refused before binding
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode (the "
+                    "directory case of test_a_bad_token_file_is_a_start_up_error covers it)")
+def test_an_unreadable_token_file_is_a_start_up_error(server_bin, tmp_path):
+    path = tmp_path / "admin.token"
+    path.write_text(ADMIN_TOKEN)
+    path.chmod(0)
+    p = subprocess.run([server_bin, "-p", "0", "--admin-token-file", path], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 1 and "Permission denied" in p.stderr, p
+
+
+def test_a_token_of_16_bytes_is_enough(start_server, tmp_path):
+    path = tmp_path / "admin.token"
+    path.write_text("x" * 16)
+    srv = start_server("--admin-token-file", path)
+    assert exchange(srv, "POST", "/reset", headers=bearer("x" * 16)).status == 204
+
+
+def test_allow_reset_takes_no_value(server_bin):
+    p = subprocess.run([server_bin, "-p", "0", "--allow-reset=yes"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 1 and "--allow-reset takes no value" in p.stderr, p
+
+
+WARNING = "not a loopback address, without --admin-token-file"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_no_warning_on_loopback(start_server, host):
+    srv = start_server("-s", host)
+    code, _, err = srv.stop()
+    assert code == 0 and WARNING not in err, err
+
+
+def test_warning_when_listening_beyond_loopback_without_a_token(start_server, tmp_path):
+    """0.0.0.0 on an ephemeral port, stopped at once: nothing from outside connects to it."""
+    srv = start_server("-s", "0.0.0.0")
+    assert srv.alive  # a warning, not an error
+    code, _, err = srv.stop()
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if WARNING in line]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"cache_server: warning: listening on 0.0.0.0:{srv.port}, ")
+    assert "POST /reset" in lines[0]  # without a store, reset is open too
+    # With a token: no warning.
+    srv = admin_server(start_server, tmp_path, "-s", "0.0.0.0")
+    code, _, err = srv.stop()
+    assert code == 0 and WARNING not in err, err
 
 
 def test_stats(server):

@@ -585,7 +585,7 @@ def test_reset_all_removes_boards_and_scope_cache_keeps_them(server):
 
 
 def test_reset_with_a_store_removes_boards(start_server, tmp_path):
-    srv = start_server("--store", f"rocksdb:{tmp_path / 'db'}")
+    srv = start_server("--store", f"rocksdb:{tmp_path / 'db'}", "--allow-reset")
     put(srv, "r", "m", 1)
     assert exchange(srv, "POST", "/reset?scope=cache").status == 204
     assert get(srv, "/board/r").status == 200

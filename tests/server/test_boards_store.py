@@ -157,7 +157,7 @@ def test_reset_empties_the_stored_boards_and_scope_cache_keeps_them(with_store):
     assert put(srv, "b", "m", 1).status == 201
     assert exchange(srv, "POST", "/reset?scope=cache").status == 204
     assert get(srv, "/board/b").status == 200
-    srv2 = restart(srv, with_store)
+    srv2 = restart(srv, with_store, "--allow-reset")
     assert get(srv2, "/board/b").status == 200
     assert exchange(srv2, "POST", "/reset").status == 204
     assert get(srv2, "/board/b").status == 404

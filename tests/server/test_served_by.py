@@ -59,11 +59,12 @@ def test_explicit_address_is_announced_verbatim(start_server):
 
 
 def test_deferred_store_responses_carry_it(start_server, tmp_path):
-    srv = start_server("--store", f"rocksdb:{tmp_path / 'db'}", "--served-by", "on")
+    srv = start_server("--store", f"rocksdb:{tmp_path / 'db'}", "--served-by", "on",
+                       "--allow-reset")
     me = f"127.0.0.1:{srv.port}"
     r = exchange(srv, "PUT", "/key/durable", body=b"x" * 100)  # answered after the commit
     assert r.status == 201 and served_by(r) == [me]
-    exchange(srv, "POST", "/reset")
+    assert exchange(srv, "POST", "/reset").status == 204
     r = exchange(srv, "PUT", "/key/k2", body=b"y")
     assert r.status == 201 and served_by(r) == [me]
 

@@ -115,7 +115,8 @@ def test_head_and_json_get_read_through(with_store):
 
 
 def test_reset_empties_cache_and_store_durably(with_store):
-    srv = with_store()
+    srv = with_store("--allow-reset")
+    assert " reset=open " in srv.config_line
     for i in range(20):
         put(srv, f"k{i}", b"x" * 10)
     assert reset(srv).status == 204
@@ -124,6 +125,46 @@ def test_reset_empties_cache_and_store_durably(with_store):
     srv = restart(srv, with_store)
     assert get(srv, "k7").status == 404
     assert put(srv, "k7", b"y").status == 201
+
+
+RESET_REFUSED = "reset is disabled with a store: start with --admin-token-file or --allow-reset"
+
+
+def test_full_reset_is_refused_with_a_store_and_no_token(with_store):
+    """The admin route (docs/server.md, "Security model"): with a store, neither a token nor
+    --allow-reset, POST /reset answers 403 and changes nothing; ?scope=cache stays open."""
+    srv = with_store()
+    assert " reset=refused " in srv.config_line
+    assert put(srv, "k", b"durable").status == 201
+    for scope in (None, "all"):
+        r = reset(srv, scope)
+        assert r.status == 403 and r.json() == {"error": RESET_REFUSED}, r
+    assert stats(srv)["items"] == 1 and get(srv, "k").body == b"durable"
+    # The cache only: emptied, the store keeps the key, and a GET reads it from the store again.
+    reads = stats(srv)["store_reads"]
+    assert reset(srv, "cache").status == 204
+    assert stats(srv)["items"] == 0
+    assert get(srv, "k").body == b"durable"
+    s = stats(srv)
+    assert s["store_reads"] == reads + 1 and s["readthrough_fills"] == 1 and s["items"] == 1
+
+
+def test_a_token_guards_the_full_reset_with_a_store(with_store, tmp_path):
+    token = "store-admin-token-0123456789"
+    (tmp_path / "admin.token").write_text(token + "\n")
+    srv = with_store("--admin-token-file", tmp_path / "admin.token")
+    assert " reset=token " in srv.config_line
+    assert put(srv, "k", b"v").status == 201
+    r = reset(srv)
+    assert r.status == 401 and r.headers["www-authenticate"] == "Bearer", r
+    r = exchange(srv, "POST", "/reset", headers={"Authorization": "Bearer " + token[::-1]})
+    assert r.status == 403 and r.json() == {"error": "wrong admin token"}, r
+    assert reset(srv, "cache").status == 204  # neither refusal touched the store:
+    assert get(srv, "k").body == b"v"          # the key comes back from it
+    r = exchange(srv, "POST", "/reset", headers={"Authorization": "Bearer " + token})
+    assert r.status == 204, r
+    assert reset(srv, "cache").status == 204
+    assert get(srv, "k").status == 404  # gone from the store too
 
 
 def test_reset_scope_cache_keeps_the_store(with_store):

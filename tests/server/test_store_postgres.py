@@ -189,7 +189,7 @@ def test_store_table_picks_the_table(start_server, pg, psql, store_table):
         psql(f"DROP TABLE IF EXISTS {qident(t)}")
     conn = f"postgres:{pg.conninfo}"
     srv_a = start_server("--store", conn, "--store-table", a)
-    srv_b = start_server("--store", conn, "--store-table", b)
+    srv_b = start_server("--store", conn, "--store-table", b, "--allow-reset")
     assert put(srv_a, "only-a", b"in a").status == 201
     assert put(srv_b, "only-b", b"in b").status == 201
     assert put(srv_a, "both", b"a's").status == 201
@@ -395,7 +395,8 @@ def test_commit_of_unknown_outcome_leaves_the_cache(start_server, pg, psql, pg_f
 def test_reset_is_a_barrier_for_reads(start_server, pg, psql, pg_flags, store_table):
     """A miss that arrives while a reset waits behind a stalled commit must not read (and
     cache) the row the reset is about to remove: after the 204, nothing from before is served."""
-    srv = start_server(*pg_flags, "--store-board-table", store_table + "_b", "--store-timeout", "20s")
+    srv = start_server(*pg_flags, "--store-board-table", store_table + "_b", "--store-timeout", "20s",
+                       "--allow-reset")
     assert put(srv, "a", b"A").status == 201
     assert put(srv, "b", b"B").status == 201
     assert exchange(srv, "PUT", "/board/lb/member/alice", body=b"10").status == 201
@@ -427,7 +428,7 @@ def test_failed_reset_changes_nothing(start_server, pg, psql, pg_flags, store_ta
     """PostgreSQL down: the reset answers 503 and every key (and dirty write) and board stays,
     in memory and, once PostgreSQL is back, in the tables."""
     flags = [*pg_flags, "--store-board-table", store_table + "_b", "--write-mode", "behind",
-             "--flush-interval", "60s", "--store-timeout", "3s"]
+             "--flush-interval", "60s", "--store-timeout", "3s", "--allow-reset"]
     srv = start_server(*flags)
     assert put(srv, "v", b"V1").status == 201
     code, _, err = srv.stop()  # V1 durable
@@ -454,7 +455,7 @@ def test_failed_reset_changes_nothing(start_server, pg, psql, pg_flags, store_ta
 # --- losing PostgreSQL --------------------------------------------------------------------
 
 def test_postgres_down_write_through_refuses_writes_and_serves_hits(start_server, pg, pg_flags):
-    srv = start_server(*pg_flags, "--store-timeout", STORE_TIMEOUT)
+    srv = start_server(*pg_flags, "--store-timeout", STORE_TIMEOUT, "--allow-reset")
     for i in range(5):
         assert put(srv, f"h{i}", f"val{i}".encode()).status == 201
     assert get(srv, "h0").body == b"val0"
