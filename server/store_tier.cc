@@ -552,21 +552,41 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(const KeyWrit
   w.want_existed = pending || !cache_.get(key, [](std::string_view) {});
   ++state.writing;
   ++state.version;
+  std::unique_ptr<ThroughRecord> record = take_record_locked();
+  record->write = w;
+  record->done = done;
+  ThroughRecord* const in_flight = record.release();  // back in on_through_done
   const store::WriteTicket ticket =
-      store_->write(batch_locked(kw, w.want_existed), [this, w, done](store::WriteResult r) {
-        Outcome o;
-        DecidedList decided;  // conditional writes that waited for this one
-        {
-          std::lock_guard lock(mu_);
-          o = on_through_commit_locked(w, r);
-          recycle_batch_locked(r.batch);
-          decided.swap(decided_);
-        }
-        done(o);
-        answer_decided(decided);
-      });
+      store_->write(batch_locked(kw, w.want_existed),
+                    [this, in_flight](store::WriteResult r) { on_through_done(in_flight, r); });
   done.set_ticket(ticket);
   return std::nullopt;
+}
+
+std::unique_ptr<StoreTier::ThroughRecord> StoreTier::take_record_locked() {
+  if (spare_records_.empty()) return std::make_unique<ThroughRecord>();
+  std::unique_ptr<ThroughRecord> record = std::move(spare_records_.back());
+  spare_records_.pop_back();
+  return record;
+}
+
+// The store's answer to a write-through write (on its completer thread, in commit order).
+void StoreTier::on_through_done(ThroughRecord* in_flight, store::WriteResult& r) {
+  std::unique_ptr<ThroughRecord> record(in_flight);
+  Outcome o;
+  DecidedList decided;  // conditional writes that waited for this one
+  std::optional<Answer> done;
+  {
+    std::lock_guard lock(mu_);
+    o = on_through_commit_locked(record->write, r);
+    recycle_batch_locked(r.batch);
+    done = std::move(record->done);
+    record->done.reset();
+    if (spare_records_.size() < kSpareRecords) spare_records_.push_back(std::move(record));
+    decided.swap(decided_);
+  }
+  (*done)(o);
+  answer_decided(decided);
 }
 
 // In commit order (the store runs write callbacks in commit order): the cache follows the

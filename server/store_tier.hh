@@ -273,6 +273,14 @@ class StoreTier {
     bool want_existed = false;
     std::size_t bytes = 0;  // counted in through_bytes_
   };
+  // A write-through write while the store holds it. The store's callback names it by a raw
+  // pointer (the callback is two pointers, which std::function keeps without allocating) and
+  // takes it back when it runs (the store runs every callback exactly once); it then becomes a
+  // spare for a later write (take_record_locked).
+  struct ThroughRecord {
+    ThroughWrite write;
+    std::optional<Answer> done;
+  };
   using Ready = std::vector<std::pair<LookupDone, Lookup>>;  // answers to give outside mu_
 
   // Bytes a queued operation is counted for beyond its key and value (its bookkeeping).
@@ -380,6 +388,9 @@ class StoreTier {
   // batch (the store hands each batch back with its result). Both bounded.
   static constexpr std::size_t kSpareKeys = 1024;
   static constexpr std::size_t kSpareBatches = 1024;
+  static constexpr std::size_t kSpareRecords = 1024;
+  std::unique_ptr<ThroughRecord> take_record_locked();
+  void on_through_done(ThroughRecord* record, store::WriteResult& r);
   KeyMap<KeyState>::iterator insert_key_locked(std::string_view key);
   std::vector<store::Write> batch_locked(const KeyWrite& kw, bool want_existed);
   void recycle_batch_locked(std::vector<store::Write>& batch);
@@ -395,8 +406,9 @@ class StoreTier {
 
   mutable std::mutex mu_;
   KeyMap<KeyState> keys_;  // every key in flight; the others are clean
-  std::vector<KeyMap<KeyState>::node_type> spare_keys_;   // insert_key_locked
-  std::vector<std::vector<store::Write>> spare_batches_;  // batch_locked
+  std::vector<KeyMap<KeyState>::node_type> spare_keys_;        // insert_key_locked
+  std::vector<std::vector<store::Write>> spare_batches_;       // batch_locked
+  std::vector<std::unique_ptr<ThroughRecord>> spare_records_;  // take_record_locked
   std::uint64_t epoch_ = 0;  // bumped when a reset (or a reset of unknown outcome) voids reads
   std::size_t unknown_bytes_ = 0;  // keys with KeyState::unknown, kOpOverhead each
   bool all_unknown_ = false;       // unknown keys outgrew max_dirty: no key is filled until a reset
