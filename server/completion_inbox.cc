@@ -1,6 +1,7 @@
 // completion_inbox.cc — see completion_inbox.hh.
 #include "server/completion_inbox.hh"
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/post.hpp>
 
 namespace server {
@@ -25,7 +26,9 @@ void CompletionInbox::push(std::weak_ptr<SlotSink> sink, std::shared_ptr<detail:
     if (posted_) return;
     posted_ = true;
   }
-  boost::asio::post(executor_, [self = shared_from_this()] { self->drain(); });
+  boost::asio::post(executor_,
+                    boost::asio::bind_allocator(PostAllocator<void>(&post_slot_),
+                                                [self = shared_from_this()] { self->drain(); }));
 }
 
 void CompletionInbox::close() {

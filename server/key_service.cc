@@ -29,8 +29,7 @@ void KeyService::put(std::string_view key, std::string_view value, const WriteSp
     return;
   }
   if (auto now = tier_->try_put(key, value, expires)) return reply.now(std::move(*now));
-  const Deliver<KeyOutcome> deliver = reply.later(DeferKind::write);
-  if (auto now = tier_->put(key, value, deliver, expires)) deliver(*now);
+  tier_->put_via(key, value, reply.later(DeferKind::write), expires);  // done moves: no copy
 }
 
 void KeyService::del(std::string_view key, const Preconditions* preconditions,
@@ -58,9 +57,8 @@ void KeyService::del(std::string_view key, const Preconditions* preconditions,
   }
   if (auto now = tier_->try_del(key)) return reply.now(std::move(*now));
   // Write-behind asks the store whether an unknown key exists first: a read and a write.
-  const Deliver<KeyOutcome> deliver =
-      reply.later(tier_->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write);
-  if (auto now = tier_->del(key, deliver)) deliver(*now);
+  tier_->del_via(
+      key, reply.later(tier_->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write));
 }
 
 void KeyService::reset(ResetScope scope, Reply<store::Status>& reply) {

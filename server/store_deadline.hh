@@ -69,9 +69,10 @@ class StoreDeadline {
     void operator()(const Outcome& outcome) const { state_->answer(outcome); }
     // For a caller that answers by itself (an outcome known at once): true if the deadline had
     // not answered yet, and then it never will; false if the request was answered already.
+    // Armed with hand_back: done is kept for the caller, who answers with deliver().
     bool settle() const {
       if (!claim()) return false;
-      state_->done = nullptr;
+      if (!state_->hand_back) state_->done = nullptr;
       return true;
     }
     // Takes the right to answer before acting on the request (a waiting write about to be
@@ -98,6 +99,7 @@ class StoreDeadline {
       std::atomic<std::uint64_t> ticket{0};
       std::function<void(const Outcome&)> done;
       const Outcome* on_timeout = nullptr;  // arm()'s: outlives the deadline
+      bool hand_back = false;               // arm()'s: settle() keeps done
       // The winner of the exchange owns done from then on: it moves it out, so what it holds
       // (the request's response slot) is freed now, not at the deadline.
       void answer(const Outcome& outcome) {
@@ -120,19 +122,23 @@ class StoreDeadline {
   };
 
   // on_timeout is kept by reference: it must outlive this deadline (the tier's members are
-  // built once, so arming a request allocates nothing but its State).
+  // built once, so arming a request allocates nothing but its State). hand_back: an outcome the
+  // caller settles is still answered through done (Answer::deliver), so the caller need not
+  // keep a copy of done for it.
   template <class Outcome>
-  Answer<Outcome> arm(std::function<void(const Outcome&)> done, const Outcome& on_timeout) {
+  Answer<Outcome> arm(std::function<void(const Outcome&)> done, const Outcome& on_timeout,
+                      bool hand_back = false) {
     using State = typename Answer<Outcome>::State;
     auto state = std::make_shared<State>();
     state->done = std::move(done);
     state->on_timeout = &on_timeout;
+    state->hand_back = hand_back;
     push(state);
     return Answer<Outcome>(std::move(state));
   }
   template <class Outcome>  // a temporary would dangle: pass a member of the caller
-  Answer<Outcome> arm(std::function<void(const Outcome&)> done,
-                      const Outcome&& on_timeout) = delete;
+  Answer<Outcome> arm(std::function<void(const Outcome&)> done, const Outcome&& on_timeout,
+                      bool hand_back = false) = delete;
 
  private:
   void push(std::shared_ptr<Pending> pending) {

@@ -262,7 +262,55 @@ void StoreTier::moved_locked(std::string_view key) {
 }
 
 void StoreTier::erase_if_clean_locked(std::string_view key) {
-  if (auto it = keys_.find(key); it != keys_.end() && it->second.clean()) keys_.erase(it);
+  if (auto it = keys_.find(key); it != keys_.end() && it->second.clean()) {
+    // Kept, a few, for the next keys to enter (insert_key_locked): no allocation per write.
+    if (spare_keys_.size() < kSpareKeys) {
+      spare_keys_.push_back(keys_.extract(it));
+    } else {
+      keys_.erase(it);
+    }
+  }
+}
+
+// A key entering keys_ clean, in a spare entry when there is one (its key string's capacity
+// reused).
+StoreTier::KeyMap<StoreTier::KeyState>::iterator StoreTier::insert_key_locked(
+    std::string_view key) {
+  if (spare_keys_.empty()) return keys_.emplace(std::string(key), KeyState{}).first;
+  auto node = std::move(spare_keys_.back());
+  spare_keys_.pop_back();
+  node.key().assign(key);
+  node.mapped() = KeyState{};
+  return keys_.insert(std::move(node)).position;
+}
+
+// A one-op batch for a write-through key write, from the spares when there is one (its
+// strings' capacity reused): the key and the value are copied into it once, nothing else.
+std::vector<store::Write> StoreTier::batch_locked(const KeyWrite& kw, bool want_existed) {
+  std::vector<store::Write> batch;
+  if (spare_batches_.empty()) {
+    batch.resize(1);
+  } else {
+    batch = std::move(spare_batches_.back());
+    spare_batches_.pop_back();
+  }
+  store::Write& w = batch[0];
+  w.kind = kw.kind;
+  w.key.assign(kw.key);
+  w.value.assign(kw.kind == Kind::put ? kw.value : std::string_view());
+  w.expires_at_ms = kw.kind == Kind::put ? kw.expires_at_ms : 0;
+  w.want_existed = want_existed;
+  return batch;
+}
+
+// A committed batch the store handed back: kept as a spare if it is one key write of modest
+// size, and there are not many spares already.
+void StoreTier::recycle_batch_locked(std::vector<store::Write>& batch) {
+  constexpr std::size_t kSpareValueBytes = 4096;
+  if (batch.size() != 1 || spare_batches_.size() >= kSpareBatches) return;
+  const store::Write& w = batch[0];
+  if (w.value.capacity() > kSpareValueBytes || !w.member.empty()) return;
+  spare_batches_.push_back(std::move(batch));
 }
 
 // The key leaves the cache and is read through until a later write of it commits: the store
@@ -328,6 +376,30 @@ std::optional<StoreTier::Outcome> StoreTier::put(std::string_view key, std::stri
 
 std::optional<StoreTier::Outcome> StoreTier::del(std::string_view key, WriteDone done) {
   return write({Kind::del, key}, std::move(done));
+}
+
+// write() answering an immediate outcome through done too (here, once mu_ is released): the
+// caller hands done over and keeps no copy (a copy of a std::function that holds a lambda is
+// an allocation).
+void StoreTier::write_via(const KeyWrite& w, WriteDone done) {
+  const Answer answer = deadline_.arm<Outcome>(std::move(done), timeout_outcome_, true);
+  std::optional<Outcome> now;
+  {
+    std::lock_guard lock(mu_);
+    if (answer.answered()) return;
+    now = options_.mode == WriteMode::through ? submit_through_locked(w, answer)
+                                              : behind_locked(w, answer);
+  }
+  if (now) answer.deliver(*now);
+}
+
+void StoreTier::put_via(std::string_view key, std::string_view value, WriteDone done,
+                        std::uint64_t expires_at_ms) {
+  write_via({Kind::put, key, value, expires_at_ms}, std::move(done));
+}
+
+void StoreTier::del_via(std::string_view key, WriteDone done) {
+  write_via({Kind::del, key}, std::move(done));
 }
 
 // --- conditional writes (write_if) ---------------------------------------------------------------
@@ -488,35 +560,48 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(const KeyWrit
   // A key in the cache with no write of it pending is in the store too (the cache holds only
   // committed writes and fills), so the store need not look it up: ask only about the others.
   auto it = keys_.find(key);
-  if (it == keys_.end()) it = keys_.emplace(std::string(key), KeyState{}).first;
+  if (it == keys_.end()) it = insert_key_locked(key);
   w.entry = &*it;
   KeyState& state = w.entry->second;
   const bool pending = state.writing > 0;
   w.want_existed = pending || !cache_.get(key, [](std::string_view) {});
   ++state.writing;
   ++state.version;
-  std::vector<store::Write> batch(1);
-  batch[0].kind = kw.kind;
-  batch[0].key = key;
-  if (kw.kind == Kind::put) {
-    batch[0].value = kw.value;
-    batch[0].expires_at_ms = kw.expires_at_ms;
-  }
-  batch[0].want_existed = w.want_existed;
+  std::unique_ptr<ThroughRecord> record = take_record_locked();
+  record->write = w;
+  record->done = done;
+  ThroughRecord* const in_flight = record.release();  // back in on_through_done
   const store::WriteTicket ticket =
-      store_->write(std::move(batch), [this, w, done](store::WriteResult r) {
-        Outcome o;
-        DecidedList decided;  // conditional writes that waited for this one
-        {
-          std::lock_guard lock(mu_);
-          o = on_through_commit_locked(w, r);
-          decided.swap(decided_);
-        }
-        done(o);
-        answer_decided(decided);
-      });
+      store_->write(batch_locked(kw, w.want_existed),
+                    [this, in_flight](store::WriteResult r) { on_through_done(in_flight, r); });
   done.set_ticket(ticket);
   return std::nullopt;
+}
+
+std::unique_ptr<StoreTier::ThroughRecord> StoreTier::take_record_locked() {
+  if (spare_records_.empty()) return std::make_unique<ThroughRecord>();
+  std::unique_ptr<ThroughRecord> record = std::move(spare_records_.back());
+  spare_records_.pop_back();
+  return record;
+}
+
+// The store's answer to a write-through write (on its completer thread, in commit order).
+void StoreTier::on_through_done(ThroughRecord* in_flight, store::WriteResult& r) {
+  std::unique_ptr<ThroughRecord> record(in_flight);
+  Outcome o;
+  DecidedList decided;  // conditional writes that waited for this one
+  std::optional<Answer> done;
+  {
+    std::lock_guard lock(mu_);
+    o = on_through_commit_locked(record->write, r);
+    recycle_batch_locked(r.batch);
+    done = std::move(record->done);
+    record->done.reset();
+    if (spare_records_.size() < kSpareRecords) spare_records_.push_back(std::move(record));
+    decided.swap(decided_);
+  }
+  (*done)(o);
+  answer_decided(decided);
 }
 
 // In commit order (the store runs write callbacks in commit order): the cache follows the

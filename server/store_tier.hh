@@ -141,6 +141,11 @@ class StoreTier {
   std::optional<Outcome> put(std::string_view key, std::string_view value, WriteDone done,
                              std::uint64_t expires_at_ms = 0);
   std::optional<Outcome> del(std::string_view key, WriteDone done);
+  // The same, answering every outcome through done, an immediate one too (inline, before the
+  // call returns): the caller keeps no copy of done.
+  void put_via(std::string_view key, std::string_view value, WriteDone done,
+               std::uint64_t expires_at_ms = 0);
+  void del_via(std::string_view key, WriteDone done);
 
   // A PUT (kind put) or DELETE (kind del) with If-Match / If-None-Match (docs/api.md, "With a
   // store"): decided under mu_ against the key's state once every earlier write of it has been
@@ -268,6 +273,14 @@ class StoreTier {
     bool want_existed = false;
     std::size_t bytes = 0;  // counted in through_bytes_
   };
+  // A write-through write while the store holds it. The store's callback names it by a raw
+  // pointer (the callback is two pointers, which std::function keeps without allocating) and
+  // takes it back when it runs (the store runs every callback exactly once); it then becomes a
+  // spare for a later write (take_record_locked).
+  struct ThroughRecord {
+    ThroughWrite write;
+    std::optional<Answer> done;
+  };
   using Ready = std::vector<std::pair<LookupDone, Lookup>>;  // answers to give outside mu_
 
   // Bytes a queued operation is counted for beyond its key and value (its bookkeeping).
@@ -322,6 +335,7 @@ class StoreTier {
   static void answer_decided(DecidedList& decided);
   DecidedList decided_;  // filled by commit callbacks under mu_ (parked writes), drained after
   std::optional<Outcome> write(const KeyWrite& w, WriteDone done);
+  void write_via(const KeyWrite& w, WriteDone done);
   // Write-through's backlog bound: bytes counted in (nullopt), or the refusal.
   std::optional<Outcome> admit_through_locked(std::size_t bytes);
   // An immediate refusal (the backlog bound), or nullopt: submitted, done is called later.
@@ -373,6 +387,18 @@ class StoreTier {
   template <class T>
   using KeyMap = std::unordered_map<std::string, T, KeyHash, std::equal_to<>>;
 
+  // Write-through's steady state allocates nothing of its own per write beyond what the store
+  // and the response need: a key entering keys_ takes a spare entry, and a write's batch a spare
+  // batch (the store hands each batch back with its result). Both bounded.
+  static constexpr std::size_t kSpareKeys = 1024;
+  static constexpr std::size_t kSpareBatches = 1024;
+  static constexpr std::size_t kSpareRecords = 1024;
+  std::unique_ptr<ThroughRecord> take_record_locked();
+  void on_through_done(ThroughRecord* record, store::WriteResult& r);
+  KeyMap<KeyState>::iterator insert_key_locked(std::string_view key);
+  std::vector<store::Write> batch_locked(const KeyWrite& kw, bool want_existed);
+  void recycle_batch_locked(std::vector<store::Write>& batch);
+
   cache::Cache& cache_;
   std::unique_ptr<store::Store> store_;
   const TierOptions options_;
@@ -383,7 +409,10 @@ class StoreTier {
   StoreDeadline deadline_;  // --store-timeout
 
   mutable std::mutex mu_;
-  KeyMap<KeyState> keys_;    // every key in flight; the others are clean
+  KeyMap<KeyState> keys_;  // every key in flight; the others are clean
+  std::vector<KeyMap<KeyState>::node_type> spare_keys_;        // insert_key_locked
+  std::vector<std::vector<store::Write>> spare_batches_;       // batch_locked
+  std::vector<std::unique_ptr<ThroughRecord>> spare_records_;  // take_record_locked
   std::uint64_t epoch_ = 0;  // bumped when a reset (or a reset of unknown outcome) voids reads
   std::size_t unknown_bytes_ = 0;  // keys with KeyState::unknown, kOpOverhead each
   bool all_unknown_ = false;       // unknown keys outgrew max_dirty: no key is filled until a reset

@@ -29,14 +29,14 @@ bool is_board_op(const Write& w) {
 // Why write() refuses a batch holding w (empty: it does not). A score that is not finite or a
 // seq that a signed 64-bit integer cannot hold would not rank as the in-memory boards do.
 std::string refusal(const Write& w, std::size_t max_value, const std::string& engine) {
-  const std::string max = std::to_string(kMaxKey);
+  static_assert(kMaxKey == 250, "the messages below say 1..250");
   if (!key_ok(w.key)) {
     return std::string("store write refused: a ") + (is_board_op(w) ? "board" : "key") +
-           " must be 1.." + max + " bytes (got " + std::to_string(w.key.size()) + ")";
+           " must be 1..250 bytes (got " + std::to_string(w.key.size()) + ")";
   }
   if (w.kind == Write::Kind::board_set || w.kind == Write::Kind::board_remove) {
     if (!key_ok(w.member)) {
-      return "store write refused: a member must be 1.." + max + " bytes (got " +
+      return "store write refused: a member must be 1..250 bytes (got " +
              std::to_string(w.member.size()) + ")";
     }
   }
@@ -174,7 +174,7 @@ void GroupCommitter::release() {
 void GroupCommitter::committer_main() {
   engine_.committer_started();
   for (;;) {
-    Group group;
+    Group group = spare_group();
     std::uint64_t taken = 0;
     if (!take(group, taken)) return;  // stopping, and everything queued is done
     commit(group);
@@ -187,6 +187,14 @@ void GroupCommitter::committer_main() {
     complete_cv_.notify_one();
     wait_while_held(taken);
   }
+}
+
+GroupCommitter::Group GroupCommitter::spare_group() {
+  std::lock_guard lock(complete_mu_);
+  if (spare_.empty()) return {};
+  Group group = std::move(spare_.back());
+  spare_.pop_back();
+  return group;
 }
 
 // Takes everything queued (waiting for something first); false once stopping with nothing left.
@@ -269,9 +277,29 @@ void GroupCommitter::completer_main() {
                                   std::move(group.ops[i].batch)});
         }
       }
+      // Emptied (what the callbacks held goes now), its vectors kept for a later group.
+      group.ops.clear();
+      group.callbacks.clear();
+      group.results.clear();
     }
-    groups.clear();
+    recycle(groups);
   }
+}
+
+// A few emptied groups are kept, those of a modest size: one burst of a huge group does not
+// keep its vectors' memory for good.
+void GroupCommitter::recycle(std::vector<Group>& groups) {
+  constexpr std::size_t kSpareGroups = 4;
+  constexpr std::size_t kSpareCapacity = 4096;  // ops
+  {
+    std::lock_guard lock(complete_mu_);
+    for (Group& group : groups) {
+      if (spare_.size() < kSpareGroups && group.ops.capacity() <= kSpareCapacity) {
+        spare_.push_back(std::move(group));
+      }
+    }
+  }
+  groups.clear();
 }
 
 // --- existed ---------------------------------------------------------------------------------

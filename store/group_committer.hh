@@ -118,6 +118,8 @@ class GroupCommitter {
     std::vector<Status> results;      // one per op, set after the commit
   };
 
+  // A group to take the queue into: a spare one, or a new one.
+  Group spare_group();
   WriteTicket enqueue(Op op, Callback callback);
   void complete_closed(bool is_clear, Callback callback);
   void committer_main();
@@ -126,6 +128,7 @@ class GroupCommitter {
   void commit(Group& group);
   void wait_while_held(std::uint64_t taken);
   void completer_main();
+  void recycle(std::vector<Group>& groups);
 
   Engine& engine_;
   detail::TimerThread& timer_;
@@ -143,6 +146,9 @@ class GroupCommitter {
   std::condition_variable complete_cv_;
   std::vector<Group> completed_;  // committed groups, callbacks not yet run
   bool complete_stopping_ = false;
+  // Groups the completer has answered, emptied with their vectors' capacity kept: the committer
+  // takes its next group into one, so a steady stream of groups allocates no vectors.
+  std::vector<Group> spare_;  // guarded by complete_mu_
 
   std::atomic<std::uint64_t> errors_{0};
   std::thread completer_;

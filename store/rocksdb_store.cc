@@ -244,7 +244,8 @@ RocksStore::RocksStore(OpenKey, const RocksOptions& options, std::unique_ptr<roc
     : EngineStore(options.read_delay, SIZE_MAX, "rocksdb"),
       env_(std::move(env)),
       db_(std::move(db)),
-      boards_(boards) {
+      boards_(boards),
+      batch_(std::make_unique<rocksdb::WriteBatch>()) {
   start_committer();
   for (int i = 0; i < kReaders; ++i) readers_.emplace_back([this] { reader_main(); });
 }
@@ -311,9 +312,16 @@ Status RocksStore::commit(std::vector<Op>& group) {
   const Status looked = look_up_existed(GroupCommitter::keys_to_look_up(group), in_db);
   if (!looked.ok()) return looked;
   GroupCommitter::answer_existed(group, [&](std::string_view key) { return in_db.at(key); });
-  rocksdb::WriteBatch wb;
-  const std::uint64_t ops = build_batch(group, wb);
-  return write_batch(wb, ops);
+  // The committer's one WriteBatch, emptied for each group (its buffer's capacity kept), unless
+  // the last group made it large.
+  constexpr std::size_t kKeepBatchBytes = 1 << 20;
+  if (batch_->GetDataSize() > kKeepBatchBytes) {
+    batch_ = std::make_unique<rocksdb::WriteBatch>();
+  } else {
+    batch_->Clear();
+  }
+  const std::uint64_t ops = build_batch(group, *batch_);
+  return write_batch(*batch_, ops);
 }
 
 // One MultiGet for the keys. An error refuses the group (nothing was written); the store is not
@@ -371,20 +379,23 @@ void add_op(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards, const 
   }
 }
 
-// Adds the ops between two clears, sorted: a stable sort keeps each key's ops in their order,
-// and ops on different keys commute inside one atomic batch. The memtable's skiplist inserts a
-// run of sorted keys by resuming from the previous insert's position instead of searching from
-// the top for each. Board ops sort after key ops, by board: the stable sort keeps every board's
-// ops (a drop and the sets after it included) in their order.
+// Adds the ops between two clears, sorted: each key's ops keep their order (the sort's last
+// criterion is the arrival order), and ops on different keys commute inside one atomic batch.
+// The memtable's skiplist inserts a run of sorted keys by resuming from the previous insert's
+// position instead of searching from the top for each. Board ops sort after key ops, by board,
+// every board's ops (a drop and the sets after it included) in their order. std::sort with
+// the arrival as the tie-break, not std::stable_sort: that one allocates a buffer per call.
 void add_segment(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards,
-                 std::vector<const Write*>& segment) {
-  std::stable_sort(segment.begin(), segment.end(), [](const Write* a, const Write* b) {
-    const bool a_board = is_board_op(*a);
-    const bool b_board = is_board_op(*b);
-    if (a_board != b_board) return b_board;
-    return a->key < b->key;
-  });
-  for (const Write* w : segment) add_op(wb, boards, *w);
+                 std::vector<RocksStore::Ordered>& segment) {
+  std::sort(segment.begin(), segment.end(),
+            [](const RocksStore::Ordered& a, const RocksStore::Ordered& b) {
+              const bool a_board = is_board_op(*a.write);
+              const bool b_board = is_board_op(*b.write);
+              if (a_board != b_board) return b_board;
+              if (const int c = a.write->key.compare(b.write->key); c != 0) return c < 0;
+              return a.arrival < b.arrival;
+            });
+  for (const RocksStore::Ordered& o : segment) add_op(wb, boards, *o.write);
   segment.clear();
 }
 
@@ -394,7 +405,8 @@ void add_segment(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards,
 // every key and one over every board row). Returns how many ops went in.
 std::uint64_t RocksStore::build_batch(const std::vector<Op>& group, rocksdb::WriteBatch& wb) {
   std::uint64_t ops = 0;
-  std::vector<const Write*> segment;
+  std::vector<Ordered>& segment = segment_;
+  segment.clear();
   for (const Op& op : group) {
     if (!op.refused.empty()) continue;
     if (op.is_clear) {
@@ -403,7 +415,7 @@ std::uint64_t RocksStore::build_batch(const std::vector<Op>& group, rocksdb::Wri
       wb.DeleteRange(boards_, rocksdb::Slice(), kEndOfBoardRows);
       continue;
     }
-    for (const Write& w : op.batch) segment.push_back(&w);
+    for (const Write& w : op.batch) segment.push_back({&w, segment.size()});
     ops += op.batch.size();
   }
   add_segment(wb, boards_, segment);

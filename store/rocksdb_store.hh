@@ -55,6 +55,11 @@ struct RocksOptions {
 class RocksStore final : public detail::EngineStore {
  public:
   static constexpr int kReaders = 2;
+  // One op of the group as build_batch() orders it: its write and its place in the group.
+  struct Ordered {
+    const Write* write;
+    std::size_t arrival;
+  };
 
   // Opens (creating the directory and its parents if missing) or returns nullptr and a
   // one-line error: the directory cannot be made, the database is locked by another process,
@@ -97,6 +102,10 @@ class RocksStore final : public detail::EngineStore {
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* boards_;  // the "boards" column family; owned, destroyed by close()
   std::atomic<bool> failed_{false};      // written only by the committer
+  // The committer's alone, kept across groups (their buffers' capacity with them): the group's
+  // WriteBatch and its ops in the order build_batch() adds them.
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::vector<Ordered> segment_;
   std::vector<std::thread> readers_;
 };
 
