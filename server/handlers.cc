@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,11 @@ using KeyBuffer = NameBuffer;
                                                              NameBuffer& storage, NameKind kind) {
   const NameErrors reasons = name_errors(kind);
   if (raw.empty()) return {{}, fail(status::bad_request, reasons.empty)};
+  // Most names carry no escape: then the raw bytes (in the request, which outlives the handler)
+  // are the name, not copied (callgrind: ~40 of a pipelined GET hit's ~2,600 instructions).
+  if (raw.size() <= storage.size() && std::memchr(raw.data(), '%', raw.size()) == nullptr) {
+    return {raw, {}};
+  }
   const DecodeResult r = percent_decode(raw, storage);
   switch (r.status) {
     case DecodeStatus::bad_encoding:

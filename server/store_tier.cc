@@ -109,12 +109,10 @@ struct StoreTier::CondWrite {
   std::string key, value;
   std::uint64_t expires_at_ms = 0;
   Preconditions preconditions;
-  // The request's answer under its own deadline, armed at write_if: the decision, the store
-  // read it may make and the write once applied all run within one --store-timeout.
+  // The request's answer under its own deadline, armed at write_if with hand_back (an outcome
+  // settled when the write is applied is delivered through it): the decision, the store read it
+  // may make and the write once applied all run within one --store-timeout.
   Answer done;
-  // The request's callback, which done forwards to; called directly for an outcome known when
-  // the write is applied (done.settle() has taken the answer from the deadline then).
-  std::shared_ptr<const WriteDone> reply;
   int reads = 0;               // store reads made for it (kMaxConditionReads)
   std::size_t read_bytes = 0;  // its read under way, counted in StoreTier::read_bytes_
   KeyWrite write() const { return {kind, key, value, expires_at_ms}; }
@@ -409,10 +407,9 @@ std::optional<StoreTier::Outcome> StoreTier::write_if(Kind kind, std::string_vie
                                                       std::uint64_t expires_at_ms,
                                                       const Preconditions& preconditions,
                                                       WriteDone done) {
-  auto reply = std::make_shared<const WriteDone>(std::move(done));
-  auto op = std::make_shared<CondWrite>(CondWrite{
-      kind, std::string(key), std::string(value), expires_at_ms, preconditions,
-      deadline_.arm<Outcome>([reply](const Outcome& o) { (*reply)(o); }, timeout_outcome_), reply});
+  auto op = std::make_shared<CondWrite>(
+      CondWrite{kind, std::string(key), std::string(value), expires_at_ms, preconditions,
+                deadline_.arm<Outcome>(std::move(done), timeout_outcome_, /*hand_back=*/true)});
   DecidedList decided;
   {
     std::lock_guard lock(mu_);
@@ -483,7 +480,7 @@ void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
 // hold of mu_, and under the request's own deadline: at one --store-timeout from the request's
 // arrival it answers 503, the write possibly still taking effect (write-through, the commit under
 // way) or dropped unapplied (write-behind, still waiting for room), as for an unconditional
-// write. An outcome known at once has been settled: the reply gets it directly.
+// write. An outcome known at once has been settled: it is delivered through done.
 void StoreTier::apply_decided_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided) {
   std::optional<Outcome> now = options_.mode == WriteMode::through
                                    ? submit_through_locked(op->write(), op->done)
@@ -494,7 +491,7 @@ void StoreTier::apply_decided_locked(const std::shared_ptr<CondWrite>& op, Decid
 void StoreTier::answer_decided(DecidedList& decided) {
   for (Decided& d : decided) {
     if (d.settled) {
-      (*d.op->reply)(d.outcome);
+      d.op->done.deliver(d.outcome);
     } else {
       d.op->done(d.outcome);
     }

@@ -317,7 +317,7 @@ class StoreTier {
   // What the dirty buffer says a read of the key gets (write-behind).
   static Lookup dirty_lookup(const Dirty& d);
   // Conditional writes decided under mu_, answered once it is released: settled (applied with
-  // an outcome known at once, the answer taken from the deadline: the reply gets it) or not
+  // an outcome known at once, the answer taken from the deadline: delivered) or not
   // (412 or 503: through the deadline's answer, unless it answered first).
   struct Decided {
     std::shared_ptr<CondWrite> op;
