@@ -1,13 +1,37 @@
 #!/usr/bin/env python3
-"""compare_wrk.py — bench_client beside wrk against nginx serving a 100-byte body from memory.
+"""compare_wrk.py — bench_client beside wrk on the answers of issue 29, in one run.
 
-nginx: worker_processes 1, pinned to CPU --server-cpu; each client pinned to CPU --client-cpu;
-1 client thread, 1 connection, same duration; --runs runs alternating which client goes first.
-Prints each run, the medians, and whether bench_client reaches >= 0.95x wrk's req/s with a p50
-within +-10% of wrk's. Exit status: 0 targets met, 1 targets missed, 2 setup failure.
-Every option defaults to the environment variable of the shell version it replaces
-(scripts/compare_wrk.sh): DURATION, RUNS, PORT, SERVER_CPU, CLIENT_CPU, BENCH. nginx comes from
-the harness (scripts/harness/peers.py) and is stopped on every exit path.
+Rows (--rows, default all three; the server pinned to --server-cpu, every client to --client-cpu,
+one client thread each):
+  board  cache_server -t 1 holding one board of --members (100,000) members, preloaded first by
+         bench_client (its board-score preload: every member PUT once); GET /board/b0/top?n=100
+         (5.6 KB of JSON at 100,000 members), 50 connections. wrk GETs that URL; bench_client
+         runs --workload board-top --top-n 100 --no-preload, the same GET, at its default
+         --verify (one answer in 64 checked in full: the JSON parsed, count, order and ranks).
+  big    the same cache_server holding one 100 KiB value (bench_client's get-popular preload of
+         key 0); GET of it, 16 connections (bench_client: get-popular, one key, default --verify).
+  nginx  nginx (1 worker, scripts/harness/peers.py's config, --port) serving 100 bytes at
+         /bench, 1 connection (bench_client: --path /bench).
+Each round runs every row, wrk and bench_client back to back against the same server instance,
+the order alternating between rounds (and rows); wrk gets a 1 s warm-up run per row before the
+first round, bench_client a 1 s --warmup before each of its windows. Per run: req/s, the client's
+CPU time per response (wrk: its rusage, i.e. /proc's utime+stime, over the requests it reports;
+bench_client: its JSON's client_cpu_us_per_response, its getrusage, the same counters, over its
+measured window), the server's CPU % (/proc/PID/stat over the run) and the p50.
+
+Prints every run, then per row the medians of each client, bench_client ÷ wrk, the target
+(board >= 0.9, big >= 0.9, nginx >= 0.95) and PASS/FAIL, the CPU per response of each and
+whether bench_client's is at or below wrk's (shown, not part of the verdict). wrk's percentiles
+are kept out of the verdict, except the nginx row's p50, compared as before: bench_client's must
+be within +-10% of wrk's. RESULT: PASS when every row (and that p50) meets its target.
+--old-bench BIN adds an older bench_client to every round (A/B: its req/s, new ÷ old, its CPU).
+Exit status: 0 targets met, 1 targets missed, 2 setup failure (a tool or binary missing, a
+client failing or answering errors, a bad option).
+
+Run it alone on the machine: flock /tmp/bench.lock python3 scripts/compare_wrk.py --runs 5
+--duration 5. Every option defaults to the environment variable of the shell version it replaced
+(scripts/compare_wrk.sh): DURATION, RUNS, PORT, SERVER_CPU, CLIENT_CPU, BENCH; CACHE_SERVER too.
+Servers come from the harness (scripts/harness) and are stopped on every exit path.
 """
 from __future__ import annotations
 
@@ -16,31 +40,78 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, cli, peers, procs  # noqa: E402
+from harness import bench, cli, peers, resources  # noqa: E402
 from harness.bench import Failure  # noqa: E402  (exit status 2 here: run_main(failed=2))
+from harness.tables import fnum, md_table  # noqa: E402
 
 NAME = "compare_wrk"
-TARGET_RATIO, TARGET_P50 = 0.95, 0.10
+ROWS = ("board", "big", "nginx")
+TARGET_P50 = 0.10  # the nginx row: bench_client's p50 within +-10% of wrk's
+TOP_N, BIG_BYTES = 100, 102400
+BIG_KEY = "k00qedr5Zv46Y78Z"  # key 0 of bench_client's --key-size 16 (KeySpace::write_key)
+
+
+class Row:
+    """One row of the table: what both clients GET, over how many connections, from which server
+    (its port, its PID for its CPU), bench_client's workload flags, and the runs (client -> [run
+    dict, ...])."""
+
+    def __init__(self, name: str, label: str, conns: int, target: float, path: str,
+                 bench_args: list):
+        self.name, self.label, self.conns, self.target = name, label, conns, target
+        self.path, self.bench_args = path, bench_args
+        self.port, self.server_pid = 0, None
+        self.runs: dict[str, list[dict]] = {}
+
+
+def make_rows(a) -> list[Row]:
+    board = ["--workload", "board-top", "--boards", "1", "--members", str(a.members), "--top-n",
+             str(TOP_N), "--no-preload"]
+    big = ["--workload", "get-popular", "--keys", "1", "--hot-keys", "1", "--value-size",
+           str(BIG_BYTES), "--key-size", "16", "--no-preload"]
+    every = {
+        "board": Row("board", f"board top-{TOP_N} ({a.members:,} members), 50 conns", 50, 0.90,
+                     f"/board/b0/top?n={TOP_N}", board),
+        "big": Row("big", "100 KiB GET, 16 conns", 16, 0.90, f"/key/{BIG_KEY}", big),
+        "nginx": Row("nginx", "100-byte GET, nginx, 1 conn", 1, 0.95, "/bench",
+                     ["--path", "/bench"]),
+    }
+    return [every[r] for r in a.rows]
+
+
+def rows_list(text: str) -> list[str]:
+    """--rows: a comma-separated subset of board,big,nginx (kept in that order)."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in names if x not in ROWS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a list of {','.join(ROWS)}")
+    return [r for r in ROWS if r in names]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     env = cli.env
     p = cli.Parser(NAME, __doc__)
-    p.add_argument("--duration", metavar="S", type=cli.positive_int, default=env("DURATION", "10"),
-                   help="whole seconds per run, as wrk takes them (env DURATION, default 10)")
-    p.add_argument("--runs", metavar="N", type=cli.positive_int, default=env("RUNS", "3"),
-                   help="runs (env RUNS, default 3)")
+    p.add_argument("--duration", metavar="S", type=cli.positive_int, default=env("DURATION", "5"),
+                   help="whole seconds per run, as wrk takes them (env DURATION, default 5)")
+    p.add_argument("--runs", "--rounds", dest="runs", metavar="N", type=cli.positive_int,
+                   default=env("RUNS", "5"), help="rounds (env RUNS, default 5)")
+    p.add_argument("--rows", metavar="LIST", type=rows_list, default=",".join(ROWS),
+                   help="the rows to measure, of board,big,nginx (default all)")
+    p.add_argument("--members", metavar="N", type=cli.positive_int, default=100000,
+                   help="members of the board row's board (default 100000)")
     p.add_argument("--port", metavar="PORT", type=cli.uint, default=env("PORT", "18081"),
                    help="nginx's port on 127.0.0.1 (env PORT, default 18081; 0: a free one)")
-    cli.add_cpu_options(p, "nginx", "the clients")
+    cli.add_server_options(p, "the servers", "the clients")
     p.add_argument("--bench", metavar="BIN", default=env("BENCH", ""),
                    help="bench_client (env BENCH; default build/release's)")
+    p.add_argument("--old-bench", metavar="BIN", default="",
+                   help="an older bench_client to run in every round too (A/B)")
+    p.add_argument("--json", metavar="FILE", default="", help="write every run into FILE")
     return p.parse_args(argv)
 
 
@@ -52,76 +123,199 @@ def bench_client(a) -> str:
     raise Failure("bench_client not found (build it or set BENCH=path)")
 
 
-def parse_wrk(text: str) -> tuple[float, float]:
-    """wrk --latency output -> (req/s, p50 µs)."""
+def parse_wrk(text: str) -> tuple[float, float, int]:
+    """wrk --latency output -> (req/s, p50 µs, requests); errors it reports are a Failure."""
+    if "Non-2xx" in text or "Socket errors" in text:
+        raise Failure(f"wrk saw errors: {text[-500:]}")
     rps = float(re.search(r"Requests/sec:\s*([\d.]+)", text).group(1))
     val, unit = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
-    return rps, float(val) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
+    total = int(re.search(r"(\d+) requests in", text).group(1))
+    return rps, float(val) * {"us": 1, "ms": 1e3, "s": 1e6}[unit], total
 
 
-def parse_bench(path: Path) -> tuple[float, float]:
-    """bench_client JSON -> (req/s, p50 µs); a run with errors is a setup failure (Failure, exit 2)."""
+def parse_bench(path: Path) -> dict:
+    """bench_client JSON -> its figures; a run with errors is a setup failure (Failure, exit 2)."""
     p = json.loads(path.read_text())["points"][0]
-    if p["errors"]:
-        raise Failure(f"bench_client saw errors: {p['errors_by_code']}")
-    return p["throughput_rps"], p["p50_us"]
+    if p["errors"] or not p.get("valid", True):
+        raise Failure(f"bench_client saw errors: {p['errors_by_code']} ({path})")
+    cpu = p.get("client_cpu_us_per_response")
+    if cpu is None:  # a bench_client older than the field: its CPU % over the window
+        cpu = p["client_cpu_pct"] / 100.0 * p["duration_s"] * 1e6 / p["requests"]
+    return {"rps": p["throughput_rps"], "p50_us": p["p50_us"], "cpu_us": cpu,
+            "verified": p.get("verified")}
 
 
-def run(argv: list, what: str) -> str:
-    r = subprocess.run([str(x) for x in argv], capture_output=True, text=True)
-    if r.returncode:
-        raise Failure(f"{what} failed: {(r.stdout + r.stderr)[-500:]}")
-    return r.stdout
+class Clients:
+    """The load generators of one run of the script, pinned by `run` (a harness bench.Run)."""
+
+    def __init__(self, a, run: bench.Run, bins: dict):
+        self.a, self.run, self.bins = a, run, bins
+        self.order = ["wrk", *[c for c in ("bench", "old") if c in bins]]
+
+    def launch(self, row: Row, argv: list, what: str) -> tuple[str, float, float]:
+        """Runs a client pinned: (its output, its CPU seconds, the server's CPU % meanwhile)."""
+        out = self.run.work / f"{what}.out"
+        t0 = resources.pid_ticks(row.server_pid)
+        rc, real, user, sys_ = self.run.client(argv, out, timeout_s=self.a.duration + 120)
+        t1 = resources.pid_ticks(row.server_pid)
+        text = out.read_text(errors="replace")
+        if rc:
+            raise Failure(f"{what} failed (exit {rc}) on the {row.name} row: {text[-500:]}")
+        server = None if None in (t0, t1) else 100.0 * (t1 - t0) / resources.CLK_TCK / real
+        return text, user + sys_, server
+
+    def wrk(self, row: Row, seconds: int) -> dict:
+        url = f"http://127.0.0.1:{row.port}{row.path}"
+        text, cpu_s, server = self.launch(row, ["wrk", "-t1", f"-c{row.conns}", f"-d{seconds}s",
+                                                "--latency", url], "wrk")
+        rps, p50, total = parse_wrk(text)
+        return {"rps": rps, "p50_us": p50, "cpu_us": cpu_s * 1e6 / max(total, 1),
+                "server_cpu_pct": server}
+
+    def bench(self, row: Row, client: str) -> dict:
+        out = self.run.work / f"{client}.json"
+        argv = [self.bins[client], "-p", row.port, "--threads", "1", "--connections-per-thread",
+                row.conns, "-d", self.a.duration, "--warmup", "1s", "--quiet", "--json", out,
+                *row.bench_args]
+        _, _, server = self.launch(row, argv, client)
+        return {**parse_bench(out), "server_cpu_pct": server}
+
+    def one(self, row: Row, client: str) -> dict:
+        return self.wrk(row, self.a.duration) if client == "wrk" else self.bench(row, client)
 
 
-def measure(a, bench: str, nginx: peers.Nginx, work: Path) -> dict[str, list[tuple[float, float]]]:
-    pin = procs.taskset(a.client_cpu)
-    wrk = pin + ["wrk", "-t1", "-c1", f"-d{a.duration}s", "--latency", nginx.url]
-    ours = pin + [bench, "-p", nginx.port, "--path", "/bench", "--threads", "1", "--connections-per-thread",
-                  "1", "-d", str(a.duration), "--warmup", "1s", "--quiet", "--json", work / "bench.json"]
-    run(pin + ["wrk", "-t1", "-c1", "-d1s", nginx.url], "wrk (warm-up)")
-    print(f"# nginx 1 worker on CPU {a.server_cpu}, clients on CPU {a.client_cpu}, 1 thread, 1 connection, "
-          f"{a.duration}s, GET /bench (100 B)")
-    print(f"{'run':<4} {'client':<13} {'req/s':>12} {'p50_us':>10}", flush=True)
-    results: dict[str, list[tuple[float, float]]] = {"wrk": [], "bench": []}
+def start_cache_server(run: bench.Run, a, rows: list[Row]) -> None:
+    """cache_server -t 1 with the board (board row) and the 100 KiB value (big row) loaded."""
+    srv = run.start_ours("cache", ["-m", "1G"])
+    reset = []
+    for row in rows:
+        row.port, row.server_pid = srv.port, srv.pid
+        if row.name == "board":
+            run.board_preload("cache", a.members, 50, timeout_s=600)
+            reset = ["--no-reset"]
+        else:
+            cmd = [run.client_bin, "-p", srv.port, "--threads", "1", "-n", "1", "--warmup", "0",
+                   "--quiet", *[x for x in row.bench_args if x != "--no-preload"], *reset]
+            run.record_cmd("big preload", run.pinned(run.client_cpu, cmd))
+            if run.client(cmd, run.raw / "big-preload.txt", timeout_s=120)[0]:
+                said = bench.tail(run.raw / "big-preload.txt")
+                raise Failure(f"the 100 KiB preload failed: {said}")
+        status, body = run.http("cache", row.path)
+        if status != 200:
+            raise Failure(f"GET {row.path} answered {status} after the preload")
+        if row.name == "big" and len(body) != BIG_BYTES:
+            raise Failure(f"GET {row.path}: {len(body)} bytes, not {BIG_BYTES} (key 0 changed?)")
+        if row.name == "board" and json.loads(body)["members"] != a.members:
+            raise Failure(f"the board holds {json.loads(body)['members']} members, "
+                          f"not {a.members}")
+        bench.log(f"{row.name}: GET {row.path} answers {len(body):,} bytes")
+
+
+def start_servers(run: bench.Run, a, rows: list[Row]) -> None:
+    ours = [r for r in rows if r.name != "nginx"]
+    if ours:
+        start_cache_server(run, a, ours)
+    for row in rows:
+        if row.name == "nginx":
+            nginx = run.start("nginx", peers.Nginx(run.work / "nginx", cpu=a.server_cpu,
+                                                  port=a.port), "1 worker")
+            row.port, row.server_pid = nginx.port, nginx.worker_pid()
+
+
+def measure(a, clients: Clients, rows: list[Row]) -> None:
+    """Every round: every row, each client once, the order alternating."""
+    for row in rows:
+        clients.wrk(row, 1)  # warm-up
+        row.runs = {c: [] for c in clients.order}
+    print(f"# server on CPU {a.server_cpu}, clients on CPU {a.client_cpu}, 1 client thread, "
+          f"{a.duration} s per run, {a.runs} rounds")
+    print(f"{'round':<6}{'row':<7}{'client':<7}{'req/s':>11}{'cpu_us/resp':>13}"
+          f"{'server_cpu%':>13}{'p50_us':>10}", flush=True)
     for i in range(1, a.runs + 1):
-        for client in (("wrk", "bench") if i % 2 else ("bench", "wrk")):
-            if client == "wrk":
-                rps, p50 = parse_wrk(run(wrk, "wrk"))
-            else:
-                run(ours, "bench_client")
-                rps, p50 = parse_bench(work / "bench.json")
-            results[client].append((rps, p50))
-            print(f"{i:<4} {client:<13} {rps:12.1f} {p50:10.2f}", flush=True)
-    return results
+        for j, row in enumerate(rows):
+            k = (i - 1 + j) % len(clients.order)
+            for client in clients.order[k:] + clients.order[:k]:
+                r = clients.one(row, client)
+                row.runs[client].append(r)
+                srv = "–" if r["server_cpu_pct"] is None else f"{r['server_cpu_pct']:.1f}"
+                print(f"{i:<6}{row.name:<7}{client:<7}{r['rps']:11.1f}{r['cpu_us']:13.2f}"
+                      f"{srv:>13}{r['p50_us']:10.2f}", flush=True)
 
 
-def verdict(results) -> bool:
-    (mw, mwp), (mb, mbp) = ((statistics.median(x[0] for x in results[k]),
-                             statistics.median(x[1] for x in results[k])) for k in ("wrk", "bench"))
-    ratio, p50_delta = mb / mw, (mbp - mwp) / mwp
-    ok = ratio >= TARGET_RATIO and abs(p50_delta) <= TARGET_P50
-    print(f"median wrk          {mw:12.1f} req/s  p50 {mwp:8.2f} us")
-    print(f"median bench_client {mb:12.1f} req/s  p50 {mbp:8.2f} us")
-    print(f"bench_client/wrk throughput {ratio:.3f} (target >= {TARGET_RATIO}); p50 difference "
-          f"{p50_delta * 100:+.1f}% (target within +-{TARGET_P50 * 100:.0f}%)")
+def medians(row: Row, client: str) -> dict:
+    runs = row.runs[client]
+    out = {}
+    for k in ("rps", "cpu_us", "p50_us", "server_cpu_pct"):
+        vals = [r[k] for r in runs if r[k] is not None]
+        out[k] = statistics.median(vals) if vals else None
+    return out
+
+
+def verdict(rows: list[Row], old: bool) -> bool:
+    """The summary table, the nginx p50 line and RESULT; whether every target is met."""
+    headers = ["answer", "wrk req/s", "bench_client req/s", "÷ wrk", "target", "verdict",
+               "CPU µs/response wrk / bench_client", "bench_client CPU ≤ wrk",
+               "server CPU % wrk / bench_client"]
+    if old:
+        headers[7:7] = ["old req/s", "new ÷ old", "old CPU µs/response"]
+    table, ok = [], True
+    for row in rows:
+        w, b = medians(row, "wrk"), medians(row, "bench")
+        ratio, cpu_ok = b["rps"] / w["rps"], b["cpu_us"] <= w["cpu_us"]
+        ok &= ratio >= row.target
+        line = [row.label, fnum(w["rps"]), fnum(b["rps"]), f"{ratio:.3f}", f">= {row.target}",
+                "PASS" if ratio >= row.target else "FAIL",
+                f"{w['cpu_us']:.2f} / {b['cpu_us']:.2f}", "yes" if cpu_ok else "no",
+                f"{fnum(w['server_cpu_pct'])} / {fnum(b['server_cpu_pct'])}"]
+        if old:
+            o = medians(row, "old")
+            line[7:7] = [fnum(o["rps"]), f"{b['rps'] / o['rps']:.2f}", f"{o['cpu_us']:.2f}"]
+        table.append(line)
+    print("\nMedians:\n")
+    print(md_table(headers, table, "lrrrrl" + "r" * (len(headers) - 6)))
+    for row in rows:
+        if row.name == "nginx":
+            w, b = medians(row, "wrk"), medians(row, "bench")
+            delta = (b["p50_us"] - w["p50_us"]) / w["p50_us"]
+            ok &= abs(delta) <= TARGET_P50
+            print(f"nginx p50: wrk {w['p50_us']:.2f} us, bench_client {b['p50_us']:.2f} us, "
+                  f"difference {delta * 100:+.1f}% (target within +-{TARGET_P50 * 100:.0f}%): "
+                  f"{'PASS' if abs(delta) <= TARGET_P50 else 'FAIL'}")
     print("RESULT:", "PASS" if ok else "FAIL")
     return ok
 
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    results = {}
+    rows = make_rows(a)
 
     def run() -> None:
-        client = bench_client(a)
-        bench.require_tools(("nginx", "wrk", "taskset"), "nginx wrk util-linux")
+        bins = {"bench": bench_client(a)}
+        if a.old_bench:
+            if not os.access(a.old_bench, os.X_OK):
+                raise Failure(f"--old-bench {a.old_bench} is not an executable")
+            bins["old"] = a.old_bench
+        bench.require_tools(("wrk", "taskset"), "wrk util-linux")
+        if any(r.name == "nginx" for r in rows):
+            bench.require_tools(("nginx",), "nginx-light")
+        if any(r.name != "nginx" for r in rows) and not os.access(a.cache_server, os.X_OK):
+            raise Failure(f"cache_server not found at {a.cache_server} (build it or set "
+                          "CACHE_SERVER=path)")
         bench.require_cpus(a.server_cpu, a.client_cpu)
-        with bench.scratch_dir(NAME) as work, \
-                peers.Nginx(work / "nginx", cpu=a.server_cpu, port=a.port) as nginx:
-            results.update(measure(a, client, nginx, work))
+        with bench.scratch_dir(NAME) as work:
+            (work / "raw").mkdir()
+            r = bench.Run(work, work, Path(a.cache_server), Path(bins["bench"]),
+                          server_cpu=a.server_cpu, client_cpu=a.client_cpu)
+            try:
+                start_servers(r, a, rows)
+                measure(a, Clients(a, r, bins), rows)
+            finally:
+                for name in list(r.servers):
+                    r.stop(name)
+        if a.json:
+            Path(a.json).write_text(json.dumps({row.name: row.runs for row in rows}, indent=1))
 
-    return bench.run_main(NAME, run, failed=2) or (0 if verdict(results) else 1)
+    return bench.run_main(NAME, run, failed=2) or (0 if verdict(rows, bool(a.old_bench)) else 1)
 
 
 if __name__ == "__main__":
