@@ -29,7 +29,11 @@ Exit status: 0 targets met, 1 targets missed, 2 setup failure (a tool or binary 
 client failing or answering errors, a bad option).
 
 Run it alone on the machine: flock /tmp/bench.lock python3 scripts/compare_wrk.py --runs 5
---duration 5. Every option defaults to the environment variable of the shell version it replaced
+--duration 5. On a machine others share, their processes take turns on the two CPUs: every time
+the server or a client waits for the other, the CPU goes to someone else's work and the wake-up
+waits for it, and the run measures that, not the clients (server and client both at 30-50% CPU).
+--realtime runs the servers and clients SCHED_FIFO, so each has its CPU as on an idle machine.
+Every option defaults to the environment variable of the shell version it replaced
 (scripts/compare_wrk.sh): DURATION, RUNS, PORT, SERVER_CPU, CLIENT_CPU, BENCH; CACHE_SERVER too.
 Servers come from the harness (scripts/harness) and are stopped on every exit path.
 """
@@ -112,6 +116,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--old-bench", metavar="BIN", default="",
                    help="an older bench_client to run in every round too (A/B)")
     p.add_argument("--json", metavar="FILE", default="", help="write every run into FILE")
+    p.add_argument("--realtime", action="store_true",
+                   help="run the servers and clients SCHED_FIFO (priority 1; needs root or "
+                   "CAP_SYS_NICE): on a shared machine they then have their CPUs as on an idle "
+                   "one")
     return p.parse_args(argv)
 
 
@@ -228,7 +236,8 @@ def measure(a, clients: Clients, rows: list[Row]) -> None:
         clients.wrk(row, 1)  # warm-up
         row.runs = {c: [] for c in clients.order}
     print(f"# server on CPU {a.server_cpu}, clients on CPU {a.client_cpu}, 1 client thread, "
-          f"{a.duration} s per run, {a.runs} rounds")
+          f"{a.duration} s per run, {a.runs} rounds"
+          + (", SCHED_FIFO (--realtime)" if a.realtime else ""))
     print(f"{'round':<6}{'row':<7}{'client':<7}{'req/s':>11}{'cpu_us/resp':>13}"
           f"{'server_cpu%':>13}{'p50_us':>10}", flush=True)
     for i in range(1, a.runs + 1):
@@ -285,11 +294,24 @@ def verdict(rows: list[Row], old: bool) -> bool:
     return ok
 
 
+def go_realtime() -> None:
+    """This process and every child it starts from now on (servers, clients) SCHED_FIFO at
+    priority 1: a wake-up preempts other processes' work at once (the kernel's RT throttling
+    still leaves them 5% of each CPU)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError as e:
+        raise Failure(f"--realtime: cannot use SCHED_FIFO ({e.strerror}; needs root or "
+                      "CAP_SYS_NICE)") from e
+
+
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
     rows = make_rows(a)
 
     def run() -> None:
+        if a.realtime:
+            go_realtime()
         bins = {"bench": bench_client(a)}
         if a.old_bench:
             if not os.access(a.old_bench, os.X_OK):

@@ -3,7 +3,8 @@ the three rows (cache_server's board and 100 KiB value, nginx's 100 bytes) each 
 bench_client once, the median table (a row per answer with its ratio computed from its own
 medians, the target, PASS/FAIL, the CPU per response of each client), the nginx p50 line and the
 RESULT line print, the exit status is the verdict's (0 or 1; performance is not checked) and every
-server is gone afterwards; --rows and --old-bench (A/B) shape the run; a missing tool or binary
+server is gone afterwards; --rows and --old-bench (A/B) shape the run; --realtime runs SCHED_FIFO
+or, where that is not allowed, fails cleanly; a missing tool or binary
 and a bad option fail cleanly (exit 2, one line naming it); the verdict's arithmetic from known
 runs. Needs nginx, wrk and the release build for the end-to-end runs; skips without them."""
 import json
@@ -91,10 +92,26 @@ def test_one_row_with_an_old_bench_client(tmp_path):
     assert "nginx p50" not in p.stdout and set(runs) == {"big"}
 
 
+def test_realtime_runs_sched_fifo_or_says_why_not(tmp_path):
+    needs_tools()
+    args = [sys.executable, str(SCRIPT), "--duration", "1", "--runs", "1", "--rows", "nginx",
+            "--port", "0", "--bench", str(CLIENT), "--realtime"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    allowed = subprocess.run([sys.executable, "-c", "import os; os.sched_setscheduler(0, "
+                              "os.SCHED_FIFO, os.sched_param(1))"], capture_output=True)
+    if allowed.returncode:  # not allowed here: the script must fail cleanly
+        assert p.returncode == 2 and p.stdout == "", p.stderr
+        assert "--realtime: cannot use SCHED_FIFO" in p.stderr
+        return
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    assert p.stdout.startswith("# server on CPU") and "SCHED_FIFO (--realtime)" in p.stdout
+
+
 def test_help_and_usage_errors(tmp_path):
     h = help_text(SCRIPT)
     for flag in ("--rows", "--runs", "--rounds", "--duration", "--members", "--old-bench",
-                 "--port", "--bench", "--cache-server", "--server-cpu", "--client-cpu"):
+                 "--port", "--bench", "--cache-server", "--server-cpu", "--client-cpu",
+                 "--realtime"):
         assert flag in h
     assert "--runs" in usage_error(SCRIPT, ["--runs", "0"])
     assert "--rows" in usage_error(SCRIPT, ["--rows", "board,redis"])
