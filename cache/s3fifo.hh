@@ -297,8 +297,7 @@ class S3FifoEviction {
   // Small's share of the shard's bytes and the ghost's window come from Options (validated
   // there): s3fifo_small_percent and s3fifo_ghost_percent.
   S3FifoEviction(std::size_t budget, const Options& o)
-      : small_percent_(o.s3fifo_small_percent),
-        small_cap_(percent_of(budget, o.s3fifo_small_percent)),
+      : small_cap_(percent_of(budget, o.s3fifo_small_percent)),
         main_cap_(budget - small_cap_),
         ghost_(percent_of(budget, o.s3fifo_ghost_percent), o.s3fifo_ghost_percent) {}
 
@@ -479,7 +478,6 @@ class S3FifoEviction {
     return share < kWarmFloor ? kWarmFloor : (share < small_cap_ ? share : small_cap_);
   }
 
-  const std::size_t small_percent_;
   const std::size_t small_cap_;
   const std::size_t main_cap_;
   std::size_t warm_cap_ = 0;  // warm_small_cap at the last fresh insert before the first eviction

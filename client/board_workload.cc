@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "common/decimal.hh"
+
 namespace bench {
 namespace {
 
@@ -22,12 +24,6 @@ std::size_t write_name(char prefix, std::uint64_t n, char* out) {
   out[0] = prefix;
   auto [end, ec] = std::to_chars(out + 1, out + kMaxBoardNameBytes, n);
   return static_cast<std::size_t>(end - out);
-}
-
-void append_number(std::string& out, std::uint64_t n) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
-  out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
 bool is_integer(const boost::json::value& v) {
@@ -108,7 +104,7 @@ void BoardRequests::append(std::string& out, const Op& op) const {
   auto [end, ec] = std::to_chars(score, score + sizeof score, op.score);
   const auto len = static_cast<std::size_t>(end - score);
   out += put_tail_;
-  append_number(out, len);
+  common::append_decimal(out, len);
   out += "\r\n\r\n";
   out.append(score, len);
 }

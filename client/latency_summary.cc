@@ -2,9 +2,6 @@
 #include "latency_summary.hh"
 
 namespace bench {
-namespace {
-constexpr double kNsPerUs = 1000.0;
-}  // namespace
 
 LatencySummary summarize(const Histogram& h) {
   LatencySummary s;

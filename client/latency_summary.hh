@@ -8,6 +8,9 @@
 
 namespace bench {
 
+// Histograms count nanoseconds; summaries and reports speak microseconds.
+inline constexpr double kNsPerUs = 1000.0;
+
 LatencySummary summarize(const Histogram& h);
 
 }  // namespace bench

@@ -17,7 +17,6 @@
 namespace bench {
 namespace {
 
-constexpr double kNsPerUs = 1000.0;
 // Open loop: the point is flagged when fewer than this share of the target rate completed.
 constexpr double kRateSustainedShare = 0.95;
 // Open loop: a point is valid (counted by --slo) only when the achieved rate is at least this share

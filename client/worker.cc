@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/decimal.hh"
 #include "cpu.hh"
 #include "interrupt.hh"
 #include "open_loop_schedule.hh"
@@ -29,12 +30,6 @@ constexpr auto kTimeoutScan = std::chrono::milliseconds(10);
 constexpr std::size_t kMaxEvents = 1024;              // epoll events taken per wait
 constexpr unsigned kMaxConsecutiveFailures = 100;     // then the thread gives up
 constexpr std::uint64_t kMaxTraceReserve = 1u << 22;  // --record-trace entries reserved up front
-
-void append_number(std::string& out, std::uint64_t n) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
-  out.append(buf, static_cast<std::size_t>(end - buf));
-}
 
 void sleep_until(Clock::time_point when) {
   const auto ns =
@@ -412,7 +407,7 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
   out.append(key, key_len);
   if (op.type == OpType::kSet && cfg_.ttl_seconds != 0) {
     out += "?ttl=";
-    append_number(out, cfg_.ttl_seconds);
+    common::append_decimal(out, cfg_.ttl_seconds);
   }
   out += " HTTP/1.1\r\nHost: ";
   out += hosts_[node];
@@ -421,7 +416,7 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
         mix64((std::uint64_t{plan_.thread_index} << 32) | ++version_counter_));
     keys_.make_value(op.key, version, value_);
     out += "\r\nContent-Length: ";
-    append_number(out, value_.size());
+    common::append_decimal(out, value_.size());
     out += "\r\n\r\n";
     out += value_;
   } else {

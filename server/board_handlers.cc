@@ -25,11 +25,6 @@ using status = http::status;
 
 namespace {
 
-HandlerResult fail(status s, std::string_view reason) {
-  return {s, reason, {}};
-}
-
-constexpr std::string_view kBoardNotFound = "board not found";
 constexpr std::string_view kResetPending =
     "a reset is pending: board changes are refused until the store has answered it";
 

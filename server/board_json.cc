@@ -4,16 +4,11 @@
 #include <charconv>
 
 #include "boards/score.hh"
+#include "common/decimal.hh"
 #include "server/json_escape.hh"
 
 namespace server {
 namespace {
-
-void append_u64(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
 
 void append_string(std::string& out, std::string_view bytes) {
   out += '"';
@@ -24,7 +19,7 @@ void append_string(std::string& out, std::string_view bytes) {
 // A field: `key` is the text before the value ("{\"rank\": ", ", \"member\": "), then the value.
 void u64_field(std::string& out, std::string_view key, std::uint64_t v) {
   out += key;
-  append_u64(out, v);
+  common::append_decimal(out, v);
 }
 void string_field(std::string& out, std::string_view key, std::string_view v) {
   out += key;

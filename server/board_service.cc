@@ -16,7 +16,6 @@
 namespace server {
 namespace {
 
-constexpr std::string_view kBoardNotFound = "board not found";
 constexpr std::string_view kMemberNotFound = "member not found";
 
 // A write-through change has two halves: the registry's outcome (known on the connection's

@@ -29,6 +29,9 @@
 
 namespace server {
 
+// The 404 reason of a board route whose board does not exist.
+inline constexpr std::string_view kBoardNotFound = "board not found";
+
 // What a board change did.
 struct BoardChange {
   enum class Kind : std::uint8_t {

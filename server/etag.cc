@@ -6,20 +6,14 @@
 #include <cstring>
 #include <random>
 
+#include "server/http_ows.hh"
+
 namespace server {
 
 namespace {
 
 constexpr char kHexDigits[] = "0123456789abcdef";
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t';
-}
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
 // etagc: %x21 / %x23-7E / obs-text (RFC 9110 8.8.3)
 bool is_etagc(char c) {
   const auto u = static_cast<unsigned char>(c);
@@ -94,7 +88,7 @@ std::string_view Etags::header_line(std::uint64_t version, EtagBuffer& buf) cons
 
 bool Etags::parse(std::string_view header, EtagList& out) const {
   out = EtagList{};
-  header = trim(header);
+  header = trim_ows(header);
   if (header == "*") {
     out.any = true;
     return true;
@@ -102,7 +96,7 @@ bool Etags::parse(std::string_view header, EtagList& out) const {
   bool any_tag = false;
   while (!header.empty()) {
     const std::size_t comma = header.find(',');
-    std::string_view item = trim(header.substr(0, comma));
+    std::string_view item = trim_ows(header.substr(0, comma));
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     if (item.empty()) continue;  // RFC 9110 5.6.1: empty list elements are ignored
     bool weak = false;

@@ -20,4 +20,9 @@ struct HandlerResult {
 // What a handler returns once it has handed its response slot to the store.
 inline constexpr HandlerResult kDeferred{boost::beast::http::status::ok, {}, {}, true};
 
+// An error for the engine to render; reason must outlive the request (a literal, usually).
+inline HandlerResult fail(boost::beast::http::status s, std::string_view reason) {
+  return {s, reason, {}};
+}
+
 }  // namespace server

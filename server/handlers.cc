@@ -22,10 +22,6 @@ using status = http::status;
 
 namespace {
 
-HandlerResult fail(status s, std::string_view reason) {
-  return {s, reason, {}};
-}
-
 // The reasons decode_name gives, per kind of name (static: HandlerResult holds a view).
 struct NameErrors {
   std::string_view empty;

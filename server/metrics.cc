@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "common/decimal.hh"
 #include "server/allocator.hh"
 #include "server/json_escape.hh"
 #include "server/router.hh"
@@ -160,12 +161,6 @@ static_assert(defs_are_well_formed(),
 
 constexpr std::string_view kPrefix = "cache_server_";
 
-void append_u64(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
 // %.3f, as /stats always printed uptime_s (and a sample value may use the same).
 void append_seconds(std::string& out, double v) {
   char buf[64];
@@ -240,7 +235,7 @@ std::string render_stats_json(const Snapshot& snap) {
     const MetricValue v = d.read(snap);
     switch (v.type) {
       case Type::u64:
-        append_u64(json, v.u);
+        common::append_decimal(json, v.u);
         break;
       case Type::seconds:
         append_seconds(json, v.d);
@@ -287,7 +282,7 @@ std::string render_prometheus(const Snapshot& snap, const TimingTotals& timings)
     if (v.type == Type::seconds) {
       append_seconds(out, v.d);
     } else {
-      append_u64(out, v.u);
+      common::append_decimal(out, v.u);
     }
     out += '\n';
   }
@@ -319,7 +314,7 @@ void append_duration_histograms(std::string& out, const TimingTotals& timings) {
       out += "\",le=\"";
       out += b < kDurationBuckets.size() ? kDurationBuckets[b].le : std::string_view("+Inf");
       out += "\"} ";
-      append_u64(out, cumulative);
+      common::append_decimal(out, cumulative);
       out += '\n';
     }
     out += hist;
@@ -332,7 +327,7 @@ void append_duration_histograms(std::string& out, const TimingTotals& timings) {
     out += "_count{route=\"";
     out += route;
     out += "\"} ";
-    append_u64(out, cumulative);
+    common::append_decimal(out, cumulative);
     out += '\n';
   }
 }

@@ -1,6 +1,8 @@
 // ttl.cc — see ttl.hh.
 #include "server/ttl.hh"
 
+#include "server/http_ows.hh"
+
 namespace server {
 
 namespace {
@@ -19,12 +21,6 @@ long long parse_seconds(std::string_view s) {
     v = v * 10 + (c - '0');
   }
   return v <= kMaxTtlSeconds ? v : 0;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -61,13 +57,13 @@ TtlRequest parse_ttl(std::string_view query, std::string_view cache_control) {
   bool from_query = seconds != 0;
   while (!cache_control.empty()) {
     const std::size_t comma = cache_control.find(',');
-    const std::string_view directive = trim(cache_control.substr(0, comma));
+    const std::string_view directive = trim_ows(cache_control.substr(0, comma));
     cache_control =
         comma == std::string_view::npos ? std::string_view() : cache_control.substr(comma + 1);
     const std::size_t eq = directive.find('=');
-    if (!iequals(trim(directive.substr(0, eq)), "max-age")) continue;
+    if (!iequals(trim_ows(directive.substr(0, eq)), "max-age")) continue;
     std::string_view arg =
-        eq == std::string_view::npos ? std::string_view() : trim(directive.substr(eq + 1));
+        eq == std::string_view::npos ? std::string_view() : trim_ows(directive.substr(eq + 1));
     if (arg.size() >= 2 && arg.front() == '"' && arg.back() == '"') {  // quoted-string form
       arg = arg.substr(1, arg.size() - 2);
     }

@@ -16,22 +16,16 @@ namespace store {
 
 namespace {
 
-constexpr std::size_t kMaxKey = 250;
-
 bool key_ok(std::string_view key) {
-  return !key.empty() && key.size() <= kMaxKey;
-}
-
-bool is_board_op(const Write& w) {
-  return w.kind != Write::Kind::put && w.kind != Write::Kind::del;
+  return !key.empty() && key.size() <= kMaxKeyBytes;
 }
 
 // Why write() refuses a batch holding w (empty: it does not). A score that is not finite or a
 // seq that a signed 64-bit integer cannot hold would not rank as the in-memory boards do.
 std::string refusal(const Write& w, std::size_t max_value, const std::string& engine) {
-  static_assert(kMaxKey == 250, "the messages below say 1..250");
+  static_assert(kMaxKeyBytes == 250, "the messages below say 1..250");
   if (!key_ok(w.key)) {
-    return std::string("store write refused: a ") + (is_board_op(w) ? "board" : "key") +
+    return std::string("store write refused: a ") + (w.is_board_op() ? "board" : "key") +
            " must be 1..250 bytes (got " + std::to_string(w.key.size()) + ")";
   }
   if (w.kind == Write::Kind::board_set || w.kind == Write::Kind::board_remove) {
@@ -310,7 +304,7 @@ bool anyone_asks(const std::vector<GroupCommitter::Op>& group) {
   for (const auto& op : group) {
     if (!op.refused.empty()) continue;
     for (const Write& w : op.batch) {
-      if (w.want_existed && !is_board_op(w)) return true;
+      if (w.want_existed && !w.is_board_op()) return true;
     }
   }
   return false;
@@ -330,7 +324,7 @@ std::vector<std::string_view> GroupCommitter::keys_to_look_up(const std::vector<
       continue;
     }
     for (const Write& w : op.batch) {
-      if (is_board_op(w)) continue;  // board rows are no keys
+      if (w.is_board_op()) continue;  // board rows are no keys
       if (!cleared && touched.insert(w.key).second && w.want_existed) lookup.push_back(w.key);
     }
   }
@@ -353,7 +347,7 @@ void GroupCommitter::answer_existed(std::vector<Op>& group,
     if (!asked) continue;
     for (std::size_t i = 0; i < op.batch.size(); ++i) {
       const Write& w = op.batch[i];
-      if (is_board_op(w)) continue;  // no existed for board rows (store.hh)
+      if (w.is_board_op()) continue;  // no existed for board rows (store.hh)
       if (w.want_existed) {
         if (auto it = now.find(w.key); it != now.end()) {
           op.existed[i] = it->second;

@@ -99,14 +99,10 @@ constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
 
 // Binary int8 / float8 / bool results (count(*) is int8). A NULL reads as 0 / false.
 std::int64_t int8_at(const PGresult* r, int row, int col) {
-  return PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8
-             ? 0
-             : static_cast<std::int64_t>(get_be64(PQgetvalue(r, row, col)));
+  return static_cast<std::int64_t>(be64_at(r, row, col));
 }
 double float8_at(const PGresult* r, int row, int col) {
-  return PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8
-             ? 0
-             : std::bit_cast<double>(get_be64(PQgetvalue(r, row, col)));
+  return std::bit_cast<double>(be64_at(r, row, col));
 }
 bool bool_at(const PGresult* r, int row, int col) {
   return !PQgetisnull(r, row, col) && PQgetlength(r, row, col) == 1 &&

@@ -82,6 +82,11 @@ inline std::uint32_t get_be32(const char* p) {
   return v;
 }
 
+// The 8 bytes of a binary int8 or float8 result, big-endian decoded; 0 for NULL (length 0).
+inline std::uint64_t be64_at(const PGresult* r, int row, int col) {
+  return PQgetlength(r, row, col) == 8 ? get_be64(PQgetvalue(r, row, col)) : 0;
+}
+
 inline std::string_view value_at(const PGresult* r, int row, int col) {
   return {PQgetvalue(r, row, col), static_cast<std::size_t>(PQgetlength(r, row, col))};
 }

@@ -59,10 +59,6 @@ std::string read_sql(const std::string& table) {
 std::string purge_sql(const std::string& table, std::uint64_t now_ms) {
   return "DELETE FROM " + table + " WHERE expires_at BETWEEN 1 AND " + std::to_string(now_ms);
 }
-// An int8 column of a binary result.
-std::uint64_t int8_at(const PGresult* r, int row, int col) {
-  return PQgetlength(r, row, col) == 8 ? get_be64(PQgetvalue(r, row, col)) : 0;
-}
 
 // The board rows' statements (store/README.md, "Board rows in PostgreSQL"), by board table.
 // Writer: a segment's coalesced rows, as arrays.
@@ -820,7 +816,7 @@ Status PostgresStore::commit(std::vector<Op>& group) {
   for (std::size_t q : plan.lookups) {
     const PGresult* sel = out.results[q].get();
     for (int i = 0, n = PQntuples(sel); i < n; ++i) {
-      if (!expired(int8_at(sel, i, 1), now_ms)) in_db.insert(value_at(sel, i, 0));
+      if (!expired(be64_at(sel, i, 1), now_ms)) in_db.insert(value_at(sel, i, 0));
     }
   }
   GroupCommitter::answer_existed(group, [&](std::string_view key) { return in_db.contains(key); });
@@ -907,7 +903,7 @@ void PostgresStore::serve_reads(PgConnection& conn, std::vector<ReadOp>& reads) 
   if (error.ok()) {
     const std::uint64_t now_ms = unix_now_ms();  // an expired row is not served
     for (int i = 0, rows = PQntuples(res.get()); i < rows; ++i) {
-      const std::uint64_t expires_at_ms = int8_at(res.get(), i, 2);
+      const std::uint64_t expires_at_ms = be64_at(res.get(), i, 2);
       if (expired(expires_at_ms, now_ms)) continue;
       found.emplace(value_at(res.get(), i, 0), Row{value_at(res.get(), i, 1), expires_at_ms});
     }

@@ -30,10 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxKey = 250;
 // Every key (1..250 bytes) sorts in ["", kEndOfKeys) under the bytewise comparator: a key of at
 // most 250 bytes is either a proper prefix of 251 0xFF bytes or has a smaller byte first.
-const std::string kEndOfKeys(kMaxKey + 1, '\xff');
+const std::string kEndOfKeys(kMaxKeyBytes + 1, '\xff');
 
 // A failed write stops the store for good (store.hh); RocksDB's own automatic recovery (a
 // background Resume() after "no space", retries of retryable IO errors) would only reopen a
@@ -139,10 +138,6 @@ std::string open_error(const std::string& path, const rocksdb::Status& s) {
            "the database is locked by another process (or already open in this one): " + msg;
   }
   return prefix + "cannot open the database: " + msg;
-}
-
-bool is_board_op(const Write& w) {
-  return w.kind != Write::Kind::put && w.kind != Write::Kind::del;
 }
 
 // Board rows (rocksdb_store.hh): key [board length][board][member], value score bits + seq.
@@ -389,8 +384,8 @@ void add_segment(rocksdb::WriteBatch& wb, rocksdb::ColumnFamilyHandle* boards,
                  std::vector<RocksStore::Ordered>& segment) {
   std::sort(segment.begin(), segment.end(),
             [](const RocksStore::Ordered& a, const RocksStore::Ordered& b) {
-              const bool a_board = is_board_op(*a.write);
-              const bool b_board = is_board_op(*b.write);
+              const bool a_board = a.write->is_board_op();
+              const bool b_board = b.write->is_board_op();
               if (a_board != b_board) return b_board;
               if (const int c = a.write->key.compare(b.write->key); c != 0) return c < 0;
               return a.arrival < b.arrival;

@@ -84,6 +84,9 @@ struct ReadResult {
   std::uint64_t expires_at_ms = 0;  // ok: when the value expires (0: never)
 };
 
+// The longest key, board name and member a store takes (Write below: 1..kMaxKeyBytes bytes).
+inline constexpr std::size_t kMaxKeyBytes = 250;
+
 // One op of a write batch. Keys and board rows live apart: a board named "x" and the key "x"
 // never touch each other. Board rows are (board, member) -> (score, seq), what a leaderboard needs
 // to be rebuilt in the same order (boards/board.hh: ties rank by arrival, seq).
@@ -103,6 +106,9 @@ struct Write {
   std::string member;         // board_set, board_remove: 1..250 bytes
   double score = 0;           // board_set: finite
   std::uint64_t seq = 0;      // board_set: the member's arrival number in its board (< 2^63)
+
+  // A board row op (board_set, board_remove, board_drop) rather than a key's put or del.
+  bool is_board_op() const { return kind != Kind::put && kind != Kind::del; }
 
   static Write board_set_row(std::string board, std::string member, double score,
                              std::uint64_t seq) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "boards/registry.hh"
+#include "tests/boards/board_test_support.hh"
 
 namespace {
 
@@ -25,11 +26,7 @@ using boards::Op;
 using boards::Registry;
 using Status = boards::UpdateOutcome::Status;
 
-std::string numbered(const char* prefix, long long i) {
-  std::string s = prefix;
-  s += std::to_string(i);
-  return s;
-}
+using board_test::numbered;
 
 TEST(Registry, BoardsComeWithTheFirstMemberAndGoWithTheLast) {
   Registry r;

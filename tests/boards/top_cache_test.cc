@@ -12,6 +12,7 @@
 
 #include "boards/registry.hh"
 #include "boards/score.hh"
+#include "tests/boards/board_test_support.hh"
 
 namespace {
 
@@ -19,11 +20,7 @@ using boards::Board;
 using boards::Op;
 using boards::Registry;
 
-std::string numbered(const char* prefix, long long i) {
-  std::string s = prefix;
-  s += std::to_string(i);
-  return s;
-}
+using board_test::numbered;
 
 // What a server would render for ranks offset+1 .. offset+n.
 std::string render(const Board& b, std::size_t offset, std::size_t n) {

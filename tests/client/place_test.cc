@@ -23,15 +23,15 @@ Ran place(std::vector<std::string> args, const std::string& input) {
   return {code, out.str(), err.str()};
 }
 
-const std::vector<std::string> kNodes = {"10.77.0.1:8080", "10.77.0.2:8080", "10.77.0.3:8080"};
+const std::vector<std::string> kRingNodes = {"10.77.0.1:8080", "10.77.0.2:8080", "10.77.0.3:8080"};
 
 TEST(Place, PrintsEachKeysNodeFromTheRing) {
-  const HashRing ring(kNodes, 10);
+  const HashRing ring(kRingNodes, 10);
   std::string input, want;
   for (int i = 0; i < 500; ++i) {
     const std::string key = "key:" + std::to_string(i);
     input += key + "\n";
-    want += kNodes[ring.node_of(key)] + "\n";
+    want += kRingNodes[ring.node_of(key)] + "\n";
   }
   const Ran r = place({"--targets", "10.77.0.1:8080,10.77.0.2:8080,10.77.0.3:8080"}, input);
   EXPECT_EQ(r.code, 0) << r.err;
@@ -39,12 +39,12 @@ TEST(Place, PrintsEachKeysNodeFromTheRing) {
 }
 
 TEST(Place, WeightChangesTheRingAndNamesHashUpToTheirFirstSlash) {
-  const HashRing one(kNodes, 1);
+  const HashRing one(kRingNodes, 1);
   const Ran r =
       place({"--targets", "10.77.0.1:8080,10.77.0.2:8080,10.77.0.3:8080", "--target-weight", "1"},
             "b1\nweekly/x\n");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, kNodes[one.node_of("b1")] + "\n" + kNodes[one.node_of("weekly")] + "\n");
+  EXPECT_EQ(r.out, kRingNodes[one.node_of("b1")] + "\n" + kRingNodes[one.node_of("weekly")] + "\n");
 }
 
 TEST(Place, UsageErrorsSayWhy) {
