@@ -58,11 +58,9 @@ Etags Etags::random() {
   return Etags(static_cast<std::uint32_t>(rd()));
 }
 
-char* Etags::write_tag(char* p, std::uint64_t version) const {
-  // `"<boot>-` is the prefix's tail; then the version's hex digits, most significant first.
-  constexpr std::size_t name = 6;  // `ETag: `
-  std::memcpy(p, line_prefix_.data() + name, line_prefix_.size() - name);
-  p += line_prefix_.size() - name;
+namespace {
+// The version's hex digits, most significant first, and the closing quote; returns the end.
+char* write_version(char* p, std::uint64_t version) {
   const int digits = version == 0 ? 1 : (64 - std::countl_zero(version) + 3) / 4;
   for (int i = digits - 1; i >= 0; --i) {
     p[i] = kHexDigits[version & 0xf];
@@ -72,17 +70,30 @@ char* Etags::write_tag(char* p, std::uint64_t version) const {
   *p++ = '"';
   return p;
 }
+}  // namespace
+
+char* Etags::write_tag(char* p, std::uint64_t version) const {
+  // `"<boot>-` is the prefix's tail.
+  constexpr std::size_t name = 6;  // `ETag: `
+  std::memcpy(p, line_prefix_.data() + name, line_prefix_.size() - name);
+  return write_version(p + line_prefix_.size() - name, version);
+}
 
 std::string_view Etags::format(std::uint64_t version, EtagBuffer& buf) const {
   const char* end = write_tag(buf.data(), version);
   return {buf.data(), static_cast<std::size_t>(end - buf.data())};
 }
 
+char* Etags::write_header_line(char* p, std::uint64_t version) const {
+  std::memcpy(p, line_prefix_.data(), line_prefix_.size());
+  p = write_version(p + line_prefix_.size(), version);
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
 std::string_view Etags::header_line(std::uint64_t version, EtagBuffer& buf) const {
-  std::memcpy(buf.data(), line_prefix_.data(), 6);
-  char* end = write_tag(buf.data() + 6, version);
-  *end++ = '\r';
-  *end++ = '\n';
+  const char* end = write_header_line(buf.data(), version);
   return {buf.data(), static_cast<std::size_t>(end - buf.data())};
 }
 

@@ -9,15 +9,18 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 namespace server {
 
-// Room for one rendered ETag header line: `ETag: `, quotes, 8 hex digits, '-', up to 12 hex
-// digits, CRLF (the tag alone fits too).
+// The longest ETag header line: `ETag: `, quotes, 8 hex digits, '-', up to 16 hex digits, CRLF.
+inline constexpr std::size_t kEtagLineMax = 6 + 1 + 8 + 1 + 16 + 1 + 2;
+// Room for one rendered ETag header line (the tag alone fits too).
 using EtagBuffer = std::array<char, 40>;
+static_assert(kEtagLineMax <= sizeof(EtagBuffer));
 
 // A parsed If-Match or If-None-Match header.
 struct EtagList {
@@ -47,6 +50,9 @@ class Etags {
   // fixed part is rendered once, at construction (callgrind: format() plus a header() of four
   // appends were ~240 instructions per hit; this is one copy and the hex digits).
   std::string_view header_line(std::uint64_t version, EtagBuffer& buf) const;
+  // The same line written at p (room for kEtagLineMax bytes); returns its end. The GET hit's
+  // fused head (ResponseWriter::ok_octet_stream) writes it in place.
+  char* write_header_line(char* p, std::uint64_t version) const;
   // Parses a header's value: "*" or a comma-separated list of entity-tags (RFC 9110 8.8.3).
   // false on a syntax error (the request is then answered 400).
   bool parse(std::string_view header, EtagList& out) const;

@@ -117,13 +117,12 @@ bool render_json_value(std::string_view key, const cache::Item& item, const Etag
 // Renders an item's value as is; false (nothing rendered) when --max-inflight has no room for it.
 bool render_raw_value(const cache::Item& item, const Etags* etags, ResponseWriter& out) {
   if (!out.head() && !out.admit(item.value.size())) return false;
-  if (etags != nullptr && !item.ttl_left) {  // the common hit: status, length and ETag at once
-    EtagBuffer buffer;
-    out.start_ok_octet_stream(item.value.size(), etags->header_line(item.version, buffer));
-  } else {
-    out.start(status::ok, kOctetStream, item.value.size());
-    item_headers(item, etags, out);
+  if (etags != nullptr && !item.ttl_left && out.plain()) {  // the common hit: one append
+    out.ok_octet_stream(item.value, *etags, item.version);
+    return true;
   }
+  out.start(status::ok, kOctetStream, item.value.size());
+  item_headers(item, etags, out);
   out.end_headers();
   out.body(item.value);
   return true;

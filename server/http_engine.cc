@@ -11,9 +11,7 @@
 #include "server/http_engine.hh"
 
 #include <boost/asio/buffer.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/field.hpp>
 
 #include "server/http_date.hh"
 #include "server/router.hh"
@@ -21,40 +19,6 @@
 namespace server {
 namespace http = boost::beast::http;
 using status = http::status;
-
-namespace {
-// A key request's headers, in one pass over the fields (cheaper than one lookup per header):
-// Accept (GET), If-Match, If-None-Match and Cache-Control. A header sent twice: the first.
-template <class Request>
-void collect_key_headers(const Request& req, const Route& route, RequestView& view) {
-  view.query = route.query;
-  bool have_cache_control = false, have_accept = false;
-  for (const auto& f : req) {
-    switch (f.name()) {
-      case http::field::accept:
-        if (route.endpoint == Endpoint::key_get && !have_accept) {
-          view.accept = f.value();
-          have_accept = true;
-        }
-        break;
-      case http::field::if_match:
-        if (!view.has_if_match) view.if_match = f.value();
-        view.has_if_match = true;
-        break;
-      case http::field::if_none_match:
-        if (!view.has_if_none_match) view.if_none_match = f.value();
-        view.has_if_none_match = true;
-        break;
-      case http::field::cache_control:
-        if (!have_cache_control) view.cache_control = f.value();
-        have_cache_control = true;
-        break;
-      default:
-        break;
-    }
-  }
-}
-}  // namespace
 
 template <class V>
 BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
@@ -112,11 +76,9 @@ void BasicHttpEngine<V>::record_durations(std::chrono::steady_clock::time_point 
 
 template <class V>
 void BasicHttpEngine<V>::start_parser() {
-  body_.clear();
   header_bytes_ = 0;
   header_checked_ = false;
-  parser_.emplace(std::piecewise_construct, std::make_tuple(ValueBody::value_type{&body_}),
-                  std::make_tuple(ArenaAllocator<char>(arena_)));
+  parser_.emplace(request_);  // clears request_, keeping its storage
   parser_->body_limit(static_cast<std::uint64_t>(ctx_.config.max_value));
   parser_->eager(true);
 }
@@ -162,8 +124,9 @@ std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
     }
     // A chunked body has no announced length: it is charged as it grows, 64 KiB at a time,
     // and refused as soon as the budget has no room for it.
-    if (body_.size() > body_reserved_ && body_.size() > kUnchargedBytes && parser_->chunked() &&
-        !reserve_body(std::max(body_.size() - body_reserved_, kUnchargedBytes))) {
+    if (request_.body.size() > body_reserved_ && request_.body.size() > kUnchargedBytes &&
+        parser_->chunked() &&
+        !reserve_body(std::max(request_.body.size() - body_reserved_, kUnchargedBytes))) {
       reject(status::service_unavailable, kInflightFull);
       break;
     }
@@ -174,6 +137,8 @@ std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
     }
     if (n == 0) break;  // no progress without an error: wait for more bytes
   }
+  // The request the parser has started keeps nothing in the input past this call.
+  if (parser_) request_.own();
   settle();
   return used;
 }
@@ -184,14 +149,13 @@ std::size_t BasicHttpEngine<V>::consume(std::string_view input) {
 // request with Transfer-Encoding has faulty framing. All three close the connection.
 template <class V>
 bool BasicHttpEngine<V>::header_done() {
-  const auto& req = parser_->get();
-  if (req.count(http::field::transfer_encoding) > 0) {
-    if (!parser_->chunked() || req.count(http::field::transfer_encoding) != 1 ||
-        req.version() != 11) {
+  const Request& req = request_;
+  if (req.transfer_encodings > 0) {
+    if (!parser_->chunked() || req.transfer_encodings != 1 || req.version != 11) {
       reject(status::bad_request, "bad Transfer-Encoding");
       return false;
     }
-    if (!boost::beast::iequals(req[http::field::transfer_encoding], "chunked")) {
+    if (!req.first_coding_chunked) {
       reject(status::not_implemented, "unsupported transfer coding");
       return false;
     }
@@ -203,8 +167,7 @@ bool BasicHttpEngine<V>::header_done() {
     reject(status::service_unavailable, kInflightFull);
     return false;
   }
-  if (!parser_->is_done() && req.version() == 11 &&
-      boost::beast::iequals(req[http::field::expect], "100-continue")) {
+  if (!parser_->is_done() && req.version == 11 && req.expect_continue) {
     respond_in_order([](ResponseWriter& w) { w.buffer().append("HTTP/1.1 100 Continue\r\n\r\n"); });
   }
   return true;
@@ -213,9 +176,8 @@ bool BasicHttpEngine<V>::header_done() {
 template <class V>
 bool BasicHttpEngine<V>::held_back() const {
   if (queue_.empty()) return false;
-  const auto& req = parser_->get();
   // Whether the request writes is a column of kRouteTable (route_writes, router.hh).
-  return queue_.blocks(route_writes(V::Dispatch::route(req.method(), req.target()).endpoint));
+  return queue_.blocks(route_writes(V::Dispatch::route(request_.method, request_.target).endpoint));
 }
 
 template <class V>
@@ -231,12 +193,14 @@ void BasicHttpEngine<V>::respond_in_order(F&& render) {
 
 template <class V>
 void BasicHttpEngine<V>::answer() {
-  const auto& req = parser_->get();
+  const Request& req = request_;
   WorkerStats::bump(stats_.requests);
-  const http::verb method = req.method();
+  const http::verb method = req.method;
   const bool head = method == http::verb::head;
-  const unsigned version = req.version();
-  const bool keep_alive = req.keep_alive() && !ctx_.stopping.load(std::memory_order_relaxed) &&
+  const unsigned version = req.version;
+  // Beast's keep_alive(): HTTP/1.1 unless a Connection field says close, HTTP/1.0 only if one
+  // says keep-alive.
+  const bool keep_alive = parser_->keep_alive() && !ctx_.stopping.load(std::memory_order_relaxed) &&
                           (version == 10 || version == 11);
   writer_.begin_request(keep_alive, version == 10, head, head ? ctx_.cache.space_used() : 0);
   // Behind a pending response, this one is rendered aside and queued (respond_in_order).
@@ -251,18 +215,23 @@ void BasicHttpEngine<V>::answer() {
   if (version != 10 && version != 11) {
     result = {status::bad_request, "unsupported HTTP version", {}, false};
   } else {
-    const Route route = V::Dispatch::route(method, req.target());
+    const Route route = V::Dispatch::route(method, req.target);
     timing = route_class(route.endpoint);
     changes_state = route_writes(route.endpoint);
     RequestView view;
-    if (is_key_endpoint(route.endpoint)) collect_key_headers(req, route, view);
-    if (route.endpoint == Endpoint::reset) {  // the admin route: its token (handlers.cc)
-      if (const auto f = req.find(http::field::authorization); f != req.end()) {
-        view.authorization = f->value();
-        view.has_authorization = true;
-      }
+    if (is_key_endpoint(route.endpoint)) {  // the headers of expiry and conditional requests
+      view.query = route.query;
+      if (route.endpoint == Endpoint::key_get) view.accept = req.accept.value();
+      view.if_match = req.if_match.value();
+      view.has_if_match = req.if_match.present();
+      view.if_none_match = req.if_none_match.value();
+      view.has_if_none_match = req.if_none_match.present();
+      view.cache_control = req.cache_control.value();
+    } else if (route.endpoint == Endpoint::reset) {  // the admin route: its token (handlers.cc)
+      view.authorization = req.authorization.value();
+      view.has_authorization = req.authorization.present();
     }
-    view.body = body_;
+    view.body = request_.body;
     if (queue_.can_defer()) view.responses = &queue_;
     result = handlers_.dispatch<typename V::ValuePath>(route, view, writer_);
   }
@@ -271,8 +240,8 @@ void BasicHttpEngine<V>::answer() {
   // before rendering it; refused, the handler answered 503 instead).
   charged_ += writer_.take_admitted();
   // A write that waits on the store holds its body there until the store answers.
-  if (result.deferred && changes_state && body_.size() > kUnchargedBytes) {
-    queue_.hold_last(body_.size());
+  if (result.deferred && changes_state && request_.body.size() > kUnchargedBytes) {
+    queue_.hold_last(request_.body.size());
   }
   if (result.deferred) {
     queue_.time_last(arrival_, timing);  // timed when the store has answered
@@ -287,7 +256,7 @@ void BasicHttpEngine<V>::answer() {
   ++answered_;
   parser_.reset();
   body_reserved_ = 0;  // the body is consumed; settle() gives its charge back
-  if (body_.capacity() > kRetainedBufferBytes) std::string().swap(body_);
+  if (request_.body.capacity() > kRetainedBufferBytes) std::string().swap(request_.body);
 }
 
 template <class V>
@@ -316,8 +285,7 @@ void BasicHttpEngine<V>::answer_parse_error(const boost::beast::error_code& ec) 
 template <class V>
 void BasicHttpEngine<V>::reject(status s, std::string_view reason) {
   WorkerStats::bump(stats_.requests);
-  const bool head =
-      parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
+  const bool head = parser_ && parser_->is_header_done() && request_.method == http::verb::head;
   writer_.begin_request(false, false, head, head ? ctx_.cache.space_used() : 0);
   respond_in_order([&](ResponseWriter& w) { w.error(s, reason); });
   count_answer(RouteClass::other);

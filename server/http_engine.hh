@@ -1,11 +1,11 @@
 // http_engine.hh — the transport-free heart of a connection: bytes in, responses out.
 //
-// It owns everything per connection that survives across requests — the header arena, the body
-// storage, the output buffer — and a Beast request_parser rebuilt in place for each request
-// (construction touches only the arena, so no heap). consume() parses every complete request in
-// its input, routes it, runs the handler and appends the response; pipelined requests are
-// answered in order. The Asio connection, the fuzzer and the allocation test all drive this same
-// object, so what they exercise is what the server runs.
+// It owns everything per connection that survives across requests — the parsed request's storage
+// (request_parser.hh: target, the headers the server reads, the body), the output buffer — and
+// a RequestParser rebuilt in place for each request (it holds no storage, so no heap). consume()
+// parses every complete request in its input, routes it, runs the handler and appends the response;
+// pipelined requests are answered in order. The Asio connection, the fuzzer and the allocation test
+// all drive this same object, so what they exercise is what the server runs.
 //
 // The engine is a template over the request-path Variant (variant.hh): V::Dispatch routes and
 // V::ValuePath reads values. All four variants are compiled in http_engine.cc; HttpEngine is the
@@ -20,7 +20,6 @@
 #pragma once
 
 #include <array>
-#include <boost/beast/http/parser.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -29,12 +28,11 @@
 #include <string_view>
 
 #include "server/handlers.hh"
-#include "server/header_arena.hh"
+#include "server/request_parser.hh"
 #include "server/response_queue.hh"
 #include "server/response_writer.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
-#include "server/value_body.hh"
 #include "server/variant.hh"
 
 namespace server {
@@ -88,9 +86,6 @@ class BasicHttpEngine {
   void record_durations(std::chrono::steady_clock::time_point now);
 
  private:
-  using Fields = boost::beast::http::basic_fields<ArenaAllocator<char>>;
-  using Parser = boost::beast::http::request_parser<ValueBody, ArenaAllocator<char>>;
-
   void start_parser();
   void answer();  // the parser holds a complete request
   void count_answer(RouteClass c) {
@@ -115,13 +110,12 @@ class BasicHttpEngine {
   ServerContext& ctx_;
   WorkerStats& stats_;
   Handlers handlers_;
-  HeaderArena arena_;
-  std::string body_;
+  Request request_;  // what the parser keeps of the current request
   std::string out_;
   ResponseWriter writer_;
   ResponseQueue queue_;
   std::string queued_out_;  // a response rendered while others are pending, before it is queued
-  std::optional<Parser> parser_;
+  std::optional<RequestParser> parser_;
   std::size_t answered_ = 0;
   std::size_t header_bytes_ = 0;  // bytes the parser consumed for this request's header
   bool header_checked_ = false;   // header_done() ran for the current request

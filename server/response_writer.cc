@@ -2,6 +2,7 @@
 #include "server/response_writer.hh"
 
 #include <array>
+#include <cassert>
 #include <charconv>
 #include <cstring>
 
@@ -10,6 +11,10 @@
 
 namespace server {
 namespace http = boost::beast::http;
+
+namespace {
+constexpr std::size_t kHttpDateLineSize = 6 + kHttpDateSize + 2;  // "Date: <date>\r\n"
+}  // namespace
 
 // A GET hit's status line and fixed headers, precomputed: they are the same for every hit, and
 // the profile of pipelined GETs (optimizations/README.md) put start() and header() at ~15% of
@@ -44,24 +49,31 @@ void ResponseWriter::start(status s, std::string_view content_type, std::size_t 
   }
 }
 
-void ResponseWriter::start_ok_octet_stream(std::size_t content_length, std::string_view line) {
-  std::array<char, kOkOctetStreamHead.size() + 24 + 64> head;
-  if (line.size() > 64) {  // never for an ETag; kept correct for any caller
-    start(status::ok, kOctetStream, content_length);
-    out_->append(line);
-    return;
-  }
-  char* p = head.data();
+void ResponseWriter::ok_octet_stream(std::string_view value, const Etags& etags,
+                                     std::uint64_t version) {
+  // Values up to kInline bytes go out with the head in one append.
+  constexpr std::size_t kInline = 512;
+  constexpr std::size_t kHeadMax =
+      kOkOctetStreamHead.size() + 20 + 2 + kEtagLineMax + kHttpDateLineSize + 2;
+  std::array<char, kHeadMax + kInline> buf;
+  char* p = buf.data();
   std::memcpy(p, kOkOctetStreamHead.data(), kOkOctetStreamHead.size());
   p += kOkOctetStreamHead.size();
-  auto [end, ec] = std::to_chars(p, p + 22, content_length);
-  (void)ec;
-  p = end;
-  *p++ = '\r';
-  *p++ = '\n';
-  std::memcpy(p, line.data(), line.size());
-  p += line.size();
-  out_->append(head.data(), static_cast<std::size_t>(p - head.data()));
+  p = std::to_chars(p, p + 20, value.size()).ptr;
+  std::memcpy(p, "\r\n", 2);
+  p = etags.write_header_line(p + 2, version);
+  const std::string_view date = http_date_line();
+  assert(date.size() == kHttpDateLineSize);
+  std::memcpy(p, date.data(), kHttpDateLineSize);
+  std::memcpy(p + kHttpDateLineSize, "\r\n", 2);
+  p += kHttpDateLineSize + 2;
+  if (value.size() <= kInline) {
+    std::memcpy(p, value.data(), value.size());
+    out_->append(buf.data(), static_cast<std::size_t>(p - buf.data()) + value.size());
+    return;
+  }
+  out_->append(buf.data(), static_cast<std::size_t>(p - buf.data()));
+  out_->append(value);
 }
 
 void ResponseWriter::header(std::string_view name, std::string_view value) {

@@ -391,6 +391,56 @@ TEST(HttpEngine, FullResetNeedsTheAdminToken) {
   EXPECT_EQ(h.feed("POST /reset?scope=cache HTTP/1.1\r\n\r\n"), "HTTP/1.1 204 No Content\r\n\r\n");
 }
 
+// A header sent twice: the first (request_parser_test.cc covers each header the server reads).
+// Byte by byte too: the values, the target and the body then arrive over many consume() calls,
+// and the input of each is gone before the request is answered.
+TEST(HttpEngine, ConditionalHeadersSentTwiceTheFirstCounts) {
+  for (std::size_t step : {std::string::npos, std::size_t{1}, std::size_t{5}}) {
+    EngineHarness h;
+    h.feed("PUT /key/k/v HTTP/1.1\r\n\r\n");
+    const std::string line = h.etag_line("k");  // ETag: "...."\r\n
+    const std::string tag = line.substr(6, line.size() - 8);
+    const std::string get = "GET /key/k HTTP/1.1\r\nIf-None-Match: ";
+    const std::string put = "PUT /key/k HTTP/1.1\r\nContent-Length: 2\r\nIf-Match: ";
+    const std::pair<std::string, std::string_view> cases[] = {
+        {get + tag + "\r\nIf-None-Match: \"x\"\r\n\r\n", "304"},
+        {get + "\"x\"\r\nIf-None-Match: " + tag + "\r\n\r\n", "200"},
+        {put + "\"x\"\r\nIf-Match: " + tag + "\r\n\r\nzz", "412"},
+        {put + tag + "\r\nIf-Match: \"x\"\r\n\r\nzz", "204"},  // the last: it writes
+    };
+    for (const auto& [request, status] : cases) {
+      const std::string out = h.feed(request, step);
+      EXPECT_TRUE(out.starts_with("HTTP/1.1 " + std::string(status) + " "))
+          << step << "\n"
+          << request << "\n→ " << out;
+    }
+    EXPECT_EQ(h.feed("GET /key/k HTTP/1.1\r\n\r\n", step),
+              "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 2\r\n" +
+                  h.etag_line("k") + "\r\nzz")
+        << step;
+  }
+}
+
+// A GET hit the fused rendering does not take (ResponseWriter::plain) still says what it must.
+TEST(HttpEngine, GetHitOutsideTheFusedPathCarriesItsHeaders) {
+  EngineHarness h;
+  h.feed("PUT /key/k/v HTTP/1.1\r\n\r\n");
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1\r\n" +
+      h.etag_line("k");
+  EXPECT_EQ(h.feed("GET /key/k HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+            head + "Connection: keep-alive\r\n\r\nv");
+  EXPECT_FALSE(h.engine.must_close());
+  h.feed("PUT /key/t/w?ttl=100 HTTP/1.1\r\n\r\n");
+  const std::string ttl = h.feed("GET /key/t HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(ttl.starts_with("HTTP/1.1 200 OK\r\n")) << ttl;
+  EXPECT_NE(ttl.find(h.etag_line("t") + "Cache-Control: max-age="), std::string::npos) << ttl;
+  EXPECT_TRUE(ttl.ends_with("\r\n\r\nw")) << ttl;
+  EXPECT_EQ(h.feed("GET /key/k HTTP/1.1\r\nConnection: close\r\n\r\n"),
+            head + "Connection: close\r\n\r\nv");
+  EXPECT_TRUE(h.engine.must_close());
+}
+
 TEST(HttpEngine, UnknownMethodAndPath) {
   EngineHarness h;
   EXPECT_TRUE(h.feed("BREW /key/a HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 501 "));
