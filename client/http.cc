@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -28,6 +29,7 @@ constexpr std::size_t kMaxHeaderBytes = 64 * 1024;  // status line + headers (+ 
 constexpr std::uint64_t kMaxBodyBytes = 256ull * 1024 * 1024;  // refuse absurd bodies
 constexpr std::size_t kMaxChunkLine = 1024;  // a chunk-size line, extensions included
 constexpr unsigned kMaxInterim = 16;         // 1xx responses skipped before the final one
+constexpr std::size_t kMaxMemoHead = 512;    // longer heads are parsed every time (Connection)
 
 char lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
@@ -46,10 +48,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// RFC 9110 token characters (header field names).
+// RFC 9110 token characters (header field names), one table lookup per character.
+constexpr std::array<bool, 256> kTchar = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
 bool is_tchar(char c) {
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return kTchar[static_cast<unsigned char>(c)];
 }
 
 // Calls f(token) for each comma-separated element of a header list value, trimmed; empty
@@ -340,6 +350,9 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     skipped_ = other.skipped_;
     kernel_discard_ = other.kernel_discard_;
     scratch_ = std::move(other.scratch_);
+    memo_bytes_ = std::move(other.memo_bytes_);
+    memo_ = other.memo_;
+    memo_for_head_ = other.memo_for_head_;
   }
   return *this;
 }
@@ -415,6 +428,7 @@ bool Connection::connect(const Endpoint& ep, std::chrono::milliseconds timeout, 
   fd_ = fd;
   kernel_discard_ = ep.addr.ss_family == AF_INET || ep.addr.ss_family == AF_INET6;
   if (in_.size() < kInitialBuffer) in_.resize(kInitialBuffer);
+  memo_bytes_.reserve(kMaxMemoHead);  // the memo never allocates while reading
   begin_ = end_ = pending_consume_ = want_ = 0;
   skip_left_ = 0;
   return true;
@@ -495,8 +509,20 @@ ParseResult Connection::frame(bool head, BodyUse use, Response& out) {
   const std::string_view data(in_.data() + begin_, end_ - begin_);
   ResponseHead h;
   std::size_t head_bytes = 0;
-  const ParseResult r = parse_response_head(data, head, h, head_bytes);
-  if (r != ParseResult::kComplete) return r;
+  const std::size_t memo_size = memo_bytes_.size();
+  if (memo_size != 0 && head == memo_for_head_ && data.size() >= memo_size &&
+      std::memcmp(data.data(), memo_bytes_.data(), memo_size) == 0) {
+    h = memo_;  // the same bytes as the head parsed last: the same framing
+    head_bytes = memo_size;
+  } else {
+    const ParseResult r = parse_response_head(data, head, h, head_bytes);
+    if (r != ParseResult::kComplete) return r;
+    if (head_bytes <= kMaxMemoHead) {
+      memo_bytes_.assign(data.data(), head_bytes);
+      memo_ = h;
+      memo_for_head_ = head;
+    }
+  }
   const bool keep = use == BodyUse::kKeep || (use == BodyUse::kKeepIfOk && h.status == 200);
   out.status = h.status;
   out.close = h.close;

@@ -143,6 +143,13 @@ class Connection {
   Response skipped_;
   bool kernel_discard_ = true;  // the socket is TCP: recv(MSG_TRUNC) drops bytes uncopied
   std::string scratch_;
+  // The last response head framed (its bytes up to the body, 1xx interims included, for a
+  // request that was HEAD or not: memo_for_head_) and what parse_response_head found in it. A
+  // head that begins with the same bytes frames the same (the parse reads nothing past them), so a
+  // server's repeated heads (pipelined answers of one kind) are compared, not parsed again.
+  std::string memo_bytes_;
+  ResponseHead memo_;
+  bool memo_for_head_ = false;
 };
 
 }  // namespace bench

@@ -20,6 +20,10 @@ constexpr std::uint64_t kValueSalt = 0x76616c75652d6279ull;      // "value-by"
 // A prime above any key count we accept, so rank -> (rank * prime) mod n is a bijection that
 // scatters the popular ranks across the key space (and thus across key and value sizes).
 constexpr std::uint64_t kScatterPrime = 2'654'435'761ull;
+// Key spaces up to this many keys (and this many bytes of keys) keep their stored keys derived
+// once (KeySpace::key_bytes_): a request then copies its key instead of deriving it.
+constexpr std::uint64_t kKeyTableKeys = 1u << 16;
+constexpr std::size_t kKeyTableBytes = 4u << 20;
 
 void fill_stream(std::uint64_t seed, char* out, std::size_t n) {
   std::uint64_t counter = 0;
@@ -140,6 +144,19 @@ KeySpace::KeySpace(const WorkloadConfig& cfg) : cfg_(cfg), spec_(&workload_spec(
     largest /= kBase;
     ++id_width_;
   }
+  if (cfg_.keys == 0 || cfg_.keys > kKeyTableKeys) return;
+  char key[WorkloadConfig::kMaxKeyBytes];
+  key_offsets_.reserve(cfg_.keys + 1);
+  key_offsets_.push_back(0);
+  for (std::uint64_t i = 0; i < cfg_.keys; ++i) {
+    key_bytes_.append(key, derive_key(i, false, key));
+    if (key_bytes_.size() > kKeyTableBytes) {
+      key_bytes_ = {};
+      key_offsets_ = {};
+      return;
+    }
+    key_offsets_.push_back(static_cast<std::uint32_t>(key_bytes_.size()));
+  }
 }
 
 std::size_t KeySpace::key_size(std::uint64_t idx, bool cold) const {
@@ -154,6 +171,15 @@ std::size_t KeySpace::key_size(std::uint64_t idx, bool cold) const {
 }
 
 std::size_t KeySpace::write_key(std::uint64_t idx, bool cold, char* out) const {
+  if (!cold && idx + 1 < key_offsets_.size()) {
+    const std::size_t begin = key_offsets_[idx], size = key_offsets_[idx + 1] - begin;
+    std::memcpy(out, key_bytes_.data() + begin, size);
+    return size;
+  }
+  return derive_key(idx, cold, out);
+}
+
+std::size_t KeySpace::derive_key(std::uint64_t idx, bool cold, char* out) const {
   const std::size_t size = key_size(idx, cold);
   out[0] = cold ? 'm' : 'k';
   std::uint64_t rest = idx;

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config.hh"
 #include "distributions.hh"
@@ -101,9 +102,16 @@ class KeySpace {
   std::uint64_t keys() const { return cfg_.keys; }
 
  private:
+  // write_key's derivation (base-62 digits, a hashed size and padding: tens of ns per key).
+  std::size_t derive_key(std::uint64_t idx, bool cold, char* out) const;
+
   WorkloadConfig cfg_;
   const WorkloadSpec* spec_;  // the row of cfg_.kind
   std::size_t id_width_ = 1;  // base-62 digits of the largest index
+  // A small key space's stored keys, derived once (read-only afterwards, shared by the threads):
+  // key i is key_bytes_[key_offsets_[i], key_offsets_[i + 1]). Empty when the space is too large.
+  std::string key_bytes_;
+  std::vector<std::uint32_t> key_offsets_;
 };
 
 class OpGenerator {

@@ -16,6 +16,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "http.hh"
 #include "tests/support/counting_new.hh"
@@ -114,6 +115,13 @@ class Loopback {
   std::promise<void> released_;
 };
 
+// lo serves stream; conn is connected to it.
+void serve_and_connect(Loopback& lo, const std::string& stream, Connection& conn) {
+  lo.serve(stream);
+  std::string err;
+  ASSERT_TRUE(conn.connect(lo.ep(), kTimeout, err)) << err;
+}
+
 // `count` answers of `big`, then one of "tail", on one connection (TCP, or a Unix-domain
 // socket): each discarded body is counted and not kept, and the stream stays aligned for the tail.
 void expect_discards_keep_the_stream_aligned(bool unix_domain, int count, const std::string& big) {
@@ -210,6 +218,29 @@ TEST(ConnectionRead, AClosedConnectionMidDiscardIsClosed) {
   EXPECT_EQ(conn.read_response(true, false, r, BodyUse::kDiscard), IoResult::kClosed);
 }
 
+// Heads repeat on a connection (pipelined answers of one kind): a head equal to the one framed
+// last is not parsed again, and a head that differs from it, even only past a shared prefix or
+// in its length, is framed by its own bytes (a bad one still refused).
+TEST(ConnectionRead, ARepeatedHeadFramesLikeANewOne) {
+  const std::string stream =
+      response(200, "hello") + response(200, "hello") + response(200, "hello!") +
+      response(404, "no") + response(200, "hello") +
+      "HTTP/1.1 200 X\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello";
+  Loopback lo;
+  Connection conn;
+  serve_and_connect(lo, stream, conn);
+  Response r;
+  const std::pair<int, std::string> expected[] = {
+      {200, "hello"}, {200, "hello"}, {200, "hello!"}, {404, "no"}, {200, "hello"}};
+  for (const auto& [status, body] : expected) {
+    ASSERT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kOk) << body;
+    EXPECT_EQ(r.status, status);
+    EXPECT_EQ(r.body, body);
+    EXPECT_EQ(r.body_bytes, body.size());
+  }
+  EXPECT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kBadResponse);
+}
+
 // The answers a load run reads (large bodies discarded, large bodies kept, small ones, chunked
 // ones) cost no heap allocation once the connection's buffers have grown.
 TEST(ConnectionRead, ReadingAnswersAllocatesNothing) {
@@ -221,10 +252,8 @@ TEST(ConnectionRead, ReadingAnswersAllocatesNothing) {
   constexpr int kRounds = 60, kWarm = 10;
   for (int i = 0; i < kRounds; ++i) stream += round;
   Loopback lo;
-  lo.serve(stream);
   Connection conn;
-  std::string err;
-  ASSERT_TRUE(conn.connect(lo.ep(), kTimeout, err)) << err;
+  serve_and_connect(lo, stream, conn);
   Response r;
   std::uint64_t before = 0;
   std::size_t bytes = 0;

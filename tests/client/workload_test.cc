@@ -47,6 +47,29 @@ TEST(Workload, EtcKeySizesMatchTheGevModel) {
   }
 }
 
+// A small key space copies its stored keys from a table derived once; a large one derives every
+// key. Both give the same bytes: 10,000 and 70,000 keys both take 3 base-62 digits, so keys below
+// 10,000 are the same keys in both spaces (ETC-drawn sizes, and a fixed size). The golden key is
+// key 0 of a one-key space at --key-size 16 (scripts/compare_wrk.py GETs it by name).
+TEST(Workload, TabledKeysEqualDerivedKeys) {
+  for (const std::size_t key_bytes : {std::size_t{0}, std::size_t{24}}) {
+    WorkloadConfig small_cfg, large_cfg;
+    small_cfg.keys = 10'000;
+    large_cfg.keys = 70'000;
+    small_cfg.key_bytes = large_cfg.key_bytes = key_bytes;
+    const KeySpace small(small_cfg), large(large_cfg);
+    for (std::uint64_t i = 0; i < small_cfg.keys; ++i) {
+      ASSERT_EQ(small.key(i, false), large.key(i, false)) << i << " key_bytes " << key_bytes;
+      ASSERT_EQ(small.key(i, true), large.key(i, true)) << i << " key_bytes " << key_bytes;
+      ASSERT_EQ(small.key(i, false).size(), small.key_size(i, false)) << i;
+    }
+  }
+  WorkloadConfig one;
+  one.keys = 1;
+  one.key_bytes = 16;
+  EXPECT_EQ(KeySpace(one).key(0, false), "k00qedr5Zv46Y78Z");
+}
+
 TEST(Workload, EtcValueSizesMatchTheModel) {
   WorkloadConfig cfg;
   cfg.keys = kSamples;
