@@ -352,10 +352,6 @@ def run_configs(args, configs, out: Path, run: dict, progress: Progress) -> tupl
 
 
 def main(argv: list[str]) -> int:
-    # Ctrl-C (SIGINT) stops the run cleanly (KeyboardInterrupt, above) however we were started: a
-    # non-interactive shell starts a background job with SIGINT ignored, and Python then installs
-    # no handler of its own.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = parse_args(argv)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_root = Path(args.out)
@@ -436,4 +432,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # Ctrl-C (SIGINT) stops the run cleanly (KeyboardInterrupt, above) however we were started: a
+    # non-interactive shell starts a background job with SIGINT ignored, and Python then installs
+    # no handler of its own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main(sys.argv[1:]))

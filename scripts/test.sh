@@ -28,6 +28,7 @@ bg_builds=("${builds[@]:1}")
 # profiling scripts run here too instead of skipping. This first call installs everything and
 # builds the release tree; the background builds below then find every package present.
 bash scripts/setup.sh --peers --build release || { echo "tests: 0 passed, 1 failed (setup/build)"; exit 1; }
+echo "=== setup and the release build took $SECONDS s ==="
 
 mkdir -p build
 for b in "${bg_builds[@]}"; do rm -f "build/.built-$b"; done
@@ -142,15 +143,18 @@ done
 if [ "$fuzz" = 1 ]; then
   if wait_built fuzz; then
     echo "=== fuzz: build/fuzz ==="
+    t0=$SECONDS
     log="build/fuzz/ctest.log"
     # -j 2: the targets run side by side, each for its own FUZZ_SECONDS (one core each).
     ctest --test-dir build/fuzz --output-on-failure -L fuzz -j 2 --timeout 600 2>&1 | tee "$log" | tail -5
     ctest_counts "$log"
+    echo "=== fuzz took $((SECONDS - t0)) s ==="
   else
     failed=$((failed + 1))
   fi
 fi
 bg_pid=""
 
+echo "=== all of scripts/test.sh took $SECONDS s ==="
 echo "tests: $passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
