@@ -207,7 +207,7 @@ Target
       --target-weight W         nginx's weight= of every node, 1..100 (default 10); must equal
                                 the weight= in the nginx upstream's server lines (scripts/
                                 cluster.sh writes weight=10)
-      --server-pid PID[,PID...] sample the server's CPU % from /proc/PID/stat (default: off);
+      --server-pid PID[,PID...] sample the server's CPU % from its CPU clock (default: off);
                                 several PIDs: their CPU is summed (e.g. nginx workers); with
                                 --targets: one PID per target, in --targets order (per-node CPU)
       --admin-token-file FILE   the server's admin token (its --admin-token-file), sent with the

@@ -1,12 +1,14 @@
-// CPU time sampling: a process's user+system CPU seconds from /proc/<pid>/stat (the server), and
-// this process's own from getrusage (the client), turned into "% of one core" over a window.
+// CPU time sampling: a process's CPU seconds from its CPU clock, in nanoseconds (the server; from
+// /proc/<pid>/stat's ticks if the clock cannot be read), and this process's own from getrusage
+// (the client), turned into "% of one core" over a window.
 #pragma once
 
 #include <optional>
 
 namespace bench {
 
-// utime + stime of pid in seconds, or nullopt if the process is gone or unreadable.
+// pid's CPU seconds (all its threads, exited ones included), or nullopt if the process is gone or
+// unreadable.
 std::optional<double> process_cpu_seconds(int pid);
 // This process's user + system CPU seconds (all threads).
 double self_cpu_seconds();

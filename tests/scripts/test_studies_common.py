@@ -1,6 +1,6 @@
 """The pure parts of scripts/studies/common.py: iostat's %util from two /proc/diskstats lines,
-/proc/PID/stat ticks (real files of this process and its child), the verdict rules, the
-saturation rule and the Markdown helpers."""
+/proc/PID/stat ticks (real files of this process and its child), a process's CPU clock, the
+verdict rules, measure_point's figures, the saturation rule and the Markdown helpers."""
 import os
 import subprocess
 import sys
@@ -135,3 +135,43 @@ def test_measure_point_records_the_flag(tmp_path, monkeypatch):
         busy.wait()
     assert pt["verdict"] == "client CPU" and pt["server_cpu_pct"] < 85
     assert pt["measured_client"] is True
+
+
+def test_measure_point_takes_the_servers_cpu_from_the_client_window(tmp_path, monkeypatch):
+    # The server's CPU of a point is bench_client's, sampled over the same measured window as the
+    # client's own (--server-pid, added when missing), not Resources' over the whole run: a 0.13 s
+    # ab-like window behind 3,000 connects diluted it and flagged rows whose server was the limit.
+    calls = []
+    doc = {"points": [{"throughput_rps": 1000.0, "requests": 1000, "errors": 0, "mean_us": 50.0,
+                       "p99_us": 90.0, "client_cpu_pct": 99.0, "server_cpu_pct": 97.5}]}
+    monkeypatch.setattr(c, "run_bench", lambda client, args, *a, **k: calls.append(args) or doc)
+    idle = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(5)"])
+    try:
+        pt = c.measure_point(Path("bench_client"), ["-p", "1"], tmp_path / "x.json", None,
+                             [idle.pid])
+        given = ["-p", "1", "--server-pid", "4242"]
+        c.measure_point(Path("bench_client"), given, tmp_path / "y.json", None, [idle.pid])
+    finally:
+        idle.kill()
+        idle.wait()
+    assert calls[0] == ["-p", "1", "--server-pid", str(idle.pid)]
+    assert calls[1] == given  # a caller's own --server-pid is kept, not doubled
+    assert pt["server_cpu_pct"] == 97.5  # the idle process's whole-run figure is near 0
+    assert pt["verdict"] == "client CPU + server CPU" and pt["measured_client"] is False
+
+
+def test_pid_cpu_seconds_is_finer_than_clock_ticks():
+    # A child spins to 5 ms past a 10 ms boundary of its own CPU time, prints it and sleeps:
+    # /proc/PID/stat would be ~5 ms off (ticks of 1/CLK_TCK s), the process CPU clock is not.
+    code = ("import sys, time\nt = (int(time.process_time() * 100) + 2) / 100 + 0.005\n"
+            "while time.process_time() < t: pass\n"
+            "print(time.process_time(), flush=True)\ntime.sleep(30)")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        own = float(p.stdout.readline())
+        seen = c.pid_cpu_seconds(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    assert seen == pytest.approx(own, abs=0.002)
+    assert c.pid_cpu_seconds(p.pid) is None  # gone
