@@ -164,8 +164,14 @@ std::optional<std::string> StoreTier::admit_read_locked(std::size_t cost) {
 
 void StoreTier::start_read_locked(const std::string& k, const LookupDone* answer,
                                   std::shared_ptr<CondWrite> decision) {
-  KeyState& state = keys_[k];
+  KeyState& state = key_state_locked(k);
   std::shared_ptr<Inflight> entry = state.read;
+  // Single-flight joins only a read begun at the key's current version and epoch. A read begun
+  // before a write of the key was submitted, applied or answered (or before a reset) may have
+  // run before that write: its answer is older than what this request must see (the write may
+  // have been acknowledged before it arrived). It then starts a read of its own; the superseded
+  // read answers only those who joined it, and cannot fill (on_read_locked).
+  if (entry && (entry->version != state.version || entry->epoch != epoch_)) entry.reset();
   if (!entry) {
     entry = std::make_shared<Inflight>();
     entry->version = state.version;
@@ -256,7 +262,7 @@ bool StoreTier::may_fill_locked(const std::string& key) const {
 }
 
 void StoreTier::moved_locked(std::string_view key) {
-  if (auto it = keys_.find(key); it != keys_.end()) ++it->second.version;
+  if (auto it = keys_.find(key); it != keys_.end()) bump_locked(it->second);
 }
 
 void StoreTier::erase_if_clean_locked(std::string_view key) {
@@ -272,14 +278,28 @@ void StoreTier::erase_if_clean_locked(std::string_view key) {
 
 // A key entering keys_ clean, in a spare entry when there is one (its key string's capacity
 // reused).
+// Its version is fresh (key_clock_): a read begun under an earlier entry of the key, forgotten
+// since, can never take it for the state it began under.
 StoreTier::KeyMap<StoreTier::KeyState>::iterator StoreTier::insert_key_locked(
     std::string_view key) {
-  if (spare_keys_.empty()) return keys_.emplace(std::string(key), KeyState{}).first;
-  auto node = std::move(spare_keys_.back());
-  spare_keys_.pop_back();
-  node.key().assign(key);
-  node.mapped() = KeyState{};
-  return keys_.insert(std::move(node)).position;
+  KeyMap<KeyState>::iterator it;
+  if (spare_keys_.empty()) {
+    it = keys_.emplace(std::string(key), KeyState{}).first;
+  } else {
+    auto node = std::move(spare_keys_.back());
+    spare_keys_.pop_back();
+    node.key().assign(key);
+    node.mapped() = KeyState{};
+    it = keys_.insert(std::move(node)).position;
+  }
+  bump_locked(it->second);
+  return it;
+}
+
+StoreTier::KeyState& StoreTier::key_state_locked(std::string_view key) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) it = insert_key_locked(key);
+  return it->second;
 }
 
 // A one-op batch for a write-through key write, from the spares when there is one (its
@@ -326,7 +346,7 @@ void StoreTier::mark_unknown_locked(const std::string& key) {
     unknown_bytes_ = 0;
     return;
   }
-  keys_[key].unknown = true;
+  key_state_locked(key).unknown = true;
   unknown_bytes_ += key.size() + kOpOverhead;
 }
 
@@ -563,7 +583,7 @@ std::optional<StoreTier::Outcome> StoreTier::submit_through_locked(const KeyWrit
   const bool pending = state.writing > 0;
   w.want_existed = pending || !cache_.get(key, [](std::string_view) {});
   ++state.writing;
-  ++state.version;
+  bump_locked(state);
   std::unique_ptr<ThroughRecord> record = take_record_locked();
   record->write = w;
   record->done = done;
@@ -612,7 +632,7 @@ StoreTier::Outcome StoreTier::on_through_commit_locked(const ThroughWrite& w,
   Outcome o = through_outcome_locked(w, r);
   KeyState& state = w.entry->second;
   --state.writing;
-  ++state.version;
+  bump_locked(state);
   if (state.writing == 0 && !state.parked.empty()) {  // the key is settled: decide them in order
     std::vector<std::shared_ptr<CondWrite>> parked;
     parked.swap(state.parked);
@@ -761,24 +781,66 @@ StoreTier::Outcome StoreTier::apply_dirty_locked(const KeyWrite& w) {
 // nor the store; the store is asked only when the first two do not know.
 std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view key,
                                                                const Answer& done, bool claimed) {
-  std::string k(key);
-  const auto it = dirty_.find(k);
-  const bool known = it != dirty_.end() || cache_.get(k, [](std::string_view) {});
-  if (known) {
+  if (delete_known_locked(key)) {
     if (!claimed && !done.settle()) return std::nullopt;
-    if (it != dirty_.end() && dirty_lookup(it->second).kind == Lookup::Kind::absent) {
-      return Outcome{Outcome::Kind::absent, {}};
-    }
-    return apply_dirty_locked({Kind::del, key});
+    return delete_dirty_locked(key);
   }
-  store_->read(k, [this, k, done, claimed](store::ReadResult r) {
+  if (!claimed && done.answered()) return std::nullopt;
+  read_for_delete_locked(std::string(key), done, claimed, 1);
+  return std::nullopt;
+}
+
+// Whether the dirty buffer or the cache knows if the key exists.
+bool StoreTier::delete_known_locked(std::string_view key) const {
+  return dirty_.contains(key) || cache_.get(key, [](std::string_view) {});
+}
+
+// A DELETE of a key the dirty buffer or the cache knows: a dirty tombstone answers 404, so of
+// two concurrent DELETEs of one key exactly one answers 204.
+StoreTier::Outcome StoreTier::delete_dirty_locked(std::string_view key) {
+  if (auto it = dirty_.find(key);
+      it != dirty_.end() && dirty_lookup(it->second).kind == Lookup::Kind::absent) {
+    return Outcome{Outcome::Kind::absent, {}};
+  }
+  return apply_dirty_locked({Kind::del, key});
+}
+
+// Asks the store whether the key exists. The answer decides only if no write of the key and no
+// reset overtook the read (its KeyState's version and the epoch are unchanged; the entry is
+// kept while the read is out, deletes_reading); otherwise what the tier knows now decides, or
+// the store is asked again (at most kMaxConditionReads times, then 503).
+void StoreTier::read_for_delete_locked(std::string k, Answer done, bool claimed, int reads) {
+  KeyState& state = key_state_locked(k);
+  ++state.deletes_reading;
+  const std::uint64_t version = state.version, epoch = epoch_;
+  store_->read(k, [this, k, done, claimed, reads, version, epoch](store::ReadResult r) {
     Outcome o;
     {
       std::lock_guard lock(mu_);
-      if (!claimed && !done.claim()) return;  // answered 503 at its deadline: not applied
-      if (r.status.ok()) {
+      bool unmoved = false;
+      if (auto it = keys_.find(k); it != keys_.end()) {
+        --it->second.deletes_reading;
+        unmoved = it->second.version == version && epoch_ == epoch;
+        erase_if_clean_locked(k);
+      }
+      if (!claimed && done.answered()) return;  // answered 503 at its deadline: not applied
+      if (!unmoved) {
+        if (delete_known_locked(k)) {
+          if (!claimed && !done.claim()) return;
+          o = delete_dirty_locked(k);
+        } else if (reads < kMaxConditionReads) {
+          return read_for_delete_locked(k, done, claimed, reads + 1);
+        } else if (!claimed && !done.claim()) {
+          return;
+        } else {
+          o = Outcome{Outcome::Kind::error,
+                      "the key kept changing while a DELETE looked it up in the store; retry"};
+        }
+      } else if (!claimed && !done.claim()) {
+        return;
+      } else if (r.status.ok() && ttl_left(r.expires_at_ms)) {
         o = apply_dirty_locked({Kind::del, k});
-      } else if (r.status.code == store::Code::not_found) {
+      } else if (r.status.ok() || r.status.code == store::Code::not_found) {
         o.kind = Outcome::Kind::absent;
       } else {
         o.kind = Outcome::Kind::error;
@@ -787,7 +849,6 @@ std::optional<StoreTier::Outcome> StoreTier::del_behind_locked(std::string_view 
     }
     done.deliver(o);
   });
-  return std::nullopt;
 }
 
 // One line on stderr per distinct error, not one per failed request.

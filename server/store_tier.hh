@@ -235,10 +235,17 @@ class StoreTier {
     std::uint32_t writing = 0;       // write-through: submitted, not yet answered by the store
     bool unknown = false;            // the last write's outcome is unknown (in unknown_bytes_)
     std::shared_ptr<Inflight> read;  // the store read under way, if any
-    std::uint64_t version = 0;       // bumped by every write submitted, applied or completed
+    // Bumped by every write submitted, applied or completed, from key_clock_: unique across
+    // the key's entries (a key forgotten and entered again never repeats a version).
+    std::uint64_t version = 0;
     // Conditional writes waiting for `writing` to reach 0 (write_if), decided then in order.
     std::vector<std::shared_ptr<CondWrite>> parked;
-    bool clean() const { return writing == 0 && !unknown && !read && parked.empty(); }
+    // Write-behind: DELETEs asking the store whether the key exists (read_for_delete_locked);
+    // the entry, and so its version, stays while they are out.
+    std::uint32_t deletes_reading = 0;
+    bool clean() const {
+      return writing == 0 && !unknown && !read && parked.empty() && deletes_reading == 0;
+    }
   };
   struct Dirty {  // write-behind: the latest state of one key not yet durable
     std::string value;
@@ -354,6 +361,9 @@ class StoreTier {
   Outcome apply_dirty_locked(const KeyWrite& w);
   // `claimed`: the caller has claimed `done` already (an admitted waiting write).
   std::optional<Outcome> del_behind_locked(std::string_view key, const Answer& done, bool claimed);
+  bool delete_known_locked(std::string_view key) const;
+  Outcome delete_dirty_locked(std::string_view key);
+  void read_for_delete_locked(std::string key, Answer done, bool claimed, int reads);
   void log_error_locked(const std::string& message);
   // reset(): the clear committed (apply) or failed (nothing changes); the parked reads go on.
   void on_clear(std::uint64_t version, store::Status& s);
@@ -396,6 +406,8 @@ class StoreTier {
   std::unique_ptr<ThroughRecord> take_record_locked();
   void on_through_done(ThroughRecord* record, store::WriteResult& r);
   KeyMap<KeyState>::iterator insert_key_locked(std::string_view key);
+  KeyState& key_state_locked(std::string_view key);  // finds or inserts (insert_key_locked)
+  void bump_locked(KeyState& state) { state.version = ++key_clock_; }
   std::vector<store::Write> batch_locked(const KeyWrite& kw, bool want_existed);
   void recycle_batch_locked(std::vector<store::Write>& batch);
 
@@ -409,7 +421,8 @@ class StoreTier {
   StoreDeadline deadline_;  // --store-timeout
 
   mutable std::mutex mu_;
-  KeyMap<KeyState> keys_;  // every key in flight; the others are clean
+  KeyMap<KeyState> keys_;        // every key in flight; the others are clean
+  std::uint64_t key_clock_ = 0;  // KeyState::version's source
   std::vector<KeyMap<KeyState>::node_type> spare_keys_;        // insert_key_locked
   std::vector<std::vector<store::Write>> spare_batches_;       // batch_locked
   std::vector<std::unique_ptr<ThroughRecord>> spare_records_;  // take_record_locked

@@ -5,8 +5,12 @@
 //
 // Completions run on the thread that asks for them (the test's), never inline inside the call
 // that started the operation (store.hh's contract). Writes and clears complete in the order they
-// were submitted (one commit queue, as the real group committer); reads in any order the test
-// picks, and see the data as it is when they complete.
+// were submitted (one commit queue, as the real group committer). A read, as a real store's,
+// runs (takes its snapshot of the data) at one moment and is delivered at a later one, with
+// commits completing in between: run_read() takes the snapshot, complete_read() delivers it
+// (a read not yet run runs then). Reads run and complete in any order the test picks.
+// The store keeps every state each key went through, in commit order (history()), so a test
+// can tell how old an answer is.
 // Thread safety: every method may be called from any thread (the tier's flusher calls write()).
 #pragma once
 
@@ -40,7 +44,7 @@ class SimStore final : public store::Store {
 
   void read(std::string key, store::ReadDone done) override {
     std::lock_guard lock(mu_);
-    reads_.push_back(Read{std::move(key), std::move(done)});
+    reads_.push_back(Read{std::move(key), std::move(done), std::nullopt});
     changed_.notify_all();
   }
   ~SimStore() override {
@@ -132,19 +136,25 @@ class SimStore final : public store::Store {
     std::unique_lock lock(mu_);
     return changed_.wait_for(lock, limit, [&] { return commits_.size() >= n; });
   }
-  // Completes read i (0-based among the pending ones); error: with io_error instead.
+  // Read i (0-based among the pending ones) runs: it sees the data as it is now, and is
+  // delivered later (complete_read). A read that has run already is left as it is.
+  void run_read(std::size_t i) {
+    std::lock_guard lock(mu_);
+    run_read_locked(reads_.at(i));
+  }
+  bool read_has_run(std::size_t i) const {
+    std::lock_guard lock(mu_);
+    return reads_.at(i).result.has_value();
+  }
+  // Completes read i (0-based among the pending ones) with what it saw when it ran (running it
+  // now if it has not); error: with io_error instead.
   void complete_read(std::size_t i, bool error = false) {
     std::unique_lock lock(mu_);
     Read r = std::move(reads_.at(i));
     reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(i));
-    store::ReadResult result;
-    if (error) {
-      result.status = {store::Code::io_error, "sim: read failed"};
-    } else if (auto it = data_.find(r.key); it != data_.end()) {
-      result.value = it->second;
-    } else {
-      result.status = {store::Code::not_found, {}};
-    }
+    run_read_locked(r);
+    store::ReadResult result = std::move(*r.result);
+    if (error) result = {{store::Code::io_error, "sim: read failed"}, {}};
     lock.unlock();
     r.done(std::move(result));
   }
@@ -182,12 +192,40 @@ class SimStore final : public store::Store {
     std::lock_guard lock(mu_);
     return data_;
   }
+  // Every state the key has been in, in commit order, from its first (absent): what a
+  // linearizable reader may see, and in which order.
+  using State = std::optional<std::string>;  // nullopt: absent
+  std::vector<State> history(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = history_.find(key);
+    if (it == history_.end()) return {State{}};
+    return it->second;
+  }
 
  private:
   struct Read {
     std::string key;
     store::ReadDone done;
+    std::optional<store::ReadResult> result;  // set when the read has run
   };
+
+  void run_read_locked(Read& r) const {
+    if (r.result) return;
+    r.result.emplace();
+    if (auto it = data_.find(r.key); it != data_.end()) {
+      r.result->value = it->second;
+    } else {
+      r.result->status = {store::Code::not_found, {}};
+    }
+  }
+
+  // Records key's state now, after a commit changed it.
+  void record_locked(const std::string& key) {
+    auto& h = history_[key];
+    if (h.empty()) h.push_back(State{});
+    auto it = data_.find(key);
+    h.push_back(it == data_.end() ? State{} : State{it->second});
+  }
   struct Op {
     bool clear = false;
     std::vector<store::Write> batch;
@@ -209,6 +247,7 @@ class SimStore final : public store::Store {
     std::vector<bool> existed;
     if (op.clear) {
       data_.clear();
+      for (auto& [key, h] : history_) record_locked(key);
       return existed;
     }
     for (const store::Write& w : op.batch) {
@@ -217,6 +256,9 @@ class SimStore final : public store::Store {
         data_[w.key] = w.value;
       } else if (w.kind == store::Write::Kind::del) {
         data_.erase(w.key);
+      }
+      if (w.kind == store::Write::Kind::put || w.kind == store::Write::Kind::del) {
+        record_locked(w.key);
       }
     }
     return existed;
@@ -237,6 +279,7 @@ class SimStore final : public store::Store {
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
   std::map<std::string, std::string> data_;
+  std::map<std::string, std::vector<State>> history_;  // key -> its states, in commit order
   std::vector<Read> reads_;
   std::deque<Op> commits_;
   std::chrono::milliseconds hold_{0};

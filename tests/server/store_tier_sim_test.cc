@@ -6,6 +6,11 @@
 // after every step:
 //   - a GET answered from the cache serves what the store holds (no stale value, even after a
 //     commit whose outcome was unknown);
+//   - no answer is older than what a request answered before it began saw or made: a GET serves
+//     a state of its key at least as new as the one left by every write acknowledged, and every
+//     GET answered, before the GET was issued (reads never go backwards; the store keeps the
+//     order of its states, sim_store.hh history(), so a per-key check suffices). Store reads
+//     run at one step and are delivered at a later one, as a real store's;
 //   - nothing written before a reset that answered ok is served to a GET issued after it;
 //   - after quiescence every key reads back what the store holds, and every acknowledged write
 //     not followed by another write or reset is in the store;
@@ -179,7 +184,8 @@ class Simulation {
     std::string key;
     int latest_ok_reset_at_issue;
     LookupLater later;
-    std::size_t since = 0;  // write-behind: history_[key] index current when it was issued
+    std::size_t since = 0;  // write-behind: history_[key] index current when it was issued;
+                            // write-through: floor_[key] when it was issued
   };
   struct PendingWrite {
     std::string key;
@@ -200,7 +206,8 @@ class Simulation {
   };
 
   bool is_behind() const { return mode_ == WriteMode::behind; }
-  std::string key() { return "k" + std::to_string(pick(4)); }
+  static constexpr int kKeys = 4;
+  std::string key() { return "k" + std::to_string(pick(kKeys)); }
   std::size_t pick(std::size_t n) {
     return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
   }
@@ -221,7 +228,13 @@ class Simulation {
         issue_write(false);
         break;
       case 3:
-        if (pick(4) == 0) issue_reset();
+        if (const std::size_t r = pick(8); r == 0) {
+          issue_reset();
+        } else if (r <= 2) {
+          trace("RESET cache");  // POST /reset?scope=cache: the store keeps everything
+          SimReply<store::Status> reply(StatusLater{});
+          t_.keys->reset(server::ResetScope::cache, reply);
+        }
         break;
       case 4:
         complete_read();
@@ -242,13 +255,14 @@ class Simulation {
 
   void issue_get() {
     const std::string k = key();
+    const std::size_t since = is_behind() ? current(k) : floor_[k];
     Get g = get(t_, k);
     trace("GET " + k + (g.now ? " answered now" : " pending"));
     if (g.now) {
-      check_answer(k, *g.now, latest_ok_reset_, g.hit, current(k));
+      check_answer(k, *g.now, latest_ok_reset_, g.hit, since);
       return;
     }
-    gets_.push_back(PendingGet{k, latest_ok_reset_, g.later, current(k)});
+    gets_.push_back(PendingGet{k, latest_ok_reset_, g.later, since});
   }
 
   void issue_write(bool put) {
@@ -296,11 +310,18 @@ class Simulation {
     resets_.push_back(std::move(r));
   }
 
+  // A store read runs (sees the data as it is now) or is delivered (with what it saw when it
+  // ran): commits may complete in between, as on a real store.
   void complete_read() {
     const std::size_t n = t_.store->pending_reads();
     if (n == 0) return;
-    const bool error = pick(10) == 0;
     const std::size_t i = pick(n);
+    if (!t_.store->read_has_run(i) && pick(2) == 0) {
+      trace("read " + std::to_string(i) + " of " + std::to_string(n) + " runs");
+      t_.store->run_read(i);
+      return;
+    }
+    const bool error = pick(10) == 0;
     trace("read " + std::to_string(i) + " of " + std::to_string(n) + " completes" +
           (error ? " with an error" : ""));
     t_.store->complete_read(i, error);
@@ -362,6 +383,9 @@ class Simulation {
       // since it was: ordered with resets by then (at the latest, its answer).
       if (w.conditional && w.value) written_before_[*w.value] = resets_issued_;
       last_acked_[w.key] = ok ? std::optional<Value>(w.value) : std::nullopt;
+      // Acknowledged (a DELETE's 404 too): what the store holds of the key now, at or after
+      // this write's commit, is the oldest state a GET issued from now on may serve.
+      if (ok) raise_floor(w.key, t_.store->history(w.key).size() - 1);
       return;
     }
     if (!ok) return;  // write-behind: refused, not applied
@@ -386,6 +410,10 @@ class Simulation {
     if (s.ok()) {
       latest_ok_reset_ = std::max(latest_ok_reset_, r.index);
       last_acked_.clear();
+      for (int i = 0; i < kKeys; ++i) {
+        const std::string k = "k" + std::to_string(i);
+        raise_floor(k, t_.store->history(k).size() - 1);
+      }
       for (auto& [k, known] : model_) {
         if (known.resets_before < r.index) {
           known = Known{};
@@ -420,15 +448,35 @@ class Simulation {
         fail("GET " + k + " served " + served.value_or("nothing") +
              "; the last write applied was " + model_[k].value.value_or("nothing"));
       }
-    } else if (hit && t_.store->value(k) != served) {
-      fail("GET " + k + " served " + served.value_or("nothing") +
-           " from the cache; the store holds " + t_.store->value(k).value_or("nothing"));
+    } else {
+      if (hit && t_.store->value(k) != served) {
+        fail("GET " + k + " served " + served.value_or("nothing") +
+             " from the cache; the store holds " + t_.store->value(k).value_or("nothing"));
+      }
+      // Never older than the floor when it was issued; later GETs may not go back before it.
+      const auto h = t_.store->history(k);
+      std::size_t at = since;
+      while (at < h.size() && h[at] != served) ++at;
+      if (at == h.size()) {
+        std::string states;
+        for (std::size_t i = 0; i < h.size(); ++i) {
+          states += (i == since ? " [" : " ") + h[i].value_or("-") + (i == since ? "]" : "");
+        }
+        fail("GET " + k + " served " + served.value_or("nothing") +
+             ", older than a state acknowledged or read before it was issued (the key's states"
+             " in commit order, the oldest it may serve in brackets:" +
+             states + ")");
+      } else {
+        raise_floor(k, at);
+      }
     }
     if (served && written_before_[*served] < latest_ok_reset) {
       fail("GET " + k + " served " + *served + ", written before reset " +
            std::to_string(latest_ok_reset) + " that answered ok before the GET");
     }
   }
+
+  void raise_floor(const std::string& k, std::size_t at) { floor_[k] = std::max(floor_[k], at); }
 
   void check_memory() {
     const server::TierStats s = t_.tier->stats();
@@ -451,7 +499,7 @@ class Simulation {
       collect();
     }
     if (is_behind() && t_.tier->stats().dirty_items > 0) fail("dirty writes left after quiescence");
-    for (int i = 0; i < 4 && error_.empty(); ++i) check_quiet_key("k" + std::to_string(i));
+    for (int i = 0; i < kKeys && error_.empty(); ++i) check_quiet_key("k" + std::to_string(i));
   }
 
   void check_quiet_key(const std::string& k) {
@@ -490,6 +538,9 @@ class Simulation {
   // Write-through: key -> the last write answered (in commit order): its value (nullopt:
   // DELETE) if acknowledged, nullopt if it failed (the store may then hold either).
   std::map<std::string, std::optional<Value>> last_acked_;
+  // Write-through: key -> the index in the store's history of the oldest state a GET issued now
+  // may serve (the newest state acknowledged to, or read by, a request answered so far).
+  std::map<std::string, std::size_t> floor_;
   std::map<std::string, Known> model_;                 // write-behind
   std::map<std::string, std::vector<Known>> history_;  // write-behind: every state of a key
   int values_ = 0;
@@ -740,3 +791,60 @@ TEST(StoreTierFaults, PendingReadsAreBounded) {
 }
 
 }  // namespace
+
+// Issue 44: two concurrent write-behind DELETEs of a key only the store holds both asked the
+// store, and both answered 204. The second is decided after the first's tombstone: 404, also
+// when that tombstone was flushed before the second's read (which ran earlier) returned.
+TEST(StoreTierFaults, ConcurrentWriteBehindDeletesAnswer204Once) {
+  for (const bool flush_between : {false, true}) {
+    Tier t(behind(0ms));
+    ASSERT_TRUE(t.tier->try_put("k", "v"));
+    t.tier->flush_step();
+    t.store->complete_commit(Commit::ok);
+    t.tier->reset_cache();  // "k" is in the store only
+    OutcomeLater d1, d2;
+    EXPECT_FALSE(t.tier->del("k", d1.callback()));
+    EXPECT_FALSE(t.tier->del("k", d2.callback()));
+    ASSERT_EQ(t.store->pending_reads(), 2u);
+    t.store->run_read(1);  // the second DELETE's read sees "k" before the first deletes it
+    t.store->complete_read(0);
+    ASSERT_TRUE(d1.ready());
+    EXPECT_EQ(d1.get().kind, StoreTier::Outcome::Kind::deleted);
+    if (flush_between) {
+      t.tier->flush_step();
+      t.store->complete_commit(Commit::ok);
+      ASSERT_EQ(t.store->value("k"), std::nullopt);
+    }
+    t.store->complete_read(0);
+    while (!d2.ready() && t.store->pending_reads() > 0) t.store->complete_read(0);
+    ASSERT_TRUE(d2.ready());
+    EXPECT_EQ(d2.get().kind, StoreTier::Outcome::Kind::absent)
+        << (flush_between ? "tombstone flushed before the second read returned" : "");
+  }
+}
+
+// Issue 44: a miss joined a store read begun before a write of the key was acknowledged, and
+// got that read's older answer (a GET after a DELETE answered 204 served the deleted value).
+TEST(StoreTierFaults, AMissAfterAnAcknowledgedWriteDoesNotJoinAnOlderRead) {
+  Tier t(through());
+  OutcomeLater w, d;
+  EXPECT_FALSE(t.tier->put("k", "old", w.callback()));
+  t.store->complete_commit(Commit::ok);
+  t.tier->reset_cache();
+  Get g1 = get(t, "k");  // a miss: its read runs now, seeing "old"
+  ASSERT_FALSE(g1.now);
+  t.store->run_read(0);
+  EXPECT_FALSE(t.tier->del("k", d.callback()));
+  t.store->complete_commit(Commit::ok);
+  ASSERT_TRUE(d.ready());
+  EXPECT_EQ(d.get().kind, StoreTier::Outcome::Kind::deleted);
+  Get g2 = get(t, "k");  // after the 204: must not get the older read's "old"
+  ASSERT_FALSE(g2.now);
+  ASSERT_EQ(t.store->pending_reads(), 2u) << "the miss joined the read begun before the DELETE";
+  t.store->complete_read(0);
+  ASSERT_TRUE(g1.later.ready());  // concurrent with the DELETE: either answer is right
+  t.store->complete_read(0);
+  ASSERT_TRUE(g2.later.ready());
+  EXPECT_EQ(g2.later.get().kind, StoreTier::Lookup::Kind::absent);
+  EXPECT_FALSE(t.cache.get("k")) << "the older read filled the cache";
+}
