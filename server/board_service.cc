@@ -1,14 +1,17 @@
 // board_service.cc — see board_service.hh. A change with a store goes through RowWriter (the
 // registry's ChangeSink: admits the row, then forwards it to the tier under the board's lock,
 // so one board's rows reach the store in the order they were applied); a read renders its JSON
-// from the registry, or asks the store and renders its page.
+// from the registry, or asks the store and renders its page (from_store: admitted against
+// --max-inflight, answered by the store or at --store-timeout, whichever comes first).
 #include "server/board_service.hh"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "server/board_json.hh"
@@ -146,29 +149,81 @@ BoardRead not_found(std::string_view what) {
   return {BoardRead::Kind::not_found, std::string(what)};
 }
 
-// Asks the store (ask(done)) and answers with render(page) later: not_found with the store's
-// "board not found" / "member not found", error for a store error. A read that found its board
-// (answered, or "member not found") counts in *found (board_reads), unless found is null (the
-// render counts it); render_counts: the render counts the answered ones, *found only "member
-// not found".
-template <class Ask, class Render>
-void from_store(Reply<BoardRead>& reply, std::atomic<std::uint64_t>* found, Ask ask, Render render,
-                bool render_counts = false) {
-  ask([deliver = reply.later(DeferKind::read), render, found,
-       render_counts](store::BoardPage page) {
-    if (found != nullptr &&
-        ((page.status.ok() && !render_counts) || page.status.message == kMemberNotFound)) {
-      found->fetch_add(1, std::memory_order_relaxed);
-    }
-    if (page.status.code == store::Code::not_found) {
-      return deliver(BoardRead{BoardRead::Kind::not_found, page.status.message});
-    }
-    if (!page.status.ok()) return deliver(BoardRead{BoardRead::Kind::error, page.status.message});
-    deliver(BoardRead{BoardRead::Kind::ok, render(page)});
-  });
+// What a store read holds beyond its names while the store has it (its queued op, its
+// deadline's state, its reply's slot and renderer): an estimate, counted against --max-inflight
+// as the tier counts a key read's kOpOverhead.
+constexpr std::size_t kStoreReadOverhead = 256;
+
+// The page a store read the deadline answered gets (the key path's text: store_tier.cc).
+store::BoardPage board_timeout_page(std::chrono::milliseconds timeout) {
+  store::BoardPage page;
+  page.status = {store::Code::io_error,
+                 "store timeout: no answer from the store within --store-timeout (" +
+                     std::to_string(timeout.count()) + "ms)"};
+  return page;
 }
 
 }  // namespace
+
+BoardService::BoardService(boards::Registry& boards, StoreTier* tier, bool reads_from_store,
+                           StoreReadBounds bounds)
+    : boards_(boards),
+      tier_(tier),
+      source_(reads_from_store && tier != nullptr ? tier->board_source() : nullptr),
+      max_store_read_bytes_(bounds.max_waiting),
+      timeout_page_(board_timeout_page(bounds.timeout)),
+      deadline_(source_ != nullptr ? std::make_unique<StoreDeadline>(bounds.timeout) : nullptr) {}
+
+std::optional<std::string> BoardService::admit_store_read(std::size_t cost) {
+  std::size_t held = store_read_bytes_.load(std::memory_order_relaxed);
+  do {
+    if (cost > max_store_read_bytes_ || held > max_store_read_bytes_ - cost) {
+      return "store read backlog full: " + std::to_string(held) +
+             " bytes of board reads wait on the store (--max-inflight " +
+             std::to_string(max_store_read_bytes_) + ")";
+    }
+  } while (!store_read_bytes_.compare_exchange_weak(held, held + cost, std::memory_order_relaxed));
+  return std::nullopt;
+}
+
+// Asks the store (ask(done)) and answers with render(page) later: not_found with the store's
+// "board not found" / "member not found", error for a store error or the deadline's timeout;
+// at once with the backlog's error when the store holds --max-inflight bytes of reads. A read
+// that found its board (answered, or "member not found") counts in store_reads_ (board_reads)
+// if count_found (otherwise the render counts it); render_counts: the render counts the
+// answered ones, store_reads_ only "member not found". name_bytes: the read's board and member.
+template <class Ask, class Render>
+void BoardService::from_store(std::size_t name_bytes, Reply<BoardRead>& reply, bool count_found,
+                              Ask ask, Render render, bool render_counts) {
+  const std::size_t cost = name_bytes + kStoreReadOverhead;
+  if (auto full = admit_store_read(cost)) {
+    return reply.now(BoardRead{BoardRead::Kind::error, std::move(*full)});
+  }
+  // Answered once: by the store's page, or at --store-timeout by timeout_page_ (then the page
+  // the store gives later is dropped).
+  const StoreDeadline::Answer<store::BoardPage> answer = deadline_->arm<store::BoardPage>(
+      [this, deliver = reply.later(DeferKind::read), render, count_found,
+       render_counts](const store::BoardPage& page) {
+        if (count_found &&
+            ((page.status.ok() && !render_counts) || page.status.message == kMemberNotFound)) {
+          store_reads_.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (page.status.code == store::Code::not_found) {
+          return deliver(BoardRead{BoardRead::Kind::not_found, page.status.message});
+        }
+        if (!page.status.ok()) {
+          return deliver(BoardRead{BoardRead::Kind::error, page.status.message});
+        }
+        deliver(BoardRead{BoardRead::Kind::ok, render(page)});
+      },
+      timeout_page_);
+  // The bytes stay counted until the store answers, whoever answered the client: a read the
+  // deadline answered still waits in the store's queue.
+  ask([this, cost, answer](store::BoardPage page) {
+    store_read_bytes_.fetch_sub(cost, std::memory_order_relaxed);
+    answer(page);
+  });
+}
 
 std::size_t BoardService::members_of(std::string_view board, std::size_t at_least) const {
   std::size_t members = 0;
@@ -202,7 +257,7 @@ void BoardService::member(std::string_view board, std::string_view member,
                           Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
     return from_store(
-        reply, &store_reads_,
+        board.size() + member.size(), reply, true,
         [&](store::BoardPageDone done) {
           source_->board_member(std::string(board), std::string(member), std::move(done));
         },
@@ -236,7 +291,7 @@ void BoardService::top(std::string_view board, std::uint64_t offset, std::uint64
     // count the updates keep, which every mode has), not a count(*) of the board per page.
     // Reading it counts the read in board_reads (found in memory), so from_store does not.
     return from_store(
-        reply, nullptr,
+        board.size(), reply, false,
         [&](store::BoardPageDone done) {
           source_->board_top(std::string(board), sql_offset, n, std::move(done));
         },
@@ -269,7 +324,7 @@ void BoardService::around(std::string_view board, std::string_view member, std::
                           Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
     return from_store(
-        reply, &store_reads_,
+        board.size() + member.size(), reply, true,
         [&](store::BoardPageDone done) {
           source_->board_around(std::string(board), std::string(member), n, std::move(done));
         },
@@ -300,7 +355,7 @@ void BoardService::info(std::string_view board, Reply<BoardRead>& reply) {
   if (source_ != nullptr) {
     // The member count is the board's in memory, as for a top page; reading it counts the read.
     return from_store(
-        reply, nullptr,
+        board.size(), reply, false,
         [&](store::BoardPageDone done) {
           source_->board_info(std::string(board), std::move(done));
         },

@@ -14,18 +14,31 @@
 // against), answered later; a top page from the database takes its member count from memory
 // (the database is not made to count the board per page). Either way a read that found its
 // board counts in board_reads.
+// A read from the store is bounded as a key read is (docs/api.md, "Failures of the store"):
+// unanswered after --store-timeout it answers 503 "store timeout" (store_deadline.hh, a deadline
+// of its own: the tier's is the key path's), so the connection's later responses go out; and
+// the reads the store holds (from the call until the store answers, past their deadline too:
+// they still occupy its queue) count their bytes against --max-inflight, past which a read
+// answers 503 "store read backlog full" at once, so a hung database holds a bounded number.
 // Thread safety: as the registry and the tier, every method may be called from any worker.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "boards/board.hh"
 #include "boards/registry.hh"
+#include "server/config.hh"
 #include "server/reply.hh"
+#include "server/store_deadline.hh"
 #include "server/store_tier.hh"
+#include "store/store.hh"
 
 namespace server {
 
@@ -56,14 +69,19 @@ struct BoardRead {
                      // error: why (503)
 };
 
+// The bounds of the reads the store answers (--board-source store).
+struct StoreReadBounds {
+  std::chrono::milliseconds timeout = kDefaultStoreTimeout;  // --store-timeout
+  std::size_t max_waiting = kDefaultMaxInflightBytes;  // --max-inflight: bytes the store holds
+};
+
 class BoardService {
  public:
   // tier: the durable tier, or nullptr (--store none). reads_from_store: --board-source store
-  // (only with a store whose engine answers board reads).
-  BoardService(boards::Registry& boards, StoreTier* tier, bool reads_from_store)
-      : boards_(boards),
-        tier_(tier),
-        source_(reads_from_store && tier != nullptr ? tier->board_source() : nullptr) {}
+  // (only with a store whose engine answers board reads); bounds: those reads' (the deadline
+  // thread runs only when the store answers reads).
+  BoardService(boards::Registry& boards, StoreTier* tier, bool reads_from_store,
+               StoreReadBounds bounds = {});
   BoardService(const BoardService&) = delete;
   BoardService& operator=(const BoardService&) = delete;
 
@@ -91,10 +109,24 @@ class BoardService {
   // The member count of a board in memory (board_reads counts the read), at least at_least.
   std::size_t members_of(std::string_view board, std::size_t at_least) const;
 
+  // A read the store answers (board_service.cc): bounded, then asked (ask), rendered later.
+  template <class Ask, class Render>
+  void from_store(std::size_t name_bytes, Reply<BoardRead>& reply, bool count_found, Ask ask,
+                  Render render, bool render_counts = false);
+  // Counts a store read of `cost` bytes into store_read_bytes_, or says why it cannot (the
+  // store holds --max-inflight bytes of reads already).
+  std::optional<std::string> admit_store_read(std::size_t cost);
+
   boards::Registry& boards_;
   StoreTier* const tier_;
   store::BoardSource* const source_;  // the store's board reads, or nullptr (memory answers)
   std::atomic<std::uint64_t> store_reads_{0};
+  const std::size_t max_store_read_bytes_;  // --max-inflight
+  // Bytes (names + kStoreReadOverhead each) of the reads handed to the store and not yet
+  // answered by it (those the deadline answered included).
+  std::atomic<std::size_t> store_read_bytes_{0};
+  const store::BoardPage timeout_page_;      // what a read the deadline answers gets (outlives it)
+  std::unique_ptr<StoreDeadline> deadline_;  // --store-timeout; only with source_
 };
 
 }  // namespace server

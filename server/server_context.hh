@@ -30,7 +30,8 @@ struct ServerContext {
         inflight(c.max_inflight),
         boards(c.board_maxmem, c.board_top_cache),
         key_service(k, tier, boards),
-        board_service(boards, tier, c.board_source == BoardSource::store),
+        board_service(boards, tier, c.board_source == BoardSource::store,
+                      {c.store_timeout, c.max_inflight}),
         etags(Etags::random()) {}
   ServerContext(const ServerContext&) = delete;
   ServerContext& operator=(const ServerContext&) = delete;
