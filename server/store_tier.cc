@@ -113,8 +113,11 @@ struct StoreTier::CondWrite {
   // settled when the write is applied is delivered through it): the decision, the store read it
   // may make and the write once applied all run within one --store-timeout.
   Answer done;
-  int reads = 0;               // store reads made for it (kMaxConditionReads)
-  std::size_t read_bytes = 0;  // its read under way, counted in StoreTier::read_bytes_
+  int reads = 0;  // store reads made for it (kMaxConditionReads)
+  // Its key and body (+ kOpOverhead), counted in StoreTier::read_bytes_ from write_if until it
+  // is decided or dropped: while it waits on the store (parked behind a commit, or on an
+  // existence read) its body stays here, also after its deadline answered 503.
+  std::size_t charged = 0;
   KeyWrite write() const { return {kind, key, value, expires_at_ms}; }
 };
 
@@ -128,34 +131,33 @@ std::optional<StoreTier::Lookup> StoreTier::lookup(std::string_view key, LookupD
   const std::size_t cost = key.size() + kOpOverhead;
   if (auto full = admit_read_locked(cost)) return Lookup{Lookup::Kind::error, {}, std::move(*full)};
   // Each waiter has its own deadline; the read goes on for the others (and fills the cache).
-  LookupDone answer = deadline_.arm<Lookup>(
-      [this, cost, done = std::move(done)](const Lookup& l) {
-        read_bytes_ -= cost;
-        done(l);
-      },
-      timeout_lookup_);
+  // Its cost is released when the store answers the read it waits on, not at its deadline:
+  // until then the store and the read's waiters hold what it left behind.
+  LookupDone answer = deadline_.arm<Lookup>(std::move(done), timeout_lookup_);
   if (resets_pending_ > 0) {  // the barrier: read once the clear has completed
-    parked_reads_.push_back(ParkedRead{std::string(key), std::move(answer)});
+    parked_reads_.push_back(ParkedRead{std::string(key), std::move(answer), cost});
     return std::nullopt;
   }
-  start_read_locked(std::string(key), &answer);
+  start_read_locked(std::string(key), &answer, nullptr, cost);
   return std::nullopt;
 }
 
 // A parked miss once the reset it waited for is over: what lookup() would have done.
-std::optional<StoreTier::Lookup> StoreTier::read_locked(std::string_view key,
-                                                        const LookupDone& answer) {
+std::optional<StoreTier::Lookup> StoreTier::read_locked(const ParkedRead& parked) {
   if (options_.mode == WriteMode::behind) {
-    if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
+    if (auto it = dirty_.find(parked.key); it != dirty_.end()) {
+      read_bytes_ -= parked.cost;
+      return dirty_lookup(it->second);
+    }
   }
-  start_read_locked(std::string(key), &answer);
+  start_read_locked(parked.key, &parked.answer, nullptr, parked.cost);
   return std::nullopt;
 }
 
 std::optional<std::string> StoreTier::admit_read_locked(std::size_t cost) {
   if (read_bytes_.load() + cost > options_.max_waiting) {
     return "store read backlog full: " + std::to_string(read_bytes_.load()) +
-           " bytes of reads wait on the store (--max-inflight " +
+           " bytes of reads and conditional writes wait on the store (--max-inflight " +
            std::to_string(options_.max_waiting) + ")";
   }
   read_bytes_ += cost;
@@ -163,7 +165,7 @@ std::optional<std::string> StoreTier::admit_read_locked(std::size_t cost) {
 }
 
 void StoreTier::start_read_locked(const std::string& k, const LookupDone* answer,
-                                  std::shared_ptr<CondWrite> decision) {
+                                  std::shared_ptr<CondWrite> decision, std::size_t cost) {
   KeyState& state = key_state_locked(k);
   std::shared_ptr<Inflight> entry = state.read;
   // Single-flight joins only a read begun at the key's current version and epoch. A read begun
@@ -182,6 +184,7 @@ void StoreTier::start_read_locked(const std::string& k, const LookupDone* answer
   // Single-flight: a later miss (or conditional write) waits on the read under way.
   if (answer != nullptr) entry->waiters.push_back(*answer);
   if (decision) entry->decisions.push_back(std::move(decision));
+  entry->charged += cost;
 }
 
 void StoreTier::on_read_done(const std::string& k, Inflight& entry, store::ReadResult& r) {
@@ -202,10 +205,10 @@ void StoreTier::on_read_done(const std::string& k, Inflight& entry, store::ReadR
       erase_if_clean_locked(k);
     }
     waiters.swap(entry.waiters);
+    read_bytes_ -= std::exchange(entry.charged, 0);  // the store let go of the read
     std::optional<bool> exists;
     if (unmoved && result.kind != Lookup::Kind::error) exists = result.kind == Lookup::Kind::found;
     for (const auto& op : entry.decisions) {
-      read_bytes_ -= std::exchange(op->read_bytes, 0);
       if (result.kind == Lookup::Kind::error) {
         decided.push_back({op, Outcome{Outcome::Kind::error, result.error}, false});
       } else {
@@ -427,14 +430,24 @@ std::optional<StoreTier::Outcome> StoreTier::write_if(Kind kind, std::string_vie
                                                       std::uint64_t expires_at_ms,
                                                       const Preconditions& preconditions,
                                                       WriteDone done) {
-  auto op = std::make_shared<CondWrite>(
-      CondWrite{kind, std::string(key), std::string(value), expires_at_ms, preconditions,
-                deadline_.arm<Outcome>(std::move(done), timeout_outcome_, /*hand_back=*/true)});
   DecidedList decided;
+  std::optional<Outcome> refused;
   {
     std::lock_guard lock(mu_);
-    decide_locked(op, std::nullopt, decided);
+    // Its body may wait on the store (behind a commit of the key, or on an existence read):
+    // bounded with the reads by --max-inflight, refused at once past it.
+    const std::size_t cost = dirty_size(key, value) + kOpOverhead;
+    if (auto full = admit_read_locked(cost)) {
+      refused = refusal(std::move(*full));
+    } else {
+      auto op = std::make_shared<CondWrite>(
+          CondWrite{kind, std::string(key), std::string(value), expires_at_ms, preconditions,
+                    deadline_.arm<Outcome>(std::move(done), timeout_outcome_, /*hand_back=*/true)});
+      op->charged = cost;
+      decide_locked(op, std::nullopt, decided);
+    }
   }
+  if (refused) done(*refused);
   answer_decided(decided);
   return std::nullopt;
 }
@@ -442,7 +455,10 @@ std::optional<StoreTier::Outcome> StoreTier::write_if(Kind kind, std::string_vie
 // The decision, made where the key's state is settled (see write_if in the header).
 void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
                               std::optional<bool> exists_in_store, DecidedList& decided) {
-  if (op->done.answered()) return;  // answered 503 at its deadline: dropped, never applied
+  if (op->done.answered()) {  // answered 503 at its deadline: dropped, never applied
+    release_locked(*op);
+    return;
+  }
   const auto answer = [&](Outcome::Kind kind, std::string why = {}) {
     decided.push_back({op, Outcome{kind, std::move(why)}, false});
   };
@@ -487,10 +503,7 @@ void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
                     "the key kept changing while a conditional write "
                     "looked it up in the store; retry");
     }
-    const std::size_t cost = key.size() + kOpOverhead;
-    if (auto full = admit_read_locked(cost)) return answer(Outcome::Kind::error, std::move(*full));
-    op->read_bytes = cost;
-    return start_read_locked(key, nullptr, op);
+    return start_read_locked(key, nullptr, op);  // its charge covers the read
   }
   if (!*allowed) return answer(Outcome::Kind::precondition_failed);
   apply_decided_locked(op, decided);
@@ -502,14 +515,21 @@ void StoreTier::decide_locked(const std::shared_ptr<CondWrite>& op,
 // way) or dropped unapplied (write-behind, still waiting for room), as for an unconditional
 // write. An outcome known at once has been settled: it is delivered through done.
 void StoreTier::apply_decided_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided) {
+  release_locked(*op);  // the write goes on as an unconditional one, under its bounds
   std::optional<Outcome> now = options_.mode == WriteMode::through
                                    ? submit_through_locked(op->write(), op->done)
                                    : behind_locked(op->write(), op->done);
   if (now) decided.push_back({op, std::move(*now), true});
 }
 
+void StoreTier::release_locked(CondWrite& op) {
+  read_bytes_ -= std::exchange(op.charged, 0);
+}
+
 void StoreTier::answer_decided(DecidedList& decided) {
   for (Decided& d : decided) {
+    d.op->value = {};  // the answer needs no body
+    read_bytes_ -= std::exchange(d.op->charged, 0);
     if (d.settled) {
       d.op->done.deliver(d.outcome);
     } else {
@@ -1044,7 +1064,7 @@ void StoreTier::apply_reset_locked(std::uint64_t version) {
 StoreTier::Ready StoreTier::unpark_reads_locked() {
   Ready ready;
   for (ParkedRead& p : parked_reads_) {
-    if (auto now = read_locked(p.key, p.answer)) ready.emplace_back(std::move(p.answer), *now);
+    if (auto now = read_locked(p)) ready.emplace_back(std::move(p.answer), *now);
   }
   parked_reads_.clear();
   return ready;

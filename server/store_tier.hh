@@ -216,6 +216,7 @@ class StoreTier {
   struct Inflight {  // one store read and the misses waiting on it
     std::vector<LookupDone> waiters;
     std::vector<std::shared_ptr<CondWrite>> decisions;  // conditional writes waiting on the read
+    std::size_t charged = 0;    // its misses' costs, in read_bytes_ until the store answers
     std::uint64_t version = 0;  // the key's KeyState::version when the read began
     std::uint64_t epoch = 0;    // epoch_ when the read began
   };
@@ -270,6 +271,7 @@ class StoreTier {
   struct ParkedRead {  // a miss that arrived while a reset was pending
     std::string key;
     LookupDone answer;
+    std::size_t cost = 0;  // in read_bytes_
   };
   // A write-through op between its submission and its commit's callback.
   // A write-through write in the store's hands. Its key is its keys_ entry's (kept there while
@@ -298,14 +300,15 @@ class StoreTier {
   Outcome timeout_outcome() const;
   store::Status reset_timeout_status() const;
   Outcome refusal(std::string why);
-  std::optional<Lookup> read_locked(std::string_view key, const LookupDone& answer);
+  std::optional<Lookup> read_locked(const ParkedRead& parked);
   // Counts a store read of `cost` bytes into read_bytes_, or says why it cannot wait (the
   // backlog is at --max-inflight). Misses and conditional writes share the bound.
   std::optional<std::string> admit_read_locked(std::size_t cost);
   // A store read of the key (single-flight), for a miss (answer) or a conditional write
   // (decision) or both.
+  // `cost`: what the request was admitted for (admit_read_locked), released with the read.
   void start_read_locked(const std::string& key, const LookupDone* answer,
-                         std::shared_ptr<CondWrite> decision = nullptr);
+                         std::shared_ptr<CondWrite> decision = nullptr, std::size_t cost = 0);
   void on_read_done(const std::string& key, Inflight& entry, store::ReadResult& r);
   Lookup on_read_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
   // A write of the key was submitted, applied or completed: a read under way may not fill.
@@ -339,7 +342,9 @@ class StoreTier {
   void decide_locked(const std::shared_ptr<CondWrite>& op, std::optional<bool> exists_in_store,
                      DecidedList& decided);
   void apply_decided_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided);
-  static void answer_decided(DecidedList& decided);
+  // Gives back what a conditional write was admitted for (write_if): once it is decided.
+  void release_locked(CondWrite& op);
+  void answer_decided(DecidedList& decided);
   DecidedList decided_;  // filled by commit callbacks under mu_ (parked writes), drained after
   std::optional<Outcome> write(const KeyWrite& w, WriteDone done);
   void write_via(const KeyWrite& w, WriteDone done);
@@ -440,8 +445,9 @@ class StoreTier {
   // When the oldest write still in dirty_ was made (at most: after a flush, the snapshot's time).
   std::chrono::steady_clock::time_point dirty_since_{};
   std::size_t through_bytes_ = 0;  // write-through: submitted to the store, not yet answered
-  // Reads waiting on the store (key + kOpOverhead per waiter, miss or conditional write),
-  // released when each is answered (a miss's also by its deadline, without mu_).
+  // What waits on the store for reads: key + kOpOverhead per miss, released when the store
+  // answers the read it waits on (not at its deadline: the store holds the read until then);
+  // key + body + kOpOverhead per conditional write, from write_if until it is decided.
   std::atomic<std::size_t> read_bytes_{0};
   std::uint64_t dirty_version_ = 0;
   std::uint32_t resets_pending_ = 0;  // clears submitted, not yet completed

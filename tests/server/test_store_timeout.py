@@ -5,6 +5,8 @@ A slow read comes from the read-delay fault (both engines); a hung commit from a
 whose processes are stopped with SIGSTOP (they accept nothing and close nothing, as a network
 partition would).
 """
+import os
+import threading
 import time
 
 import pytest
@@ -147,3 +149,59 @@ def test_a_stuck_fsync_does_not_hold_shutdown(start_server, store_flags, mode):
     assert code == 1 and "did not close within --store-timeout + 5 s" in err, (code, err)
     if mode == "behind":
         assert "1 write-behind writes could not be made durable" in err, err
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.rocksdb_only(reason="sync-hang-after is RocksDB's fault injection")
+def test_conditional_writes_behind_a_hung_commit_stay_bounded(start_server, store_flags):
+    """Issue 44 (2): with a commit of the key hung in fsync, 320 `If-Match: *` PUTs of 1 MiB
+    park behind it and answer 503. What each leaves in the tier (its key and body, until the
+    commit returns) counts against --max-inflight, so the server's RSS grows by at most
+    --max-inflight + 96 MiB (before the fix: 334 MiB under 64M), and past the bound they are
+    refused at once."""
+    srv = start_server(*store_flags, "--store-timeout", "200ms", "--max-inflight", "64M",
+                       "--store-faults", "sync-hang-after=1", "-t", "2")
+    assert put(srv, "a", b"1").status == 201  # the first sync succeeds
+    r = put(srv, "k", b"2")  # its commit hangs: "k" is being written, forever
+    assert r.status == 503 and "store timeout" in r.json()["error"], r
+    body = b"x" * (1 << 20)
+    sanitized = bool(os.environ.get("STORE_TEST_SANITIZED"))
+    before = rss_kib(srv.proc.pid)
+    statuses, errors, lock = {}, [], threading.Lock()
+
+    def writer(n):
+        sock = srv.connect(timeout=10)
+        reader = Reader(sock)
+        try:
+            for _ in range(n):
+                sock.sendall(request_bytes("PUT", "/key/k", {"If-Match": "*"}, body))
+                resp = reader.read()
+                with lock:
+                    statuses[resp.status] = statuses.get(resp.status, 0) + 1
+                    if resp.status == 503:
+                        errors.append(resp.json()["error"])
+        finally:
+            sock.close()
+
+    threads = [threading.Thread(target=writer, args=(20,)) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "the conditional writes did not all answer"
+    grown_mib = (rss_kib(srv.proc.pid) - before) / 1024
+    print(f"\n320 If-Match PUTs of 1 MiB behind a hung commit: {statuses}, "
+          f"RSS grew {grown_mib:.0f} MiB")
+    assert statuses == {503: 320}, statuses
+    assert any("backlog full" in e for e in errors), errors[:3]
+    if not sanitized:
+        assert grown_mib <= 64 + 96, grown_mib
+    code, took, err = srv.stop()  # the stuck fsync: exit 1 after the bounded close
+    assert code == 1 and took < 10, (code, took, err[-300:])
