@@ -49,9 +49,11 @@ void ResponseQueue::complete(detail::Slot& slot) {
   refresh_http_date();  // rendered outside the engine's consume(): this thread may be idle-stale
   ResponseWriter writer(slot.out);
   writer.set_served_by(served_by_);
+  writer.set_budget(budget_);
   writer.begin_request(slot.keep_alive, slot.http10, slot.head, slot.space_used);
   const HandlerResult r = render(writer);
   if (!r.ok()) writer.error(r.status, r.error, r.allow);
+  if (charged_ != nullptr) *charged_ += writer.take_admitted();
   slot.done = true;
   if (slot.kind != DeferKind::write) --pending_reads_;
   if (slot.kind != DeferKind::read) --pending_writes_;
