@@ -70,8 +70,15 @@ void ResponseQueue::time_last(std::chrono::steady_clock::time_point arrival, Rou
 void ResponseQueue::drain() {
   std::chrono::steady_clock::time_point now{};
   while (!slots_.empty() && slots_.front()->done) {
-    const detail::Slot& slot = *slots_.front();
-    out_.append(slot.out);
+    detail::Slot& slot = *slots_.front();
+    if (out_.empty() && slot.out.size() > kUnchargedBytes) {
+      // Larger than the storage a connection keeps (kUnchargedBytes = kRetainedBufferBytes):
+      // the output buffer's kept storage goes with the slot, and the engine releases the large
+      // one once it is written (output_written).
+      out_.swap(slot.out);
+    } else {
+      out_.append(slot.out);
+    }
     if (slot.timed && timings_ != nullptr) {
       if (now == std::chrono::steady_clock::time_point{}) now = std::chrono::steady_clock::now();
       const auto ns =

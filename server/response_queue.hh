@@ -154,7 +154,8 @@ class ResponseQueue {
     return n;
   }
   // Moves the done slots at the head into the output buffer. Call only while the output
-  // buffer is not being written.
+  // buffer is not being written. A large rendering (a value read from the store) into an empty
+  // output buffer is swapped in, not copied.
   void drain();
   // Renders a slot its DeferredResponse finished (the connection's SlotSink calls it on the
   // connection's thread).
