@@ -32,6 +32,7 @@ BasicHttpEngine<V>::BasicHttpEngine(ServerContext& ctx, WorkerStats& stats)
                              : kOutputHighWaterUnbatched) {
   queue_.set_timings(&stats.timings);
   writer_.set_budget(&ctx.inflight);
+  queue_.set_budget(&ctx.inflight, &charged_);
   writer_.set_served_by(ctx.served_by_line);
   queue_.set_served_by(ctx.served_by_line);
 }

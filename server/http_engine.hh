@@ -124,7 +124,9 @@ class BasicHttpEngine {
   std::chrono::steady_clock::time_point arrival_{};        // of the input being answered
   std::array<std::uint32_t, kRouteClassCount> untimed_{};  // answered, not yet recorded
   std::uint32_t untimed_total_ = 0;
-  std::size_t charged_ = 0;        // bytes this connection has added to ctx.inflight
+  // Bytes this connection has added to ctx.inflight (queue_ adds what the rendering of a
+  // response that waited on the store admits).
+  std::size_t charged_ = 0;
   std::size_t body_reserved_ = 0;  // of them, for the body being received
 };
 

@@ -49,9 +49,11 @@ void ResponseQueue::complete(detail::Slot& slot) {
   refresh_http_date();  // rendered outside the engine's consume(): this thread may be idle-stale
   ResponseWriter writer(slot.out);
   writer.set_served_by(served_by_);
+  writer.set_budget(budget_);
   writer.begin_request(slot.keep_alive, slot.http10, slot.head, slot.space_used);
   const HandlerResult r = render(writer);
   if (!r.ok()) writer.error(r.status, r.error, r.allow);
+  if (charged_ != nullptr) *charged_ += writer.take_admitted();
   slot.done = true;
   if (slot.kind != DeferKind::write) --pending_reads_;
   if (slot.kind != DeferKind::read) --pending_writes_;
@@ -68,8 +70,15 @@ void ResponseQueue::time_last(std::chrono::steady_clock::time_point arrival, Rou
 void ResponseQueue::drain() {
   std::chrono::steady_clock::time_point now{};
   while (!slots_.empty() && slots_.front()->done) {
-    const detail::Slot& slot = *slots_.front();
-    out_.append(slot.out);
+    detail::Slot& slot = *slots_.front();
+    if (out_.empty() && slot.out.size() > kUnchargedBytes) {
+      // Larger than the storage a connection keeps (kUnchargedBytes = kRetainedBufferBytes):
+      // the output buffer's kept storage goes with the slot, and the engine releases the large
+      // one once it is written (output_written).
+      out_.swap(slot.out);
+    } else {
+      out_.append(slot.out);
+    }
     if (slot.timed && timings_ != nullptr) {
       if (now == std::chrono::steady_clock::time_point{}) now = std::chrono::steady_clock::now();
       const auto ns =

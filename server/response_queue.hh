@@ -16,6 +16,8 @@
 // same connection is pending, and a write waits while an earlier read is pending (blocks()),
 // so a connection's requests take effect in the order it sent them.
 // Thread safety: everything except DeferredResponse::finish runs on the connection's thread.
+// --max-inflight: a slot is rendered with the engine's budget (set_budget), so an answer the
+// store served is admitted, or refused with a 503, when it is rendered, as a cache hit is.
 // Timing (/metrics): the engine tags a deferred slot with its request's arrival and route class
 // (time_last); drain() records its duration when it moves the rendered response to the output
 // (one clock read per drain that moves a tagged slot; only responses that waited pay it).
@@ -119,6 +121,14 @@ class ResponseQueue {
   void set_timings(RequestTimings* timings) { timings_ = timings; }
   // --served-by: the header line every deferred response carries too (response_writer.hh).
   void set_served_by(std::string_view line) { served_by_ = line; }
+  // --max-inflight: a deferred response's body is admitted when it is rendered (complete()),
+  // against the same budget as an immediate one (ResponseWriter::admit): refused, the handler's
+  // render answers 503 instead. What is admitted is added to *charged, the engine's count of
+  // what it has charged (http_engine.hh), which its settle() reconciles with what it holds.
+  void set_budget(InflightBudget* budget, std::size_t* charged) {
+    budget_ = budget;
+    charged_ = charged;
+  }
 
   bool empty() const { return slots_.empty(); }
   bool full() const { return slots_.size() >= kMaxQueuedResponses; }
@@ -144,7 +154,8 @@ class ResponseQueue {
     return n;
   }
   // Moves the done slots at the head into the output buffer. Call only while the output
-  // buffer is not being written.
+  // buffer is not being written. A large rendering (a value read from the store) into an empty
+  // output buffer is swapped in, not copied.
   void drain();
   // Renders a slot its DeferredResponse finished (the connection's SlotSink calls it on the
   // connection's thread).
@@ -158,6 +169,8 @@ class ResponseQueue {
   std::function<void()> on_complete_;
   RequestTimings* timings_ = nullptr;
   std::string_view served_by_;
+  InflightBudget* budget_ = nullptr;
+  std::size_t* charged_ = nullptr;
 };
 
 }  // namespace server

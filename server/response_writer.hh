@@ -23,6 +23,9 @@ namespace server {
 
 inline constexpr std::string_view kOctetStream = "application/octet-stream";
 inline constexpr std::string_view kJson = "application/json";
+// Room for a response's status line and headers (ETag, Cache-Control, Date, Connection, an
+// --served-by line of at most 255 bytes): what admit() reserves beside a large body.
+inline constexpr std::size_t kResponseHeadRoom = 1024;
 
 class ResponseWriter {
  public:
@@ -70,11 +73,17 @@ class ResponseWriter {
 
   // --max-inflight: before rendering a body of n bytes, a handler asks; false (nothing charged)
   // when the budget has no room, and the handler answers 503 instead. Bodies of at most
-  // kUnchargedBytes, and a writer with no budget (set_budget), are always admitted.
+  // kUnchargedBytes, and a writer with no budget (set_budget), are always admitted. An admitted
+  // large body gets its room in the buffer at once (with kResponseHeadRoom for the head): a
+  // JSON body, escaped piece by piece, would otherwise grow the buffer by doubling, copying
+  // what it holds each time and keeping up to twice its size.
   bool admit(std::size_t n) {
-    if (n <= kUnchargedBytes || budget_ == nullptr) return true;
-    if (!budget_->try_add(n)) return false;
-    admitted_ += n;
+    if (n <= kUnchargedBytes) return true;
+    if (budget_ != nullptr) {
+      if (!budget_->try_add(n)) return false;
+      admitted_ += n;
+    }
+    out_->reserve(out_->size() + kResponseHeadRoom + n);
     return true;
   }
   void set_budget(InflightBudget* budget) { budget_ = budget; }
