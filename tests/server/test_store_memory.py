@@ -27,7 +27,8 @@ DEADLINE_S = 60   # every wait below is bounded by this
 STABLE_S = 2.0    # the RSS counts as settled once it has not grown for this long
 READ_DELAY = "200ms"
 # Resident memory means nothing under the sanitizers (tests/server/CMakeLists.txt sets it).
-SANITIZED = os.environ.get("LIMITS_SANITIZED", "0") == "1"
+SANITIZED = (os.environ.get("LIMITS_SANITIZED", "0") == "1"
+             or bool(os.environ.get("STORE_TEST_SANITIZED")))
 INFLIGHT_FULL = "server busy: --max-inflight bytes are held for connections, retry later"
 
 
