@@ -3,6 +3,7 @@
 #include "server/config.hh"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -100,9 +101,9 @@ const char* to_string(ResetGuard g) {
 
 namespace {
 
-// The file's first `limit` bytes (fewer when it is shorter); false with errno set when it cannot
-// be opened or read (a directory: EISDIR).
-bool read_prefix(const std::string& path, std::size_t limit, std::string& out) {
+// The file's first `limit` bytes (fewer when it is shorter) and its permission bits; false with
+// errno set when it cannot be opened or read (a directory: EISDIR).
+bool read_prefix(const std::string& path, std::size_t limit, std::string& out, mode_t& mode) {
   struct Fd {
     int fd;
     ~Fd() {
@@ -110,6 +111,9 @@ bool read_prefix(const std::string& path, std::size_t limit, std::string& out) {
     }
   } file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) return false;
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return false;
+  mode = st.st_mode & 07777;
   out.assign(limit, '\0');
   std::size_t got = 0;
   while (got < limit) {
@@ -123,18 +127,17 @@ bool read_prefix(const std::string& path, std::size_t limit, std::string& out) {
   return true;
 }
 
-}  // namespace
+// "0640": a mode as chmod takes it.
+std::string octal_mode(mode_t mode) {
+  std::string out(4, '0');
+  for (std::size_t i = out.size(); i-- > 0; mode >>= 3)
+    out[i] = static_cast<char>('0' + (mode & 7));
+  return out;
+}
 
-std::string load_admin_token(Config& c) {
-  if (c.admin_token_file.empty()) return {};
-  const std::string named = "--admin-token-file '" + c.admin_token_file + "'";
-  // Room past the longest token for trailing whitespace, so "too long" is told apart.
-  std::string text;
-  if (!read_prefix(c.admin_token_file, kMaxAdminTokenBytes + 64, text)) {
-    return "cannot read " + named + ": " + std::strerror(errno);
-  }
-  const std::size_t end = text.find_last_not_of(" \t\r\n\v\f");
-  text.resize(end == std::string::npos ? 0 : end + 1);
+// The token's own checks ("" when it passes). Reported before the file's mode: a bad token is
+// the problem to fix whatever the mode.
+std::string check_admin_token(const std::string& named, std::string_view text) {
   const std::string want = " (want one token of " + std::to_string(kMinAdminTokenBytes) + ".." +
                            std::to_string(kMaxAdminTokenBytes) +
                            " visible ASCII characters, e.g. `openssl rand -hex 32`)";
@@ -148,8 +151,39 @@ std::string load_admin_token(Config& c) {
       return named + " holds whitespace, control or non-ASCII bytes" + want;
     }
   }
-  c.admin_token = std::move(text);
   return {};
+}
+
+}  // namespace
+
+AdminTokenLoad load_admin_token(Config& c) {
+  if (c.admin_token_file.empty()) return {};
+  const std::string named = "--admin-token-file '" + c.admin_token_file + "'";
+  // Room past the longest token for trailing whitespace, so "too long" is told apart.
+  std::string text;
+  mode_t mode = 0;
+  if (!read_prefix(c.admin_token_file, kMaxAdminTokenBytes + 64, text, mode)) {
+    return {"cannot read " + named + ": " + std::strerror(errno), 1, {}};
+  }
+  const std::size_t end = text.find_last_not_of(" \t\r\n\v\f");
+  text.resize(end == std::string::npos ? 0 : end + 1);
+  if (std::string problem = check_admin_token(named, text); !problem.empty()) {
+    return {std::move(problem), 1, {}};
+  }
+  const std::string chmod = "; chmod 600 '" + c.admin_token_file + "'";
+  if ((mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return {named + " is UNPROTECTED: mode " + octal_mode(mode) +
+                " lets group or others write it, so they could change the admin token" + chmod,
+            2,
+            {}};
+  }
+  AdminTokenLoad loaded;
+  if ((mode & (S_IRGRP | S_IROTH)) != 0) {
+    loaded.warning = "warning: " + named + " has mode " + octal_mode(mode) +
+                     ": group or others may read the admin token" + chmod;
+  }
+  c.admin_token = std::move(text);
+  return loaded;
 }
 
 bool admin_token_matches(std::string_view token, std::string_view presented) {

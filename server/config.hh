@@ -149,11 +149,21 @@ enum class ResetGuard : std::uint8_t {
 ResetGuard reset_guard(const Config& config);
 const char* to_string(ResetGuard g);  // "open" / "token" / "refused"
 
+// What load_admin_token found.
+struct AdminTokenLoad {
+  std::string error;    // "" when the token was read, else the one-line start-up error
+  int exit_status = 0;  // with an error: 2 when group or others may write the file, else 1
+  std::string warning;  // "" or one line for stderr: group or others may read the file
+};
+
 // Reads --admin-token-file into config.admin_token (nothing to do without one): the file's
 // bytes with trailing whitespace trimmed, kMinAdminTokenBytes..kMaxAdminTokenBytes of visible
-// ASCII (a header carries it). "" when it worked, else the one-line start-up error: the file is
-// missing, unreadable, empty, too short, too long, or holds whitespace or control bytes.
-std::string load_admin_token(Config& config);
+// ASCII (a header carries it). An error when the file is missing, unreadable, empty, too short,
+// too long, or holds whitespace or control bytes (exit status 1); then its mode, as OpenSSH
+// checks a private key's: one that group or others may write is an error (exit status 2: they
+// could change the token), one they may read a warning (they could use it). The mode is the
+// opened file's (fstat), so it is the file whose token was read.
+AdminTokenLoad load_admin_token(Config& config);
 
 // Whether `presented` is the admin token, in time that depends on the two lengths only (never on
 // where the first differing byte is), so a client cannot find the token byte by byte by timing.

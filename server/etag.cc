@@ -6,9 +6,12 @@
 #include <cstring>
 #include <random>
 
+#include "cache/entry.hh"
 #include "server/http_ows.hh"
 
 namespace server {
+
+static_assert(kMaxEtagVersion == cache::detail::kMaxVersion, "an ETag names any cache version");
 
 namespace {
 
@@ -121,11 +124,13 @@ bool Etags::parse(std::string_view header, EtagList& out) const {
       if (!is_etagc(c)) return false;
     }
     any_tag = true;
-    // Ours: exactly 8 hex digits of our boot number, '-', the version in hex.
+    // Ours: exactly 8 hex digits of our boot number, '-', the version in hex, at most
+    // kMaxEtagVersion (a larger one, all ones above all, is not a version: it would otherwise
+    // compare equal to Preconditions::kUnknowable).
     const std::size_t dash = opaque.find('-');
     std::uint64_t boot = 0, version = 0;
     if (dash == 8 && parse_hex(opaque.substr(0, 8), boot) && boot == boot_ &&
-        parse_hex(opaque.substr(9), version)) {
+        parse_hex(opaque.substr(9), version) && version <= kMaxEtagVersion) {
       out.tags.push_back({version, weak});
     }
   }

@@ -5,7 +5,10 @@
 // and the process: "<boot>-<version>", both lowercase hex, where boot is a random 32-bit number
 // drawn at start. So an ETag from before a restart never matches after it (versions start again
 // at 1), and ETags change across a restart (documented). Parsing keeps only the tags this
-// process could have made; any other well-formed tag is a tag that matches nothing.
+// process could have made: its boot and a version of at most kMaxEtagVersion. Any other
+// well-formed tag is a tag that matches nothing (a version over 47 bits among them: no item has
+// one, and the durable tier's "exists, version unknowable" is such a version, which a forged
+// tag must never stand for: preconditions.hh, kUnknowable).
 #pragma once
 
 #include <array>
@@ -15,6 +18,9 @@
 #include <vector>
 
 namespace server {
+
+// The largest version an ETag names: the cache's versions have 47 bits (cache/entry.hh).
+inline constexpr std::uint64_t kMaxEtagVersion = (std::uint64_t{1} << 47) - 1;
 
 // The longest ETag header line: `ETag: `, quotes, 8 hex digits, '-', up to 16 hex digits, CRLF.
 inline constexpr std::size_t kEtagLineMax = 6 + 1 + 8 + 1 + 16 + 1 + 2;
@@ -29,7 +35,8 @@ struct EtagList {
     bool weak;  // W/"..."
   };
   bool any = false;       // "*"
-  std::vector<Tag> tags;  // this process's tags only (the others can match nothing)
+  std::vector<Tag> tags;  // this process's tags only, version <= kMaxEtagVersion (the others
+                          // can match nothing)
 
   // If-Match (RFC 9110 13.1.1): strong comparison; "*" matches any current item.
   // current: the key's version, or nullptr when it has none (absent or expired).

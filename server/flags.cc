@@ -383,7 +383,9 @@ constexpr FlagSpec kFlags[] = {
     {kAdminGroup, "", "--admin-token-file", "PATH",
      "a file holding the admin token (16+ bytes, trailing whitespace\n"
      "trimmed): POST /reset then needs \"Authorization: Bearer TOKEN\"\n"
-     "(401 without it, 403 for a wrong one) (default: none)",
+     "(401 without it, 403 for a wrong one). Keep it 0600: a file group\n"
+     "or others may write is refused, one they may read warns\n"
+     "(default: none)",
      apply_admin_token_file},
     {kAdminGroup, "", "--allow-reset", "",
      "with a store and no token, allow POST /reset anyway (tests,\n"

@@ -77,9 +77,11 @@ int main(int argc, char** argv) {
     std::cerr << "cache_server: " << problem << "\n";
     return 1;
   }
-  if (const std::string problem = server::load_admin_token(config); !problem.empty()) {
-    std::cerr << "cache_server: " << problem << "\n";
-    return 1;
+  if (const server::AdminTokenLoad token = server::load_admin_token(config); !token.error.empty()) {
+    std::cerr << "cache_server: " << token.error << "\n";
+    return token.exit_status;
+  } else if (!token.warning.empty()) {
+    std::cerr << "cache_server: " << token.warning << std::endl;
   }
   raise_descriptor_limit();
   // SIGINT/SIGTERM are blocked before any thread exists, so every worker inherits the mask and

@@ -36,8 +36,10 @@ struct Preconditions {
   }
 
   // A version no ETag can name (they carry 47 bits): a key that exists but whose version no
-  // client can know (it is in the store, not the cache).
+  // client can know (it is in the store, not the cache). Etags::parse keeps no tag above
+  // kMaxEtagVersion, so no If-Match can name this one, forged or not.
   static constexpr std::uint64_t kUnknowable = std::numeric_limits<std::uint64_t>::max();
+  static_assert(kUnknowable > kMaxEtagVersion, "no parsed tag names kUnknowable");
   // Whether the answer depends on the key existing ("*" in either header): only then must a
   // key that is not cached be looked up in the store.
   bool needs_existence() const { return allow(nullptr) != allow(&kUnknowable); }

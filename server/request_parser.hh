@@ -12,7 +12,10 @@
 // itself is rebuilt in place per request (basic_parser cannot be reset); it holds no storage.
 //
 // A header sent twice: the first is kept (present() says whether it was sent at all), except
-// that Transfer-Encoding is counted (the engine refuses more than one).
+// that Transfer-Encoding is counted (the engine refuses more than one) and Cache-Control's lines
+// are joined with ", " (RFC 9110 5.3: several lines of a list field are one line, the values
+// joined): its directives are read as one list (ttl.cc), so a max-age on a second line counts,
+// and two max-ages disagree whether sent on one line or two.
 #pragma once
 
 #include <ostream>  // boost/core/detail/string_view.hpp needs it before Beast's headers
@@ -31,13 +34,22 @@
 
 namespace server {
 
-// One header the server reads: the first instance's value, and whether it was sent at all.
+// One header the server reads: the first instance's value (or, for a list field, every
+// instance's joined), and whether it was sent at all.
 class KeptHeader {
  public:
   void keep(std::string_view v) {
     if (present_) return;
     value_.assign(v.data(), v.size());
     present_ = true;
+  }
+  // A list field's next line: appended after ", " (an empty value, an empty list element, adds
+  // nothing: RFC 9110 5.6.1). Bounded by the parser's header limit, as the lines are.
+  void join(std::string_view v) {
+    if (!present_) return keep(v);
+    if (v.empty()) return;
+    if (!value_.empty()) value_ += ", ";
+    value_.append(v.data(), v.size());
   }
   void forget() { present_ = false; }  // keeps the storage
   bool present() const { return present_; }
@@ -119,18 +131,23 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   }
   void on_response_impl(int, string_view, int, error_code&) override {}  // requests only
 
-  // The headers kept as they are (the first of each), by name; and for every field, its
-  // 1-based place in kKept or 0 (one load per field instead of a search).
-  static constexpr std::pair<field, KeptHeader Request::*> kKept[] = {
-      {field::accept, &Request::accept},
-      {field::if_match, &Request::if_match},
-      {field::if_none_match, &Request::if_none_match},
-      {field::cache_control, &Request::cache_control},
-      {field::authorization, &Request::authorization}};
+  // The headers kept as they are, by name: the first of each, or every line joined (`joined`:
+  // Cache-Control); and for every field, its 1-based place in kKept or 0 (one load per field
+  // instead of a search).
+  struct Kept {
+    field name;
+    KeptHeader Request::*header;
+    bool joined;
+  };
+  static constexpr Kept kKept[] = {{field::accept, &Request::accept, false},
+                                   {field::if_match, &Request::if_match, false},
+                                   {field::if_none_match, &Request::if_none_match, false},
+                                   {field::cache_control, &Request::cache_control, true},
+                                   {field::authorization, &Request::authorization, false}};
   static constexpr std::array<std::uint8_t, 512> kKeptSlot = [] {
     std::array<std::uint8_t, 512> slot{};
     for (std::size_t i = 0; i < std::size(kKept); ++i) {
-      slot[static_cast<std::size_t>(kKept[i].first)] = static_cast<std::uint8_t>(i + 1);
+      slot[static_cast<std::size_t>(kKept[i].name)] = static_cast<std::uint8_t>(i + 1);
     }
     return slot;
   }();
@@ -139,7 +156,9 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   void on_field_impl(field name, string_view, string_view value, error_code&) override {
     const auto f = static_cast<std::size_t>(name);
     if (f < kKeptSlot.size() && kKeptSlot[f] != 0) {
-      return (request_.*kKept[kKeptSlot[f] - 1].second).keep(std_view(value));
+      const Kept& kept = kKept[kKeptSlot[f] - 1];
+      KeptHeader& header = request_.*kept.header;
+      return kept.joined ? header.join(std_view(value)) : header.keep(std_view(value));
     }
     if (name == field::transfer_encoding) {
       if (request_.transfer_encodings++ == 0) {

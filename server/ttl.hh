@@ -19,7 +19,8 @@ struct TtlRequest {
   std::string_view error;       // set: the request is refused with this reason
 };
 
-// query: the raw query (after '?'); cache_control: the request's Cache-Control header.
+// query: the raw query (after '?'); cache_control: the request's Cache-Control header (its
+// lines joined by ", ": request_parser.hh).
 TtlRequest parse_ttl(std::string_view query, std::string_view cache_control);
 
 }  // namespace server

@@ -218,8 +218,9 @@ void GroupCommitter::wait_for_work(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-// One group: refused batches are answered alone (io_error), every other op with the engine's
-// status for the whole commit.
+// One group: refused batches are answered alone with Code::failed (refused, nothing of the batch
+// applied: the durable tier must not read it as io_error, an outcome that may be unknown), every
+// other op with the engine's status for the whole commit.
 void GroupCommitter::commit(Group& group) {
   for (const Op& op : group.ops) {
     if (!op.refused.empty() && !op.abandoned) engine_.note_refused(op.refused);
@@ -233,7 +234,7 @@ void GroupCommitter::commit(Group& group) {
     if (op.refused.empty() || status.code == Code::failed) {
       result = status;
     } else {
-      result = {Code::io_error, op.refused};
+      result = {Code::failed, op.refused};
     }
     if (!result.ok()) {
       errors_.fetch_add(1);

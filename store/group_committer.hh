@@ -39,7 +39,7 @@ class GroupCommitter {
   struct Op {
     std::vector<Write> batch;
     bool is_clear = false;
-    std::string refused;  // non-empty: write() refused the batch; answered alone with io_error
+    std::string refused;  // non-empty: write() refused the batch; answered alone with failed
     // Engine::commit's answer to want_existed for a write that commits: batch.size() entries.
     std::vector<bool> existed;
     bool abandoned = false;  // abandon(): batch emptied, refused set, callback already answered

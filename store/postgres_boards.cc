@@ -413,12 +413,13 @@ Status PostgresStore::load_boards(const BoardVisitor& visit) {
   };
   PgConnection conn(conninfo_, false);
   std::string error;
-  if (!conn.connect(error)) return fail(error);
+  if (!conn.connect(error)) return fail(libpq_error(error));
   const std::string sql = board_copy_sql(board_table_);
   PgResult r(PQexec(conn.get(), sql.c_str()));
   if (PQresultStatus(r.get()) != PGRES_COPY_OUT) {
-    return fail("postgres: cannot read the boards: " +
-                one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get())));
+    return fail(
+        "postgres: cannot read the boards: " +
+        libpq_error(one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get()))));
   }
   BoardCopyParser parser(visit);
   for (;;) {
@@ -426,7 +427,7 @@ Status PostgresStore::load_boards(const BoardVisitor& visit) {
     const int got = PQgetCopyData(conn.get(), &data, 0);  // blocking: one message or the end
     if (got == -1) break;                                 // the end of the COPY
     if (got < 0) {
-      return fail("postgres: cannot read the boards: " + one_line(PQerrorMessage(conn.get())));
+      return fail("postgres: cannot read the boards: " + conn.error());
     }
     const std::unique_ptr<char, decltype(&PQfreemem)> owned(data, &PQfreemem);
     if (!parser.feed({data, static_cast<std::size_t>(got)})) {
@@ -435,8 +436,9 @@ Status PostgresStore::load_boards(const BoardVisitor& visit) {
   }
   r.reset(PQgetResult(conn.get()));
   if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-    return fail("postgres: cannot read the boards: " +
-                one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get())));
+    return fail(
+        "postgres: cannot read the boards: " +
+        libpq_error(one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get()))));
   }
   if (!parser.complete()) return fail("postgres: cannot read the boards: truncated COPY data");
   return {};

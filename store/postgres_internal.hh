@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -47,6 +48,62 @@ inline std::string one_line(std::string_view msg) {
   }
   return out;
 }
+
+// --- libpq's error text, as it may leave the store ---------------------------------------------
+//
+// libpq's messages say where it tried to connect and as whom: `connection to server at
+// "127.0.0.1", port 5432 failed: Connection refused`, `... at "db" (10.0.0.5), port ...`,
+// `... on socket "/run/postgresql/.s.PGSQL.5432" ...`, `could not translate host name "db" ...`,
+// with a hint naming the host and port (libpq 14: `Is the server running on host "h" and
+// accepting TCP/IP connections on port 5432?`), and the server's own `password authentication
+// failed for user "u"`, `database "d" does not exist`, `no pg_hba.conf entry for host "h", user
+// "u", database "d"`. docs/api.md promises that the conninfo never reaches a client (503 bodies,
+// /stats store_error), so what the store reports is scrubbed: every "connection to server ...
+// failed:" becomes "connection to the database failed:", every double-quoted name becomes
+// "...", and the "Is the server running ...?" hint goes. The reason stays ("Connection refused",
+// "role \"...\" is not permitted to log in"). Idempotent.
+inline std::string scrub_libpq_text(std::string_view text) {
+  constexpr std::string_view kHidden = "\"...\"";
+  std::string unquoted;
+  unquoted.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] != '"') {
+      unquoted += text[i++];
+      continue;
+    }
+    unquoted += kHidden;
+    const std::size_t close = text.find('"', i + 1);
+    if (close == std::string_view::npos) break;  // unterminated: the rest is the name
+    i = close + 1;
+  }
+  constexpr std::string_view kServer = "connection to server ",
+                             kFailed = " failed:", kHint = "Is the server running";
+  std::string out;
+  std::string_view rest = unquoted;
+  while (!rest.empty()) {
+    const std::size_t server = rest.find(kServer), hint = rest.find(kHint);
+    const std::size_t at = std::min(server, hint);
+    out.append(rest.substr(0, at));
+    if (at == std::string_view::npos) break;
+    rest.remove_prefix(at);
+    if (at == hint) {  // to its question mark, and the space before it
+      const std::size_t end = rest.find('?');
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      continue;
+    }
+    const std::size_t failed = rest.find(kFailed);
+    out += "connection to the database failed:";
+    rest.remove_prefix(failed == std::string_view::npos ? rest.size() : failed + kFailed.size());
+  }
+  return out;
+}
+
+// The text to report for libpq's (one_line) text `full`: scrubbed. When scrubbing hid anything,
+// the full text is written on stderr for the operator, once per distinct text (postgres_store.cc).
+// For what the store reports while it runs; open()'s errors go to the operator alone (start-up's
+// one line on stderr) and stay whole.
+std::string libpq_error(std::string_view full);
 
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
@@ -103,7 +160,8 @@ class PgConnection {
   PgConnection& operator=(const PgConnection&) = delete;
 
   // Blocking connect (bounded by connect_timeout, 5 s unless the conninfo says otherwise). The
-  // writer's connection goes into nonblocking pipeline mode.
+  // writer's connection goes into nonblocking pipeline mode. error: libpq's full text (open()
+  // hands it to the operator; a reconnect reports it through libpq_error).
   bool connect(std::string& error) {
     // expand_dbname: the conninfo (keyword/value or URI) is expanded in place of dbname, and its
     // keywords override the defaults listed before it.
@@ -160,7 +218,10 @@ class PgConnection {
   PGconn* get() const { return conn_.get(); }
   bool up() const { return conn_ != nullptr; }
   bool bad() const { return !conn_ || PQstatus(conn_.get()) == CONNECTION_BAD; }
-  std::string error() const { return conn_ ? one_line(PQerrorMessage(conn_.get())) : ""; }
+  // libpq's last error on this connection, scrubbed (libpq_error).
+  std::string error() const {
+    return conn_ ? libpq_error(one_line(PQerrorMessage(conn_.get()))) : "";
+  }
   void drop() { install(nullptr); }
 
   // From any thread: makes the owner's blocked reads and writes on this connection fail at once
@@ -180,7 +241,8 @@ class PgConnection {
     return PQstatus(conn_.get()) == CONNECTION_OK;
   }
 
-  // Reconnection state, owned by the connection's thread.
+  // Reconnection state, owned by the connection's thread. last_error is scrubbed
+  // (libpq_error): the store reports it.
   Clock::time_point next_attempt{};
   std::chrono::milliseconds backoff{0};
   std::string last_error;
@@ -293,7 +355,8 @@ Status PostgresStore::run_read(detail::PgConnection& conn, Exec exec) {
     }
     const PGresult* res = exec(conn.get());
     if (PQresultStatus(res) == PGRES_TUPLES_OK) return {};
-    const std::string why = detail::one_line(res ? PQresultErrorMessage(res) : conn.error());
+    const std::string why =
+        res ? detail::libpq_error(detail::one_line(PQresultErrorMessage(res))) : conn.error();
     if (conn.bad()) {
       mark_lost(conn, "postgres: connection lost: " + why);
       error = {Code::io_error, "postgres: read failed (connection lost): " + why};

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,24 @@
 namespace store {
 
 using namespace detail;  // postgres_internal.hh: the half both files share
+
+// The distinct full texts already written, process-wide as stderr is (every store of the
+// process writes there): a reconnect that fails every 2 s for an hour writes its text once.
+// Bounded: past kRemembered distinct texts it starts again (and may repeat one).
+std::string detail::libpq_error(std::string_view full) {
+  std::string scrubbed = scrub_libpq_text(full);
+  if (scrubbed == full) return scrubbed;  // nothing hidden: what is reported says it all
+  constexpr std::size_t kRemembered = 64;
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> written;
+  std::lock_guard lock(mu);
+  if (written.contains(full)) return scrubbed;
+  if (written.size() >= kRemembered) written.clear();
+  written.emplace(full);
+  std::cerr << "cache_server: libpq's full text (clients see it without names): " << full
+            << std::endl;
+  return scrubbed;
+}
 
 namespace {
 
@@ -220,7 +239,7 @@ const char* read_results(PGconn* c, std::size_t queries, PipelineOutcome& out) {
       const ExecStatusType st = PQresultStatus(r.get());
       if (st == PGRES_PIPELINE_SYNC) return nullptr;
       if (st == PGRES_FATAL_ERROR && out.error.empty()) {
-        out.error = one_line(PQresultErrorMessage(r.get()));
+        out.error = libpq_error(one_line(PQresultErrorMessage(r.get())));
       }
       if (!have_current) {
         out.results.push_back(std::move(r));
@@ -245,7 +264,7 @@ PipelineOutcome run_pipeline(PGconn* c, const std::vector<Query>& queries, bool 
   // caller finds it still CONNECTION_OK, which libpq does not leave it in after these.
   auto broken = [&](const char* what) {
     out.lost = true;
-    out.error = std::string(what) + ": " + one_line(PQerrorMessage(c));
+    out.error = std::string(what) + ": " + libpq_error(one_line(PQerrorMessage(c)));
     return std::move(out);
   };
   out.error = too_long(queries);
@@ -718,11 +737,11 @@ bool PostgresStore::ensure_connected(PgConnection& conn) {
     reconnects_.fetch_add(1);
     return true;
   }
-  conn.last_error = error;
+  conn.last_error = libpq_error(error);
   conn.backoff = std::clamp(conn.backoff * 2, std::chrono::milliseconds(kFirstBackoff),
                             std::chrono::milliseconds(kMaxBackoff));
   conn.next_attempt = Clock::now() + conn.backoff;
-  note_error(error);
+  note_error(conn.last_error);
   return false;
 }
 

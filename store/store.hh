@@ -45,8 +45,11 @@ enum class Code : std::uint8_t {
   not_found,  // read: the key has no value
   io_error,   // the engine reported an error for this operation (message says which)
   no_space,   // the disk is full
-  failed,     // the store refuses writes after an earlier write/sync error (sticky)
-  closed,     // the store was closed before the operation could run
+  // write: refused, nothing of the batch applied: the store refuses writes after an earlier
+  // write/sync error (sticky: stats().failed), or this batch alone is invalid (a key out of
+  // 1..250 bytes, ...: see write(); not sticky).
+  failed,
+  closed,  // the store was closed before the operation could run
   // The store could not take the operation now (PostgreSQL not connected): nothing of it was
   // applied, and nothing is sticky (a later operation may succeed).
   unavailable,
@@ -224,10 +227,10 @@ class Store {
 
   // Completes with ok and the value, not_found, io_error, or closed.
   virtual void read(std::string key, ReadDone done) = 0;
-  // Completes with ok (every op durable), io_error (an engine error, or a key, board or member
-  // not 1..250 bytes, a board score not finite, a seq of 2^63 or more, a value over the engine's
-  // limit (PostgreSQL: kPostgresMaxValue): then only this batch is refused and the store is not
-  // failed), no_space, failed (sticky, see above), or closed. An
+  // Completes with ok (every op durable), io_error (an engine error), no_space, failed (sticky,
+  // see above; or, the store not failed, only this batch refused, none of it applied: a key,
+  // board or member not 1..250 bytes, a board score not finite, a seq of 2^63 or more, a value
+  // over the engine's limit (PostgreSQL: kPostgresMaxValue)), or closed. An
   // empty batch completes ok without a commit. Returns a ticket for abandon() (0: none).
   virtual WriteTicket write(std::vector<Write> batch, WriteDone done) = 0;
   // The caller stopped waiting for the write `ticket` (its request was answered at a
@@ -286,7 +289,7 @@ struct Faults {
 // The largest value one PostgreSQL row holds here: 512 MiB. A bytea holds at most 1 GB minus
 // its 4-byte header, but its text form (hex, 2 characters a byte: psql, pg_dump, COPY) must fit
 // the same 1 GB, so 512 MiB is the most a row can hold and still be dumped and restored.
-// PostgresStore::write() refuses a put with a longer value (io_error, that batch only); a
+// PostgresStore::write() refuses a put with a longer value (failed, that batch only); a
 // server in front of it should cap its values (--max-value) at this.
 inline constexpr std::size_t kPostgresMaxValue = std::size_t{512} << 20;
 

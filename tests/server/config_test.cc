@@ -569,11 +569,17 @@ struct TokenFile {
   explicit TokenFile(const std::string& content) {
     std::filesystem::create_directories(dir);
     std::ofstream(path, std::ios::binary) << content;
+    chmod(std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
   ~TokenFile() { std::filesystem::remove_all(dir); }
-  std::string load(Config& c) const {
+  // The error ("" when it loaded); the file is 0600, as it should be, unless chmod'ed after.
+  std::string load(Config& c) const { return load_full(c).error; }
+  AdminTokenLoad load_full(Config& c) const {
     c.admin_token_file = path.string();
     return load_admin_token(c);
+  }
+  void chmod(std::filesystem::perms mode) const {
+    std::filesystem::permissions(path, mode, std::filesystem::perm_options::replace);
   }
 };
 
@@ -582,7 +588,7 @@ TEST(AdminToken, TrailingWhitespaceIsTrimmed) {
   EXPECT_EQ(TokenFile("0123456789abcdef \t\r\n\n").load(c), "");
   EXPECT_EQ(c.admin_token, "0123456789abcdef");
   Config none;
-  EXPECT_EQ(load_admin_token(none), "");  // no --admin-token-file: nothing to read
+  EXPECT_EQ(load_admin_token(none).error, "");  // no --admin-token-file: nothing to read
   EXPECT_TRUE(none.admin_token.empty());
 }
 
@@ -604,11 +610,65 @@ TEST(AdminToken, BadFilesAreClearErrors) {
   }
   Config missing;
   missing.admin_token_file = "/nonexistent/admin/token";
-  EXPECT_EQ(load_admin_token(missing),
+  EXPECT_EQ(load_admin_token(missing).error,
             "cannot read --admin-token-file '/nonexistent/admin/token': No such file or directory");
   Config dir;
   dir.admin_token_file = std::filesystem::temp_directory_path().string();
-  EXPECT_NE(load_admin_token(dir).find("Is a directory"), std::string::npos);
+  EXPECT_NE(load_admin_token(dir).error.find("Is a directory"), std::string::npos);
+}
+
+// Issue 44: as OpenSSH does a private key's, the file's mode is checked: writable by group or
+// others is an error (exit status 2: they could change the token), readable a warning, 0600
+// (or stricter) silent. Both lines name the file and its mode. A bad token is reported first.
+TEST(AdminToken, AFileGroupOrOthersMayWriteIsAnErrorMayReadAWarning) {
+  using std::filesystem::perms;
+  const perms rw = perms::owner_read | perms::owner_write;
+  const std::pair<perms, const char*> writable[] = {
+      {rw | perms::group_write, "0620"}, {rw | perms::others_write, "0602"}, {perms::all, "0777"}};
+  for (const auto& [mode, octal] : writable) {
+    const TokenFile file("0123456789abcdef\n");
+    file.chmod(mode);
+    Config c;
+    const AdminTokenLoad got = file.load_full(c);
+    EXPECT_EQ(got.exit_status, 2) << got.error;
+    EXPECT_EQ(got.error.find("--admin-token-file '" + file.path.string() + "'"), 0u) << got.error;
+    EXPECT_NE(got.error.find(std::string("mode ") + octal), std::string::npos) << got.error;
+    EXPECT_NE(got.error.find("write"), std::string::npos) << got.error;
+    EXPECT_EQ(got.error.find("0123456789abcdef"), std::string::npos) << "never the token";
+    EXPECT_TRUE(c.admin_token.empty());
+  }
+  const std::pair<perms, const char*> readable[] = {
+      {rw | perms::group_read, "0640"},
+      {rw | perms::others_read, "0604"},
+      {perms::owner_read | perms::group_read, "0440"}};
+  for (const auto& [mode, octal] : readable) {
+    const TokenFile file("0123456789abcdef\n");
+    file.chmod(mode);
+    Config c;
+    const AdminTokenLoad got = file.load_full(c);
+    EXPECT_EQ(got.error, "");
+    EXPECT_EQ(got.warning.find("warning: --admin-token-file '" + file.path.string() + "'"), 0u)
+        << got.warning;
+    EXPECT_NE(got.warning.find(std::string("mode ") + octal), std::string::npos) << got.warning;
+    EXPECT_NE(got.warning.find("read"), std::string::npos) << got.warning;
+    EXPECT_EQ(c.admin_token, "0123456789abcdef");  // it starts, with the token
+  }
+  for (const perms mode : {rw, perms::owner_read}) {
+    const TokenFile file("0123456789abcdef\n");
+    file.chmod(mode);
+    Config c;
+    const AdminTokenLoad got = file.load_full(c);
+    EXPECT_EQ(got.error, "");
+    EXPECT_EQ(got.warning, "");  // silent
+    EXPECT_EQ(c.admin_token, "0123456789abcdef");
+  }
+  // A bad token in a writable file: the token's error (status 1) is what is reported.
+  const TokenFile bad("short\n");
+  bad.chmod(perms::all);
+  Config c;
+  const AdminTokenLoad got = bad.load_full(c);
+  EXPECT_EQ(got.exit_status, 1);
+  EXPECT_NE(got.error.find("too short"), std::string::npos) << got.error;
 }
 
 TEST(AdminToken, MatchesOnlyTheWholeToken) {

@@ -263,6 +263,45 @@ def test_a_token_of_16_bytes_is_enough(start_server, tmp_path):
     assert exchange(srv, "POST", "/reset", headers=bearer("x" * 16)).status == 204
 
 
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666, 0o622], ids=lambda m: f"{m:04o}")
+def test_a_token_file_group_or_others_may_write_is_a_start_up_error(server_bin, tmp_path, mode):
+    """Issue 44: whoever may write the file may change the token: refused at start-up (exit
+    2), the message naming the file and its mode, before anything is bound."""
+    path = tmp_path / "admin.token"
+    path.write_text(ADMIN_TOKEN)
+    path.chmod(mode)
+    p = subprocess.run([server_bin, "-p", "0", "--admin-token-file", path], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2, p
+    assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith("cache_server: "), p.stderr
+    assert f"'{path}'" in p.stderr and f"mode {mode:04o}" in p.stderr, p.stderr
+    assert "write" in p.stderr and ADMIN_TOKEN not in p.stderr, p.stderr
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o644, 0o400, 0o600], ids=lambda m: f"{m:04o}")
+def test_a_token_file_group_or_others_may_read_starts_with_a_warning(start_server, tmp_path,
+                                                                     mode):
+    """Issue 44: readable by group or others: the server starts, with one warning on stderr
+    naming the file and its mode; 0600 (or stricter) starts silently."""
+    path = tmp_path / "admin.token"
+    path.write_text(ADMIN_TOKEN)
+    path.chmod(mode)
+    srv = start_server("--admin-token-file", path)
+    assert " reset=token " in srv.config_line
+    assert exchange(srv, "POST", "/reset", headers=bearer(ADMIN_TOKEN)).status == 204
+    code, _, err = srv.stop()
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if "--admin-token-file" in line]
+    if mode & 0o044:
+        assert len(warnings) == 1, err
+        assert warnings[0].startswith("cache_server: warning: "), err
+        assert f"'{path}'" in warnings[0] and f"mode {mode:04o}" in warnings[0], err
+        assert "read" in warnings[0] and ADMIN_TOKEN not in err, err
+    else:
+        assert warnings == [], err
+
+
 def test_allow_reset_takes_no_value(server_bin):
     p = subprocess.run([server_bin, "-p", "0", "--allow-reset=yes"], capture_output=True,
                        text=True, timeout=30)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from rawhttp import exchange
+from rawhttp import Reader, exchange
 
 ETAG_RE = re.compile(r'^"[0-9a-f]{8}-[0-9a-f]{1,12}"$')
 TEN_YEARS = 315_360_000
@@ -86,6 +86,40 @@ def test_a_bad_ttl_is_400_and_changes_nothing(server, query, headers):
     g = get(server, "k")
     assert g.body == b"old" and max_age(g) is None
     assert stats(server)["sets"] == sets
+
+
+def put_cache_control_lines(server, key, lines, value=b"v"):
+    """A PUT with one Cache-Control field line per entry of `lines` (rawhttp's headers are a
+    dict: one line per name)."""
+    head = f"PUT /key/{key} HTTP/1.1\r\nHost: test\r\nContent-Length: {len(value)}\r\n"
+    head += "".join(f"Cache-Control: {line}\r\n" for line in lines)
+    with server.connect() as sock:
+        sock.sendall(head.encode() + b"\r\n" + value)
+        return Reader(sock).read()
+
+
+@pytest.mark.parametrize("lines", [
+    ["max-age=5", "max-age=6"],        # two values: refused, as on one line
+    ["max-age=5", "max-age=x"],        # the bad one on the second line still counts
+    ["no-store", "max-age=100"],       # max-age after another directive: the TTL
+    ["no-store", "", "max-age=100"],   # an empty line adds nothing
+    ["max-age=100", "max-age=100"],    # the same value twice agrees
+], ids=lambda p: repr(p))
+def test_cache_control_on_several_lines_means_the_lines_joined(server, lines):
+    """Issue 44, RFC 9110 5.3: Cache-Control sent on several field lines is the one line with
+    the values joined by ", " (empty ones dropped): the same status, the same TTL."""
+    for key in ("one", "many"):
+        exchange(server, "DELETE", f"/key/{key}")
+    joined = ", ".join(line for line in lines if line)
+    one = put(server, "one", headers={"Cache-Control": joined})
+    many = put_cache_control_lines(server, "many", lines)
+    assert (many.status, many.body) == (one.status, one.body), (one, many)
+    if one.status == 400:
+        assert get(server, "many").status == 404, "a refused PUT changes nothing"
+    else:
+        assert one.status == 201
+        for key in ("one", "many"):  # whole seconds left: 100, or 99-98 a second or two later
+            assert 98 <= (max_age(get(server, key)) or 0) <= 100, key
 
 
 def test_no_ttl_means_no_expiry_and_clears_an_old_one(server):

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rawhttp import exchange
-from test_expiry_cas import ETAG_RE, etag_of, get, put, run_compare_and_set
+from test_expiry_cas import ETAG_RE, etag_of, get, put, run_compare_and_set, stats
 
 MODES = ["through", "behind"]
 
@@ -136,3 +136,47 @@ def test_a_conditional_write_waits_at_most_one_store_timeout(start_server, tmp_p
     elapsed = time.monotonic() - start
     assert r.status == 503 and b"may still take effect" in r.body, (r.status, r.body)
     assert 1.9 < elapsed < 2.9, elapsed
+
+
+
+def forged_etag(w):
+    """A tag of this process's boot naming version 2^64 - 1: the tier's stand-in for "exists,
+    version unknowable" (Preconditions::kUnknowable), which no ETag can carry (47 bits)."""
+    boot = etag_of(w).strip('"').split("-")[0]
+    return f'"{boot}-ffffffffffffffff"'
+
+
+def test_a_forged_etag_of_the_unknowable_version_matches_nothing(srv):
+    """Issue 44: If-Match with the forged tag is 412 whether the key is cached or only in the
+    store; If-None-Match with it proceeds (a tag that names no version matches nothing)."""
+    w = put(srv, "k", b"v")
+    forged = forged_etag(w)
+    assert put(srv, "k", b"x", headers={"If-Match": forged}).status == 412  # cached
+    time.sleep(0.3)  # write-behind: flushed
+    reset_cache(srv)  # the store alone holds it now
+    assert put(srv, "k", b"x", headers={"If-Match": forged}).status == 412  # store only
+    reset_cache(srv)
+    assert delete(srv, "k", headers={"If-Match": forged}).status == 412
+    reset_cache(srv)
+    assert get(srv, "k").body == b"v"
+    reset_cache(srv)
+    assert put(srv, "k", b"y", headers={"If-None-Match": forged}).status in (201, 204)
+    assert get(srv, "k").body == b"y"
+
+
+def test_a_forged_etag_does_not_match_a_dirty_key_the_cache_dropped(start_server, store_flags):
+    """Issue 44, write-behind: a key in the dirty buffer but not in the cache (dropped by a
+    reset of the cache, as by eviction) is decided as "exists, version unknowable" without a
+    store read; the forged tag must not pass for that version. The long flush interval keeps
+    the write dirty."""
+    srv = start_server(*store_flags, "--write-mode", "behind", "--flush-interval", "60s")
+    w = put(srv, "k", b"v")
+    forged = forged_etag(w)
+    reset_cache(srv)
+    assert stats(srv)["dirty_items"] == 1
+    assert put(srv, "k", b"x", headers={"If-Match": forged}).status == 412
+    assert delete(srv, "k", headers={"If-Match": forged}).status == 412
+    assert get(srv, "k").body == b"v"
+    reset_cache(srv)
+    assert put(srv, "k", b"y", headers={"If-None-Match": forged}).status == 204
+    assert get(srv, "k").body == b"y"

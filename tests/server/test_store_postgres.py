@@ -972,3 +972,70 @@ def test_kill9_under_write_through_load_loses_no_acknowledged_write(start_server
     print("\n" + report)
     assert totals["acked"] > 0, report
     assert totals["lost"] == 0 and totals["never_sent_present"] == 0, (report, totals)
+
+
+# --- libpq's error text -------------------------------------------------------------------
+
+def texts_until(srv, reason, within_s=10):
+    """The 503 bodies and /stats store_error that clients see while the store is down, until
+    one of them says `reason` (a reconnect attempt failed and was reported) or within_s pass."""
+    texts = []
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        for r in (put(srv, "new", b"n"), delete(srv, "cached"), get(srv, "never-written"),
+                  reset(srv)):
+            assert r.status == 503, r
+            texts.append(r.json()["error"])
+        texts.append(stats(srv)["store_error"])
+        if any(reason in t for t in texts):
+            break
+        time.sleep(0.1)
+    assert any(reason in t for t in texts), (reason, texts)  # the reason stays
+    return texts
+
+
+def test_libpq_error_text_never_reaches_clients(start_server, pg, psql, store_table):
+    """Issue 44: libpq's messages name the host, the address, the port, the user and the
+    database ('connection to server at "127.0.0.1", port N failed: Connection refused',
+    'FATAL: role "u" is not permitted to log in'); none of that may reach a client (503 bodies,
+    /stats store_error): the store scrubs them and keeps the reason. The full text goes to
+    stderr, for the operator, once. A role and a database of their own, so that their names
+    cannot be mistaken for "postgres" in the messages."""
+    user, db = "u44_probe_role", "d44_probe_db"
+    for sql in (f"DROP DATABASE IF EXISTS {db}", f"DROP ROLE IF EXISTS {user}",
+                f"CREATE ROLE {user} LOGIN", f"CREATE DATABASE {db} OWNER {user}"):
+        psql(sql)
+    conninfo = f"host=127.0.0.1 port={pg.port} dbname={db} user={user}"
+    srv = start_server("--store", f"postgres:{conninfo}", "--store-table", store_table,
+                       "--store-timeout", STORE_TIMEOUT, "--allow-reset")
+    assert put(srv, "cached", b"v").status == 201
+    secrets = [str(pg.port), "127.0.0.1", user, db]
+
+    # Stopped: nothing listens.
+    pg.stop(mode="immediate")
+    wait_for(srv, lambda s: s["store_connected"] is False, 10, "store_connected false")
+    texts = texts_until(srv, "Connection refused")
+    assert any("connection to the database failed: Connection refused" in t for t in texts), \
+        texts
+    pg.start()
+    wait_for(srv, lambda s: s["store_connected"] is True, RECONNECT_WITHIN_S, "reconnected")
+
+    # Up, but the login is refused: the server's message names the role.
+    psql(f"ALTER ROLE {user} NOLOGIN")
+    psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{user}'")
+    wait_for(srv, lambda s: s["store_connected"] is False, 10, "store_connected false")
+    texts += texts_until(srv, "is not permitted to log in")
+    psql(f"ALTER ROLE {user} LOGIN")
+    wait_for(srv, lambda s: s["store_connected"] is True, RECONNECT_WITHIN_S, "reconnected")
+
+    leaks = [(t, s) for t in texts for s in secrets if s in t]
+    assert not leaks, leaks
+    code, _, err = srv.stop()
+    assert code == 0, err
+    # The operator's copy: the full texts, each once (a restart may add one: "the database
+    # system is starting up").
+    for needle in (f"port {pg.port} failed", f'role "{user}" is not permitted'):
+        full = [line for line in err.splitlines() if needle in line]
+        assert full and len(full) == len(set(full)), (needle, full, err)
+    psql(f"DROP DATABASE IF EXISTS {db}")
+    psql(f"DROP ROLE IF EXISTS {user}")

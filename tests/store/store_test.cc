@@ -942,7 +942,7 @@ TEST(RocksBoards, ABadBoardRowRefusesOnlyItsBatch) {
   }
   for (std::size_t i = 0; i < refused.size(); ++i) {
     auto r = wait_for(refused[i]);
-    EXPECT_EQ(r.status.code, Code::io_error) << bad[i].first << ": " << r.status.message;
+    EXPECT_EQ(r.status.code, Code::failed) << bad[i].first << ": " << r.status.message;
     EXPECT_FALSE(r.status.message.empty()) << bad[i].first;
     EXPECT_TRUE(r.existed.empty()) << bad[i].first;
   }
@@ -965,12 +965,46 @@ TEST(RocksBoards, ABadBoardRowRefusesOnlyItsBatch) {
 
   // Alone, outside a group, too; and the store takes writes afterwards.
   auto r = write_sync(*s, {board_drop("")});
-  EXPECT_EQ(r.status.code, Code::io_error) << r.status.message;
+  EXPECT_EQ(r.status.code, Code::failed) << r.status.message;
   r = write_sync(*s, {board_set("after", "m", 1, 1)});
   EXPECT_TRUE(r.status.ok()) << r.status.message;
   want[{"after", "m"}] = row(1, 1);
   EXPECT_FALSE(s->stats().failed);
   expect_rows_after_a_restart(s, dir.uri(), want);
+}
+
+// Issue 44: a batch write() refuses (a key over kMaxKeyBytes) is answered Code::failed, which
+// the tier reads as "refused, not applied" (server/store_tier.cc, refused_unapplied), not
+// io_error (an unknown outcome: the tier would then distrust the key). In a group with other
+// batches, they commit and it applies nothing; the store is not failed.
+TEST(RocksStore, ABatchWithAnOverlongKeyIsRefusedNotAppliedInItsGroup) {
+  TempDir dir;
+  auto s = open_ok(dir.uri());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_sync(*s, {put("kept", "old")}).status.ok());
+  const std::string overlong(store::kMaxKeyBytes + 1, 'k');
+  std::future<store::WriteResult> before, refused, after;
+  {
+    CommitterGate gate(*s);  // the three batches share one group
+    before = write_async(*s, {put("before", "1")});
+    refused = write_async(
+        *s, {put("kept", "new"), del("before"), put(overlong, "x"), put("refused", "1")});
+    after = write_async(*s, {put("after", "1")});
+  }
+  const store::WriteResult r = wait_for(refused);
+  EXPECT_EQ(r.status.code, Code::failed) << r.status.message;
+  EXPECT_NE(r.status.message.find("store write refused: a key must be 1..250 bytes (got 251)"),
+            std::string::npos)
+      << r.status.message;
+  EXPECT_TRUE(r.existed.empty());
+  EXPECT_TRUE(wait_for(before).status.ok());
+  EXPECT_TRUE(wait_for(after).status.ok());
+  EXPECT_EQ(value_of(*s, "kept"), "old");  // nothing of the refused batch applied
+  EXPECT_EQ(value_of(*s, "before"), "1");
+  EXPECT_EQ(value_of(*s, "refused"), "<absent>");
+  EXPECT_EQ(value_of(*s, "after"), "1");
+  EXPECT_FALSE(s->stats().failed);  // refused, but not sticky: the next write commits
+  EXPECT_TRUE(write_sync(*s, {put("later", "1")}).status.ok());
 }
 
 TEST(RocksBoards, LoadOnAFreshStoreVisitsNothing) {
@@ -1116,7 +1150,7 @@ TEST(RocksBoards, StatsCountBoardOpsAsWrites) {
   st = s->stats();
   EXPECT_EQ(st.writes, 6u);
   EXPECT_EQ(st.commits, 2u);
-  EXPECT_EQ(write_sync(*s, {board_set("b", "", 1, 1)}).status.code, Code::io_error);
+  EXPECT_EQ(write_sync(*s, {board_set("b", "", 1, 1)}).status.code, Code::failed);
   st = s->stats();
   EXPECT_EQ(st.writes, 6u);  // refused: nothing committed
   EXPECT_EQ(st.commits, 2u);
