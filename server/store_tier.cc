@@ -227,12 +227,19 @@ StoreTier::Lookup StoreTier::on_read_locked(const std::string& key, store::ReadR
   // Write-behind: a write made while the read was under way is newer than what the store
   // returned (after a reset the store may hold no state the tier ever showed), so it answers.
   if (auto it = dirty_.find(key); it != dirty_.end()) return dirty_lookup(it->second);
-  if (r.status.code == store::Code::not_found) return result;
-  if (!r.status.ok()) {
+  if (!r.status.ok() && r.status.code != store::Code::not_found) {
     result.kind = Lookup::Kind::error;
     result.error = "store read failed: " + r.status.message;
     return result;
   }
+  // A write of the key in the store's hands may be applied already, its callback not yet run
+  // (a group commit): the read may have seen it, and the cache, which follows the callbacks,
+  // may still hold an older value. It leaves the cache, so no later GET goes back behind this
+  // answer; the last of those writes caches its value when its callback runs.
+  if (const auto it = keys_.find(key); it != keys_.end() && it->second.writing > 0) {
+    cache_.del(key);
+  }
+  if (r.status.code == store::Code::not_found) return result;
   if (!ttl_left(r.expires_at_ms)) return result;  // expired since the store read it
   result.kind = Lookup::Kind::found;
   result.value = std::make_shared<const std::string>(std::move(r.value));
@@ -686,9 +693,13 @@ StoreTier::Outcome StoreTier::through_outcome_locked(const ThroughWrite& w,
   clear_unknown_locked(key);
   const bool existed = !w.want_existed || (!r.existed.empty() && r.existed[0]);
   if (w.kind == Kind::put) {
-    // Never leave an older value: without its value back (not the store's contract), or when
-    // the cache cannot take it, the key leaves the cache and is read through.
-    if (r.batch.size() == 1) {
+    // Never leave an older value: without its value back (not the store's contract), when the
+    // cache cannot take it, or when a later write of the key is in the store's hands, the key
+    // leaves the cache and is read through. That later write may be applied already (one
+    // group commit, its callback due after this one): a miss may have read its value, and the
+    // cache must not then go back to this one. The last write of the key in flight caches its
+    // value: the store holds exactly that then.
+    if (r.batch.size() == 1 && w.entry->second.writing == 1) {
       o.version = cache_value(cache_, key, r.batch[0].value, r.batch[0].expires_at_ms);
     }
     if (o.version == 0) cache_.del(key);

@@ -9,6 +9,10 @@
 // runs (takes its snapshot of the data) at one moment and is delivered at a later one, with
 // commits completing in between: run_read() takes the snapshot, complete_read() delivers it
 // (a read not yet run runs then). Reads run and complete in any order the test picks.
+// A commit, as the group committer's, may be applied (durable, visible to reads) some steps
+// before its callback runs, and several may be applied before the first callback runs (one
+// group): apply_commit() applies the oldest queued one, complete_commit() runs the oldest
+// callback due (applying the next commit first when none is).
 // The store keeps every state each key went through, in commit order (history()), so a test
 // can tell how old an answer is.
 // Thread safety: every method may be called from any thread (the tier's flusher calls write()).
@@ -60,7 +64,7 @@ class SimStore final : public store::Store {
       });
       return 0;
     }
-    commits_.push_back(Op{false, std::move(batch), std::move(done), {}, ++tickets_});
+    commits_.push_back(Op{false, std::move(batch), std::move(done), {}, ++tickets_, {}, {}, {}});
     changed_.notify_all();
     return tickets_;
   }
@@ -86,13 +90,20 @@ class SimStore final : public store::Store {
   void clear(store::ClearDone done) override {
     hold_if_asked();
     std::lock_guard lock(mu_);
-    commits_.push_back(Op{true, {}, {}, std::move(done)});
+    commits_.push_back(Op{true, {}, {}, std::move(done), 0, {}, {}, {}});
     changed_.notify_all();
   }
   store::Status load_boards(const store::BoardVisitor&) override { return {}; }
   void close() override {
     std::unique_lock lock(mu_);
     closed_ = true;
+    while (!applied_.empty()) {  // durable already: their callbacks run as they would have
+      Op op = std::move(applied_.front());
+      applied_.pop_front();
+      lock.unlock();
+      deliver(op);
+      lock.lock();
+    }
     while (!commits_.empty()) {
       Op op = std::move(commits_.front());
       commits_.pop_front();
@@ -123,12 +134,18 @@ class SimStore final : public store::Store {
     std::lock_guard lock(mu_);
     return reads_.size();
   }
+  // Commits whose callback has not run (queued, or applied and due).
   std::size_t pending_commits() const {
+    std::lock_guard lock(mu_);
+    return commits_.size() + applied_.size();
+  }
+  std::size_t queued_commits() const {  // not yet applied
     std::lock_guard lock(mu_);
     return commits_.size();
   }
   bool next_commit_is_clear() const {
     std::lock_guard lock(mu_);
+    if (!applied_.empty()) return applied_.front().clear;
     return !commits_.empty() && commits_.front().clear;
   }
   // Waits (bounded) until n commits are queued (a flusher thread submits them).
@@ -158,19 +175,30 @@ class SimStore final : public store::Store {
     lock.unlock();
     r.done(std::move(result));
   }
-  // Completes the oldest queued write or clear.
-  void complete_commit(Commit how) {
-    std::unique_lock lock(mu_);
+  // Applies the oldest queued write or clear, ending `how`; its callback runs later, at a
+  // complete_commit(), in commit order.
+  void apply_commit(Commit how) {
+    std::lock_guard lock(mu_);
     Op op = std::move(commits_.front());
     commits_.pop_front();
-    std::vector<bool> existed;
-    if (how == Commit::ok || how == Commit::unknown_applied) existed = apply_locked(op);
+    if (how == Commit::ok || how == Commit::unknown_applied) op.existed = apply_locked(op);
+    op.status = how == Commit::ok ? store::Status{}
+                                  : store::Status{store::Code::io_error, "sim: commit failed"};
+    if (how != Commit::ok) op.existed.clear();
+    applied_.push_back(std::move(op));
+  }
+  // Runs the oldest callback due; when none is, applies the oldest queued commit (ending `how`)
+  // and runs its callback.
+  void complete_commit(Commit how) {
+    std::unique_lock lock(mu_);
+    const bool due = !applied_.empty();
     lock.unlock();
-    if (how == Commit::ok) {
-      finish(op, {}, std::move(existed));
-    } else {
-      finish(op, store::Status{store::Code::io_error, "sim: commit failed"}, {});
-    }
+    if (!due) apply_commit(how);
+    lock.lock();
+    Op op = std::move(applied_.front());
+    applied_.pop_front();
+    lock.unlock();
+    deliver(op);
   }
   // The next write()/clear() call blocks the caller this long before it queues (the tier calls
   // them under its lock: this holds the lock, as a long flush or reset would).
@@ -195,6 +223,14 @@ class SimStore final : public store::Store {
   // Every state the key has been in, in commit order, from its first (absent): what a
   // linearizable reader may see, and in which order.
   using State = std::optional<std::string>;  // nullopt: absent
+  // The index in history(key) of the key's state after the last commit of it whose callback
+  // has run: a cache that follows the callbacks may lag behind the store by the commits
+  // applied since, but never further.
+  std::size_t delivered_state(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = delivered_.find(key);
+    return it == delivered_.end() ? 0 : it->second;
+  }
   std::vector<State> history(const std::string& key) const {
     std::lock_guard lock(mu_);
     auto it = history_.find(key);
@@ -232,7 +268,22 @@ class SimStore final : public store::Store {
     store::WriteDone write_done;
     store::ClearDone clear_done;
     store::WriteTicket ticket = 0;
+    store::Status status;       // set when applied (apply_commit)
+    std::vector<bool> existed;  // likewise
+    // The history index each key it changed reached (apply_locked), for delivered_state().
+    std::vector<std::pair<std::string, std::size_t>> reached;
   };
+
+  void deliver(Op& op) {
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [key, at] : op.reached) {
+        auto& d = delivered_[key];
+        d = std::max(d, at);
+      }
+    }
+    finish(op, op.status, std::move(op.existed));
+  }
 
   void hold_if_asked() {
     std::chrono::milliseconds d{0};
@@ -243,11 +294,14 @@ class SimStore final : public store::Store {
     if (d.count() > 0) std::this_thread::sleep_for(d);
   }
 
-  std::vector<bool> apply_locked(const Op& op) {
+  std::vector<bool> apply_locked(Op& op) {
     std::vector<bool> existed;
     if (op.clear) {
       data_.clear();
-      for (auto& [key, h] : history_) record_locked(key);
+      for (auto& [key, h] : history_) {
+        record_locked(key);
+        op.reached.emplace_back(key, h.size() - 1);
+      }
       return existed;
     }
     for (const store::Write& w : op.batch) {
@@ -259,6 +313,7 @@ class SimStore final : public store::Store {
       }
       if (w.kind == store::Write::Kind::put || w.kind == store::Write::Kind::del) {
         record_locked(w.key);
+        op.reached.emplace_back(w.key, history_[w.key].size() - 1);
       }
     }
     return existed;
@@ -282,6 +337,8 @@ class SimStore final : public store::Store {
   std::map<std::string, std::vector<State>> history_;  // key -> its states, in commit order
   std::vector<Read> reads_;
   std::deque<Op> commits_;
+  std::deque<Op> applied_;  // applied, their callbacks not yet run (commit order)
+  std::map<std::string, std::size_t> delivered_;  // delivered_state()
   std::chrono::milliseconds hold_{0};
   bool failed_ = false;
   bool closed_ = false;
