@@ -37,8 +37,8 @@ OPS = int(os.environ.get("LIN_OPS", "100000"))
 LOAD_BOUND_S = float(os.environ.get("LIN_LOAD_S", "150"))
 CHECK_BOUND_S = float(os.environ.get("LIN_CHECK_S", "90"))
 PACE_S = float(os.environ.get("LIN_PACE_S", "20"))
-CLIENTS = 16
-KEYS = 16
+CLIENTS = int(os.environ.get("LIN_CLIENTS", "16"))
+KEYS = int(os.environ.get("LIN_KEYS", "16"))
 THREADS = 4
 
 
@@ -74,11 +74,13 @@ def start_server(server_bin, flags):
     """cache_server with flags (its -p PORT wins over CacheServer's -p 0), ready once listening.
     A restart right after a kill may meet the port still held for a moment: retried."""
     for attempt in range(20):
+        srv = CacheServer(server_bin, flags, stderr_apart=True)
         try:
-            return CacheServer(server_bin, flags, stderr_apart=True).start()
+            return srv.start()
         except ServerError as e:
-            if "in use" not in str(e) or attempt == 19:
-                raise
+            err = b"\n".join(srv.stderr_lines).decode(errors="replace")
+            if "in use" not in err or attempt == 19:
+                raise ServerError(f"{e}\nstderr: {err[-2000:]}") from None
             time.sleep(0.1)
 
 
@@ -190,7 +192,7 @@ def test_checker_model(go_tool):
     assert r.returncode == 0, f"go test failed ({r.returncode}):\n{r.stdout[-6000:]}{r.stderr[-3000:]}"
 
 
-def scenario_seed(request):
+def scenario_seed():
     seed = os.environ.get("LIN_SEED")
     return int(seed) if seed else random.randrange(1, 2**31)
 
@@ -198,7 +200,7 @@ def scenario_seed(request):
 def test_write_through(request, server_bin, lincheck_bin, store_backend, store_flags, tmp_path):
     sc = Scenario("through", reset_every_ms=100 if store_backend == "rocksdb" else 250,
                   restart_every_s=3, kill9=True, sigterm_every=4 if store_backend == "rocksdb" else 0)
-    out = run_scenario(server_bin, lincheck_bin, store_flags, sc, tmp_path, scenario_seed(request))
+    out = run_scenario(server_bin, lincheck_bin, store_flags, sc, tmp_path, scenario_seed())
     verify(request.node.name, out, sc)
 
 
@@ -208,11 +210,11 @@ def test_write_through_slow_store(request, server_bin, lincheck_bin, store_backe
     # Store reads slow enough that misses of one key meet in one store read while writes of the
     # key are acknowledged: the single-flight read must not answer a miss that arrived after one.
     sc = Scenario("through", reset_every_ms=50, faults="read-delay=3ms,sync-delay=2ms")
-    out = run_scenario(server_bin, lincheck_bin, store_flags, sc, tmp_path, scenario_seed(request))
+    out = run_scenario(server_bin, lincheck_bin, store_flags, sc, tmp_path, scenario_seed())
     verify(request.node.name, out, sc)
 
 
 def test_write_behind(request, server_bin, lincheck_bin, store_backend, store_flags, tmp_path):
     sc = Scenario("behind", reset_every_ms=250, restart_every_s=3)
-    out = run_scenario(server_bin, lincheck_bin, store_flags, sc, tmp_path, scenario_seed(request))
+    out = run_scenario(server_bin, lincheck_bin, store_flags, sc, tmp_path, scenario_seed())
     verify(request.node.name, out, sc)
