@@ -212,7 +212,11 @@ func window(ops []porcupine.Operation, i, j int) stretch {
 			if op.Call > spanEnd || op.Return < spanStart || !in.Kind.isWrite() {
 				continue
 			}
-			op.Output = Output{Unknown: true, Note: "overlaps the stretch: taken as unknown"}
+			note := "overlaps the stretch: taken as unknown"
+			if !out.Unknown {
+				note += "; it answered " + describeOutput(in, out)
+			}
+			op.Output = Output{Unknown: true, Note: note}
 			op.Return = end
 			s.overlaps++
 		} else if in.Kind.isPut() {

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,6 +36,7 @@ type options struct {
 	resetEvery  time.Duration
 	checkBudget time.Duration
 	vizDir      string
+	historyOut  string
 	seed        int64
 	keyPrefix   string
 	rate        float64
@@ -53,6 +55,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.resetEvery, "cache-reset-every", 0, "POST /reset?scope=cache this often during the load (0: never)")
 	fs.DurationVar(&o.checkBudget, "check-timeout", 60*time.Second, "the checker's time bound (running out of it is a failure)")
 	fs.StringVar(&o.vizDir, "viz-dir", os.TempDir(), "where a failure's HTML visualizations are written")
+	fs.StringVar(&o.historyOut, "history-out", "", "write the history here, one JSON op a line (times in ns since the start)")
 	fs.Int64Var(&o.seed, "seed", 0, "the clients' random seed (0: from the clock; printed)")
 	fs.Float64Var(&o.rate, "rate", 0, "operations per second over all clients (0: as fast as the server answers)")
 	fs.StringVar(&o.keyPrefix, "key-prefix", "lin", "the keys' names: PREFIX0 .. PREFIX<keys-1>; they must be absent at the start")
@@ -127,6 +130,30 @@ type Summary struct {
 	Error         string   `json:"error,omitempty"`
 }
 
+// writeHistory writes one op a line: client, call and return (ns), input and output.
+func writeHistory(path string, history []porcupine.Operation) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, op := range history {
+		enc.Encode(struct {
+			Client int    `json:"client"`
+			Call   int64  `json:"call"`
+			Return int64  `json:"return"`
+			In     Input  `json:"in"`
+			Out    Output `json:"out"`
+		}{op.ClientId, op.Call, op.Return, op.Input.(Input), op.Output.(Output)})
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func emit(s Summary) {
 	b, _ := json.Marshal(s)
 	fmt.Printf("lincheck-summary %s\n", b)
@@ -186,6 +213,11 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "lincheck: %s\n", sum.Error)
 		emit(sum)
 		return 2
+	}
+	if o.historyOut != "" {
+		if err := writeHistory(o.historyOut, history); err != nil {
+			fmt.Fprintf(os.Stderr, "lincheck: --history-out: %v\n", err)
+		}
 	}
 	verdict := CheckHistory(mode, history, o.checkBudget)
 	sum.CheckSeconds = verdict.Elapsed.Seconds()

@@ -283,19 +283,19 @@ func describeOp(in Input, out Output) string {
 	if in.Kind.isPut() {
 		req += " " + in.Value
 	}
-	var ans string
+	return req + " -> " + describeOutput(in, out)
+}
+
+func describeOutput(in Input, out Output) string {
 	switch {
+	case out.Unknown && out.Note != "":
+		return "unknown outcome (" + out.Note + ")"
 	case out.Unknown:
-		ans = "unknown outcome"
-		if out.Note != "" {
-			ans += " (" + out.Note + ")"
-		}
+		return "unknown outcome"
 	case out.NotApplied:
-		ans = fmt.Sprintf("%d not applied (%s)", out.Status, out.Note)
+		return fmt.Sprintf("%d not applied (%s)", out.Status, out.Note)
 	case in.Kind == OpGet && out.Status == 200:
-		ans = "200 " + out.Value
-	default:
-		ans = fmt.Sprint(out.Status)
+		return "200 " + out.Value
 	}
-	return req + " -> " + ans
+	return fmt.Sprint(out.Status)
 }

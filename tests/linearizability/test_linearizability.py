@@ -39,7 +39,7 @@ CHECK_BOUND_S = float(os.environ.get("LIN_CHECK_S", "90"))
 PACE_S = float(os.environ.get("LIN_PACE_S", "20"))
 CLIENTS = int(os.environ.get("LIN_CLIENTS", "16"))
 KEYS = int(os.environ.get("LIN_KEYS", "16"))
-THREADS = 4
+THREADS = int(os.environ.get("LIN_THREADS", "4"))
 
 
 @dataclass
