@@ -61,6 +61,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# --- Go: tests/linearizability's checker (Porcupine, pinned in its go.mod) -------------------------
+# Debian's golang-go (Go 1.19 on Debian 12) when no `go` is on PATH; then the module, once, so the
+# test builds offline (a no-op once it is in Go's module cache).
+if ! command -v go >/dev/null; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  log "installing golang-go"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+fi
+(cd tests/linearizability && go mod download) \
+  || log "warning: go mod download failed in tests/linearizability; the linearizability test will fail saying why"
+
 # --- python packages (matplotlib, pytest) -------------------------------------------------------
 PY="$(command -v python || command -v python3)"
 if ! "$PY" -c 'import matplotlib, pytest' 2>/dev/null; then
