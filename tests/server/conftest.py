@@ -121,6 +121,16 @@ def store_flags(request, store_backend, tmp_path, store_table):
             "--store-board-table", board_table]
 
 
+@pytest.fixture
+def pg_flags(pg, store_table, psql):
+    """--store flags for the test's own (empty) PostgreSQL key and board tables (a module may
+    define its own)."""
+    board_table = f"{store_table}_lb"
+    psql(f'DROP TABLE IF EXISTS "{store_table}", "{board_table}"')
+    return ["--store", f"postgres:{pg.conninfo}", "--store-table", store_table,
+            "--store-board-table", board_table]
+
+
 @pytest.fixture(scope="session")
 def server_bin(request):
     path = request.config.getoption("--server-bin")

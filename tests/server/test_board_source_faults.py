@@ -22,14 +22,6 @@ SOCKET_TIMEOUT_S = 10.0   # no answer within this: the read hangs (the defect)
 MEMBERS = 5
 
 
-@pytest.fixture
-def pg_flags(pg, store_table, psql):
-    board_table = f"{store_table}_lb"
-    psql(f'DROP TABLE IF EXISTS "{store_table}", "{board_table}"')
-    return ["--store", f"postgres:{pg.conninfo}", "--store-table", store_table,
-            "--store-board-table", board_table]
-
-
 def board_server(start_server, pg_flags, *flags):
     """A write-through server reading its boards from PostgreSQL, with board b (members m0..m4,
     m4 ranked first) and a cached key `hit`."""

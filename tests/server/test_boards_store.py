@@ -295,14 +295,6 @@ def test_acknowledged_updates_survive_kill9(with_store):
 
 # --- --board-source store (PostgreSQL) -----------------------------------------------------------
 
-@pytest.fixture
-def pg_flags(pg, store_table, psql):
-    board_table = f"{store_table}_lb"
-    psql(f'DROP TABLE IF EXISTS "{store_table}", "{board_table}"')
-    return ["--store", f"postgres:{pg.conninfo}", "--store-table", store_table,
-            "--store-board-table", board_table]
-
-
 def test_board_source_store_answers_like_memory(start_server, pg_flags):
     mem = start_server(*pg_flags)
     rng = random.Random(5)

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from procstat import rss_bytes
 from rawhttp import Reader, request_bytes
 
 CONNS = int(os.environ.get("LIMITS_CONNS", "20000"))
@@ -167,14 +168,6 @@ SLACK = 32 * MiB
 SANITIZED = os.environ.get("LIMITS_SANITIZED", "0") == "1"
 
 
-def rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def wait_until_answered(srv, n, limit_s=60):
     """Polls /stats until the server has answered n requests besides the polls (bounded)."""
     deadline = time.monotonic() + limit_s
@@ -207,7 +200,7 @@ def test_stalled_large_puts_stay_within_the_inflight_budget(start_server):
     with connect(srv) as s:  # something stored before the flood
         s.sendall(request_bytes("PUT", "/key/kept", body=b"k" * 1000))
         assert Reader(s).read().status == 201
-    base = rss(pid)
+    base = rss_bytes(pid)
     head = request_bytes("PUT", "/key/big", headers={"Content-Length": str(MiB)})
     half = b"b" * (MiB // 2)
     conns, refused = [], 0
@@ -233,7 +226,7 @@ def test_stalled_large_puts_stay_within_the_inflight_budget(start_server):
                 data = b""
             if data.startswith(b"HTTP/1.1 503 ") or not data:
                 refused += 1
-        held = rss(pid) - base
+        held = rss_bytes(pid) - base
         stats = json.loads(get(connect(srv), "/stats").body)
         resp, took = timed_get(srv, "/key/kept")
         assert resp.status == 200 and resp.body == b"k" * 1000  # nothing stored was lost
@@ -260,7 +253,7 @@ def test_readers_that_never_read_stay_within_the_inflight_budget(start_server):
     with connect(srv) as s:
         s.sendall(request_bytes("PUT", "/key/blob", body=value))
         assert Reader(s).read().status == 201
-    base = rss(pid)
+    base = rss_bytes(pid)
     req = request_bytes("GET", "/key/blob", headers={"Accept": "application/json"})
     conns = []
     try:
@@ -274,7 +267,7 @@ def test_readers_that_never_read_stay_within_the_inflight_budget(start_server):
         # answer (the rendering or a 503), so the request timed below meets a server whose
         # budget the readers hold, not one still busy with their requests.
         wait_until_answered(srv, 1 + READERS)
-        held = rss(pid) - base
+        held = rss_bytes(pid) - base
         resp, took = timed_get(srv, "/stats")
         stats = json.loads(resp.body)
         assert resp.status == 200 and (took < 1.0 or SANITIZED), f"a new request took {took:.2f}s"

@@ -13,6 +13,7 @@ import os
 import socket
 import time
 
+from procstat import rss_bytes
 from rawhttp import Reader, request_bytes
 
 MiB = 1 << 20
@@ -40,14 +41,6 @@ def value_of(i):
 
 def key_of(i):
     return f"big{i}"
-
-
-def rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def connect(srv, rcvbuf=None):
@@ -98,14 +91,14 @@ def wait_settled(srv, pid, answered):
     """Waits until the server has taken `answered` requests besides the polls and its RSS has
     stopped growing (bounded by DEADLINE_S); returns the highest RSS seen."""
     deadline = time.monotonic() + DEADLINE_S
-    polls, peak, grew_at = 0, rss(pid), time.monotonic()
+    polls, peak, grew_at = 0, rss_bytes(pid), time.monotonic()
     while True:
         polls += 1
         # A worker busy rendering the flood answers late: the poll waits as long as the
         # deadline allows.
         left = max(10.0, deadline - time.monotonic())
         done = stats(srv, timeout=left)["requests"] >= answered + polls
-        now_rss = rss(pid)
+        now_rss = rss_bytes(pid)
         if now_rss > peak + MiB:
             grew_at = time.monotonic()
         peak = max(peak, now_rss)
@@ -138,7 +131,7 @@ def test_read_through_answers_to_readers_that_never_read_stay_within_the_budget(
         s.sendall(request_bytes("PUT", "/key/small", body=b"s" * 100))
         assert Reader(s).read().status == 201
     assert one(srv, "POST", "/reset?scope=cache").status == 204
-    base = rss(pid)
+    base = rss_bytes(pid)
     answered = stats(srv)["requests"]
 
     hogs = [connect(srv, rcvbuf=4096) for _ in range(HOGS)]

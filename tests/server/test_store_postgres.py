@@ -28,6 +28,7 @@ import time
 import pytest
 
 import pg_cluster
+from procstat import rss_bytes
 from rawhttp import Reader, delete, exchange, get, put, request_bytes, reset, stats
 
 STORE_TIMEOUT = "500ms"
@@ -681,14 +682,6 @@ def test_postgres_hung_answers_within_store_timeout(start_server, pg, psql, pg_f
     assert read_all(srv, keys) == served
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 def hammer_puts(srv, conns, body, seconds):
     """conns keep-alive connections PUT body to distinct keys for `seconds` (bounded); returns
     the status counts."""
@@ -735,10 +728,10 @@ def test_postgres_hung_memory_stays_bounded(start_server, pg, pg_flags, mode):
     # A sanitized tree's RSS is not the server's own (CMakeLists.txt says why): it checks the
     # answers, over 4 s of the load instead of 12.
     sanitized = bool(os.environ.get("STORE_TEST_SANITIZED"))
-    before = rss_kib(srv.proc.pid)
+    before = rss_bytes(srv.proc.pid) // 1024
     with pg.hung():
         counts = hammer_puts(srv, 64, b"x" * (256 << 10), 4 if sanitized else 12)
-        grown_mib = (rss_kib(srv.proc.pid) - before) / 1024
+        grown_mib = (rss_bytes(srv.proc.pid) // 1024 - before) / 1024
     print(f"\nPostgreSQL hung, {mode}: answers {counts}, RSS grew {grown_mib:.0f} MiB")
     if not sanitized:
         assert grown_mib < 8 + 32 + 64, (counts, grown_mib)

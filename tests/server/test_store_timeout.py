@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from procstat import rss_bytes
 from rawhttp import Reader, exchange, request_bytes
 
 
@@ -151,14 +152,6 @@ def test_a_stuck_fsync_does_not_hold_shutdown(start_server, store_flags, mode):
         assert "1 write-behind writes could not be made durable" in err, err
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.rocksdb_only(reason="sync-hang-after is RocksDB's fault injection")
 def test_conditional_writes_behind_a_hung_commit_stay_bounded(start_server, store_flags):
     """Issue 44 (2): with a commit of the key hung in fsync, 320 `If-Match: *` PUTs of 1 MiB
@@ -173,7 +166,7 @@ def test_conditional_writes_behind_a_hung_commit_stay_bounded(start_server, stor
     assert r.status == 503 and "store timeout" in r.json()["error"], r
     body = b"x" * (1 << 20)
     sanitized = bool(os.environ.get("STORE_TEST_SANITIZED"))
-    before = rss_kib(srv.proc.pid)
+    before = rss_bytes(srv.proc.pid) // 1024
     statuses, errors, lock = {}, [], threading.Lock()
 
     def writer(n):
@@ -196,7 +189,7 @@ def test_conditional_writes_behind_a_hung_commit_stay_bounded(start_server, stor
     for t in threads:
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads), "the conditional writes did not all answer"
-    grown_mib = (rss_kib(srv.proc.pid) - before) / 1024
+    grown_mib = (rss_bytes(srv.proc.pid) // 1024 - before) / 1024
     print(f"\n320 If-Match PUTs of 1 MiB behind a hung commit: {statuses}, "
           f"RSS grew {grown_mib:.0f} MiB")
     assert statuses == {503: 320}, statuses
