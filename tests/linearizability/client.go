@@ -132,6 +132,7 @@ var notAppliedTexts = []string{
 	"the key's state is unknown",
 	"a reset is pending",
 	"the key kept changing while a conditional write looked it up",
+	"the key kept changing while a DELETE looked it up",
 	"a write of this key waits for room in the dirty buffer",
 }
 
