@@ -348,7 +348,12 @@ def test_thousands_of_idle_connections_cost_memory_not_threads(start_server):
     srv = start_server()
     pid = srv.proc.pid
     threads = configured_threads(srv)
-    assert settled_threads(pid, threads) == threads, "the server runs threads of its own"
+    settled = settled_threads(pid, threads)
+    if os.environ.get("LIMITS_SANITIZED") == "1":
+        # A sanitizer's runtime may run a thread of its own (TSan's background thread).
+        assert threads <= settled <= threads + 2, "the server runs threads of its own"
+        threads = settled
+    assert settled == threads, "the server runs threads of its own"
     rss_before = proc_status(pid, "VmRSS")
     conns = []
     try:
