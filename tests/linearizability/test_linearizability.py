@@ -15,7 +15,7 @@ Scenarios (the server at -t 4 in each):
                                       interval by contract), reset every 250 ms
 
 LIN_OPS (default 100000) operations per scenario, paced over about LIN_PACE_S seconds (default
-20: a server faster than that, write-behind's 50,000 op/s, would otherwise end the load before
+15: a server faster than that, write-behind's 50,000 op/s, would otherwise end the load before
 its first restart, and give a key histories longer than the checker needs); LIN_LOAD_S (default
 150) bounds the load of one scenario (hitting it first is a failure), LIN_CHECK_S (default 90)
 the checker. Per scenario the counts are printed (pytest -s): ops, restarts, resets,
@@ -37,7 +37,7 @@ from harness.procs import CacheServer, ServerError, free_port  # on sys.path: te
 OPS = int(os.environ.get("LIN_OPS", "100000"))
 LOAD_BOUND_S = float(os.environ.get("LIN_LOAD_S", "150"))
 CHECK_BOUND_S = float(os.environ.get("LIN_CHECK_S", "90"))
-PACE_S = float(os.environ.get("LIN_PACE_S", "20"))
+PACE_S = float(os.environ.get("LIN_PACE_S", "15"))
 CLIENTS = int(os.environ.get("LIN_CLIENTS", "16"))
 KEYS = int(os.environ.get("LIN_KEYS", "16"))
 THREADS = int(os.environ.get("LIN_THREADS", "4"))
