@@ -218,14 +218,24 @@ def test_stalled_large_puts_stay_within_the_inflight_budget(start_server):
         for s in conns:
             s.setblocking(True)
             s.settimeout(0.01)
-            try:
-                data = s.recv(4096)
-            except (TimeoutError, socket.timeout, BlockingIOError):
-                continue  # admitted and stalled: no answer yet
-            except ConnectionError:
-                data = b""
-            if data.startswith(b"HTTP/1.1 503 ") or not data:
-                refused += 1
+        # The refusals' 503s, as they come: a sanitized server may take seconds to reach the
+        # last connections (seen under TSan: 158 of the 171 refusals within the first pass).
+        want = STALLED - budget // MiB - 1
+        unanswered = list(conns)
+        deadline = time.monotonic() + (10 if SANITIZED else 2)
+        while unanswered and refused < want and time.monotonic() < deadline:
+            still = []
+            for s in unanswered:
+                try:
+                    data = s.recv(4096)
+                except (TimeoutError, socket.timeout, BlockingIOError):
+                    still.append(s)  # admitted and stalled, or not refused yet
+                    continue
+                except ConnectionError:
+                    data = b""
+                if data.startswith(b"HTTP/1.1 503 ") or not data:
+                    refused += 1
+            unanswered = still
         held = rss_bytes(pid) - base
         stats = json.loads(get(connect(srv), "/stats").body)
         resp, took = timed_get(srv, "/key/kept")
@@ -236,7 +246,7 @@ def test_stalled_large_puts_stay_within_the_inflight_budget(start_server):
               f"{stats['inflight_high_water'] / MiB:.1f}), RSS +{held / MiB:.1f} MiB, "
               f"new GET {took * 1000:.1f} ms")
         assert stats["inflight_high_water"] <= budget
-        assert refused >= STALLED - budget // MiB - 1
+        assert refused >= want
         if not SANITIZED:
             assert held <= budget + STALLED * PER_CONNECTION_FIXED + SLACK, held
     finally:
