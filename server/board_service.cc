@@ -69,7 +69,7 @@ class RowWriter final : public boards::ChangeSink {
   RowWriter& operator=(const RowWriter&) = delete;
 
   bool admit_change(std::string_view board, std::string_view member) override {
-    StoreTier::RowReservation r = tier_.reserve_row(board, member);
+    tier::RowReservation r = tier_.reserve_row(board, member);
     if (r.refused) {
       refusal_ = std::move(r.refused->error);
       return false;
@@ -154,7 +154,7 @@ BoardRead not_found(std::string_view what) {
 // as the tier counts a key read's kOpOverhead.
 constexpr std::size_t kStoreReadOverhead = 256;
 
-// The page a store read the deadline answered gets (the key path's text: store_tier.cc).
+// The page a store read the deadline answered gets (the key path's text: tier/core.cc).
 store::BoardPage board_timeout_page(std::chrono::milliseconds timeout) {
   store::BoardPage page;
   page.status = {store::Code::io_error,

@@ -1,6 +1,6 @@
 // board_service.hh — the leaderboards' service: every decision about a board route, between
 // the handlers (board_handlers.cc: decode, parse, render) and the registry (boards/), the
-// durable tier (store_tier.hh) and the store's own board reads. Each call answers its Reply
+// durable tier (tier/tier.hh) and the store's own board reads. Each call answers its Reply
 // exactly once (reply.hh): now, or later on the connection's thread.
 //
 // Changes (update, remove_member, remove_board) are made in memory by the registry. With a
@@ -15,7 +15,7 @@
 // (the database is not made to count the board per page). Either way a read that found its
 // board counts in board_reads.
 // A read from the store is bounded as a key read is (docs/api.md, "Failures of the store"):
-// unanswered after --store-timeout it answers 503 "store timeout" (store_deadline.hh, a deadline
+// unanswered after --store-timeout it answers 503 "store timeout" (tier/deadline.hh, a deadline
 // of its own: the tier's is the key path's), so the connection's later responses go out; and
 // the reads the store holds (from the call until the store answers, past their deadline too:
 // they still occupy its queue) count their bytes against --max-inflight, past which a read
@@ -36,11 +36,15 @@
 #include "boards/registry.hh"
 #include "server/config.hh"
 #include "server/reply.hh"
-#include "server/store_deadline.hh"
-#include "server/store_tier.hh"
 #include "store/store.hh"
+#include "tier/deadline.hh"
+#include "tier/tier.hh"
 
 namespace server {
+
+using tier::KeyOutcome;
+using tier::StoreDeadline;
+using tier::StoreTier;
 
 // The 404 reason of a board route whose board does not exist.
 inline constexpr std::string_view kBoardNotFound = "board not found";

@@ -60,16 +60,6 @@ const char* to_string(BoardSource s) {
   return "?";
 }
 
-const char* to_string(WriteMode m) {
-  switch (m) {
-    case WriteMode::through:
-      return "through";
-    case WriteMode::behind:
-      return "behind";
-  }
-  return "?";
-}
-
 std::optional<StoreUri> parse_store_uri(std::string_view uri) {
   if (uri == "none") return StoreUri{"none", {}};
   const std::optional<store::StoreUriParts> parts = store::split_store_uri(uri);

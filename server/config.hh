@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "cache/cache.hh"
+#include "tier/options.hh"
 
 namespace server {
 
@@ -74,12 +75,8 @@ const char* to_string(ValuePathKind v);
 const char* to_string(DispatchKind d);
 const char* to_string(WriteBatching b);
 
-// When a write (PUT/DELETE) is answered, with a durable store (--store) behind the cache.
-enum class WriteMode : std::uint8_t {
-  through,  // once it is durable in the store
-  behind,   // once it is in the cache; it reaches the store within --flush-interval
-};
-const char* to_string(WriteMode m);  // "through" / "behind"
+// --write-mode: tier/options.hh.
+using tier::WriteMode;
 
 // Where board reads are answered from (--board-source).
 enum class BoardSource : std::uint8_t {

@@ -30,24 +30,6 @@ bool parse_hex(std::string_view s, std::uint64_t& out) {
 
 }  // namespace
 
-bool EtagList::matches_strong(const std::uint64_t* current) const {
-  if (current == nullptr) return false;
-  if (any) return true;
-  for (const Tag& t : tags) {
-    if (!t.weak && t.version == *current) return true;
-  }
-  return false;
-}
-
-bool EtagList::matches_weak(const std::uint64_t* current) const {
-  if (current == nullptr) return false;
-  if (any) return true;
-  for (const Tag& t : tags) {
-    if (t.version == *current) return true;
-  }
-  return false;
-}
-
 Etags::Etags(std::uint32_t boot) : boot_(boot) {
   constexpr std::string_view name = "ETag: \"";
   name.copy(line_prefix_.data(), name.size());

@@ -8,7 +8,7 @@
 // process could have made: its boot and a version of at most kMaxEtagVersion. Any other
 // well-formed tag is a tag that matches nothing (a version over 47 bits among them: no item has
 // one, and the durable tier's "exists, version unknowable" is such a version, which a forged
-// tag must never stand for: preconditions.hh, kUnknowable).
+// tag must never stand for: common/preconditions.hh, kUnknowable).
 #pragma once
 
 #include <array>
@@ -17,33 +17,21 @@
 #include <string_view>
 #include <vector>
 
+#include "common/preconditions.hh"
+
 namespace server {
 
-// The largest version an ETag names: the cache's versions have 47 bits (cache/entry.hh).
-inline constexpr std::uint64_t kMaxEtagVersion = (std::uint64_t{1} << 47) - 1;
+// The parsed If-Match / If-None-Match lists and the largest version a tag names live with the
+// version tests (common/preconditions.hh): the tier keeps them without depending on the server.
+using common::EtagList;
+using common::kMaxEtagVersion;
+using common::Preconditions;
 
 // The longest ETag header line: `ETag: `, quotes, 8 hex digits, '-', up to 16 hex digits, CRLF.
 inline constexpr std::size_t kEtagLineMax = 6 + 1 + 8 + 1 + 16 + 1 + 2;
 // Room for one rendered ETag header line (the tag alone fits too).
 using EtagBuffer = std::array<char, 40>;
 static_assert(kEtagLineMax <= sizeof(EtagBuffer));
-
-// A parsed If-Match or If-None-Match header.
-struct EtagList {
-  struct Tag {
-    std::uint64_t version;
-    bool weak;  // W/"..."
-  };
-  bool any = false;       // "*"
-  std::vector<Tag> tags;  // this process's tags only, version <= kMaxEtagVersion (the others
-                          // can match nothing)
-
-  // If-Match (RFC 9110 13.1.1): strong comparison; "*" matches any current item.
-  // current: the key's version, or nullptr when it has none (absent or expired).
-  bool matches_strong(const std::uint64_t* current) const;
-  // If-None-Match (13.1.2): weak comparison (W/"x" matches "x"); "*" matches any current item.
-  bool matches_weak(const std::uint64_t* current) const;
-};
 
 class Etags {
  public:

@@ -29,7 +29,7 @@ void KeyService::put(std::string_view key, std::string_view value, const WriteSp
     return;
   }
   if (auto now = tier_->try_put(key, value, expires)) return reply.now(std::move(*now));
-  tier_->put_via(key, value, reply.later(DeferKind::write), expires);  // done moves: no copy
+  tier_->put(key, value, reply.later(DeferKind::write), expires);  // done moves: no copy
 }
 
 void KeyService::del(std::string_view key, const Preconditions* preconditions,
@@ -57,7 +57,7 @@ void KeyService::del(std::string_view key, const Preconditions* preconditions,
   }
   if (auto now = tier_->try_del(key)) return reply.now(std::move(*now));
   // Write-behind asks the store whether an unknown key exists first: a read and a write.
-  tier_->del_via(
+  tier_->del(
       key, reply.later(tier_->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write));
 }
 

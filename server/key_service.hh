@@ -5,7 +5,7 @@
 //
 // Memory only (no store) and with a store are the same service: memory-only is the tier that
 // completes at once (the cache's own answer), so the handlers never ask whether a store exists.
-// With a store every rule of consistency is the tier's (store_tier.hh); this file only picks
+// With a store every rule of consistency is the tier's (tier/tier.hh); this file only picks
 // the response's ordering (DeferKind) and the fast paths that need no deferral:
 // - a cache hit is served by read_cached(), the same in both modes (the zero-copy value path);
 // - a write-behind write with room answers now (StoreTier::try_put/try_del);
@@ -18,19 +18,24 @@
 
 #include "boards/registry.hh"
 #include "cache/cache.hh"
-#include "server/key_results.hh"
-#include "server/preconditions.hh"
+#include "server/etag.hh"
 #include "server/reply.hh"
-#include "server/store_tier.hh"
 #include "store/store.hh"
+#include "tier/tier.hh"
 
 namespace server {
+
+using tier::KeyLookup;
+using tier::KeyOutcome;
+using tier::StoreTier;
+using tier::TierStats;
+using tier::WriteMode;
 
 // What a PUT or DELETE asks beyond its key and value: a TTL (PUT) and a condition on the key's
 // current version (If-Match / If-None-Match), checked and applied in one step: by the cache
 // (memory only), or by the durable tier, which may first ask the store whether the key exists
-// (store_tier.hh, write_if). With a store, the TTL is durable (its expiry time is stored with the
-// value).
+// (tier/conditional_writes.hh). With a store, the TTL is durable (its expiry time is stored with
+// the value).
 struct WriteSpec {
   std::chrono::seconds ttl{0};                   // 0: no expiry (and the key loses any it had)
   const Preconditions* preconditions = nullptr;  // nullptr: unconditional
@@ -60,7 +65,7 @@ class KeyService {
   void put(std::string_view key, std::string_view value, const WriteSpec& spec,
            Reply<KeyOutcome>& reply);
   void del(std::string_view key, const Preconditions* preconditions, Reply<KeyOutcome>& reply);
-  // scope all: the store (durably, a barrier: store_tier.hh), then the cache and the boards,
+  // scope all: the store (durably, a barrier: tier/reset.hh), then the cache and the boards,
   // all or nothing; scope cache: the cache alone (dirty writes stay and are flushed).
   void reset(ResetScope scope, Reply<store::Status>& reply);
 

@@ -25,9 +25,11 @@
 #include "cache/cache.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
-#include "server/store_tier.hh"
+#include "tier/options.hh"
 
 namespace server {
+
+using tier::TierStats;
 
 // Everything a row may read, taken once per rendering.
 struct Snapshot {

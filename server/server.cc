@@ -39,7 +39,7 @@ std::unique_ptr<StoreTier> open_tier(const Config& config, cache::Cache& cache) 
                                  : std::string(uri ? uri->scheme : "?") + ":...";
     throw std::runtime_error("cannot open --store " + what + ": " + error);
   }
-  TierOptions options;
+  tier::TierOptions options;
   options.store_timeout = config.store_timeout;
   options.mode = config.write_mode;
   options.flush_interval = config.flush_interval;  // validated >= 1ms (0: no flusher thread)

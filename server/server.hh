@@ -20,9 +20,11 @@
 #include "server/listener.hh"
 #include "server/server_context.hh"
 #include "server/stats.hh"
-#include "server/store_tier.hh"
+#include "tier/tier.hh"
 
 namespace server {
+
+using tier::StoreTier;
 
 // Graceful shutdown waits this long for busy connections before stopping the workers, leaving
 // margin under the 2 s exit budget.

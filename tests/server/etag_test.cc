@@ -1,7 +1,7 @@
 // etag_test.cc — Etags::parse (etag.hh) on its own: which tags it keeps as this process's
 // versions, that a tag naming a version no ETag can carry (over 47 bits) is kept as none (so it
 // can never stand for Preconditions::kUnknowable, the tier's "exists, version unknowable"), and
-// what If-Match / If-None-Match then decide with it (preconditions.hh).
+// what If-Match / If-None-Match then decide with it (common/preconditions.hh).
 #include "server/etag.hh"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/preconditions.hh"
+#include "common/preconditions.hh"
 
 namespace server {
 namespace {

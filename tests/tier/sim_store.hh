@@ -1,6 +1,6 @@
 // sim_store.hh — a store::Store whose world the test scripts: nothing completes until the test
 // says so, and then in the way it says (ok, refused, or failed with the write applied anyway, as
-// a commit whose outcome is unknown). Used by store_tier_sim_test.cc, FoundationDB-style: the
+// a commit whose outcome is unknown). Used by tier_sim_test.cc, FoundationDB-style: the
 // tier's real code runs, only the store around it is replaced by a deterministic one.
 //
 // Completions run on the thread that asks for them (the test's), never inline inside the call

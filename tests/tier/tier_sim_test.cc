@@ -1,5 +1,5 @@
-// store_tier_sim_test.cc — deterministic simulation of the keys' service layer
-// (server/key_service.hh over server/store_tier.hh) over a store whose completions the test
+// tier_sim_test.cc — deterministic simulation of the keys' service layer
+// (server/key_service.hh over tier/tier.hh) over a store whose completions the test
 // orders (sim_store.hh), as FoundationDB tests its core: the service's and the tier's own code
 // runs, answering a Reply (reply.hh) as it answers a handler's; the world around it (which read or
 // commit completes next, and how) is drawn from a seeded generator, and invariants are checked
@@ -37,17 +37,17 @@
 #include "cache/cache.hh"
 #include "server/key_service.hh"
 #include "server/reply.hh"
-#include "server/store_tier.hh"
 #include "server/variant.hh"
-#include "tests/server/sim_store.hh"
+#include "tests/tier/sim_store.hh"
+#include "tier/tier.hh"
 
 namespace {
 
-using server::StoreTier;
-using server::TierOptions;
 using server::WriteMode;
 using sim::Commit;
 using sim::SimStore;
+using tier::StoreTier;
+using tier::TierOptions;
 using namespace std::chrono_literals;
 
 struct Tier {
@@ -120,14 +120,20 @@ struct SimReply final : server::Reply<T> {
   Later<T> later_answer;
 };
 
-using LookupLater = Later<StoreTier::Lookup>;
-using OutcomeLater = Later<StoreTier::Outcome>;
+// What a call answered inline (before it returned), if anything.
+template <class T>
+std::optional<T> now_of(const Later<T>& l) {
+  return l.ready() ? std::optional<T>(l.get()) : std::nullopt;
+}
+
+using LookupLater = Later<tier::KeyLookup>;
+using OutcomeLater = Later<tier::KeyOutcome>;
 using StatusLater = Later<store::Status>;
 
 // GET as the handlers do it: the key service's cache read, then its lookup.
 struct Get {
   bool hit = false;
-  std::optional<StoreTier::Lookup> now;
+  std::optional<tier::KeyLookup> now;
   LookupLater later;
 };
 Get get(Tier& t, const std::string& key) {
@@ -136,11 +142,11 @@ Get get(Tier& t, const std::string& key) {
   if (t.keys->read_cached<server::StringValue>(key,
                                                [&](const cache::Item& i) { cached = i.value; })) {
     g.hit = true;
-    g.now = StoreTier::Lookup{
-        StoreTier::Lookup::Kind::found, std::make_shared<const std::string>(cached), {}};
+    g.now = tier::KeyLookup{
+        tier::KeyLookup::Kind::found, std::make_shared<const std::string>(cached), {}};
     return g;
   }
-  SimReply<StoreTier::Lookup> reply(g.later);
+  SimReply<tier::KeyLookup> reply(g.later);
   t.keys->lookup(key, reply);
   g.now = reply.now();
   // Delivered during the call (the service deferred, then the tier answered at once): the
@@ -155,9 +161,9 @@ std::optional<std::string> read_through(Tier& t, const std::string& key) {
   for (int i = 0; !g.now && !g.later.ready() && i < 100; ++i) {
     if (t.store->pending_reads() > 0) t.store->complete_read(0);
   }
-  const StoreTier::Lookup& l = g.now ? *g.now : g.later.get();
-  EXPECT_NE(l.kind, StoreTier::Lookup::Kind::error) << l.error;
-  if (l.kind != StoreTier::Lookup::Kind::found) return std::nullopt;
+  const tier::KeyLookup& l = g.now ? *g.now : g.later.get();
+  EXPECT_NE(l.kind, tier::KeyLookup::Kind::error) << l.error;
+  if (l.kind != tier::KeyLookup::Kind::found) return std::nullopt;
   return *l.value;
 }
 
@@ -294,7 +300,7 @@ class Simulation {
                       : condition == 2 ? "If-None-Match: * "
                                        : "") +
           (put ? "PUT " + w.key + "=" + *w.value : "DELETE " + w.key));
-    SimReply<StoreTier::Outcome> reply(w.later);
+    SimReply<tier::KeyOutcome> reply(w.later);
     if (put) {
       t_.keys->put(w.key, *w.value, server::WriteSpec{{}, when}, reply);
     } else {
@@ -387,11 +393,11 @@ class Simulation {
   }
 
   void on_write_answered(const PendingWrite& w) {
-    const bool ok = w.later.get().kind != StoreTier::Outcome::Kind::error;
+    const bool ok = w.later.get().kind != tier::KeyOutcome::Kind::error;
     trace("  answered " + w.key + " " + w.value.value_or("DELETE") + " kind " +
           std::to_string(static_cast<int>(w.later.get().kind)) + " " + w.later.get().error);
     // A condition that did not hold: nothing was written.
-    if (w.later.get().kind == StoreTier::Outcome::Kind::precondition_failed) return;
+    if (w.later.get().kind == tier::KeyOutcome::Kind::precondition_failed) return;
     if (!is_behind()) {
       // A conditional write is submitted when it is decided, which may be after a reset issued
       // since it was: ordered with resets by then (at the latest, its answer).
@@ -405,7 +411,7 @@ class Simulation {
     }
     if (!ok) return;  // write-behind: refused, not applied
     // A DELETE that found nothing changed nothing (it may be ordered before a PUT it raced).
-    if (w.later.get().kind == StoreTier::Outcome::Kind::absent) return;
+    if (w.later.get().kind == tier::KeyOutcome::Kind::absent) return;
     // Applied when answered: ordered with a reset by that moment.
     if (w.value) written_before_[*w.value] = resets_issued_;
     model_[w.key] = Known{w.value, resets_issued_, false};
@@ -450,10 +456,10 @@ class Simulation {
   // write-through).
   // reset_overlap (write-behind): a reset overlapped the GET; the store it read may have been
   // emptied (the clear applied, its callback not yet run), so absent is one answer it may get.
-  void check_answer(const std::string& k, const StoreTier::Lookup& l, int latest_ok_reset, bool hit,
+  void check_answer(const std::string& k, const tier::KeyLookup& l, int latest_ok_reset, bool hit,
                     std::size_t since, bool reset_overlap) {
-    if (l.kind == StoreTier::Lookup::Kind::error) return;
-    const Value served = l.kind == StoreTier::Lookup::Kind::found ? Value(*l.value) : std::nullopt;
+    if (l.kind == tier::KeyLookup::Kind::error) return;
+    const Value served = l.kind == tier::KeyLookup::Kind::found ? Value(*l.value) : std::nullopt;
     trace("  GET " + k + " -> " + served.value_or("nothing") + (hit ? " (hit)" : ""));
     if (is_behind()) {
       const auto& h = history_[k];
@@ -511,7 +517,7 @@ class Simulation {
   void raise_floor(const std::string& k, std::size_t at) { floor_[k] = std::max(floor_[k], at); }
 
   void check_memory() {
-    const server::TierStats s = t_.tier->stats();
+    const tier::TierStats s = t_.tier->stats();
     if (s.dirty_bytes > (1u << 20)) fail("dirty bytes over --max-dirty");
   }
 
@@ -618,24 +624,28 @@ TEST(StoreTierSimulation, WriteBehindKeepsTheInvariants) {
 TEST(StoreTierFaults, UnknownOutcomeEvictsAndReadsThrough) {
   Tier t(through());
   OutcomeLater v0, v1, d;
-  EXPECT_FALSE(t.tier->put("k", "V0", v0.callback()));
+  t.tier->put("k", "V0", v0.callback());
+  EXPECT_FALSE(v0.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(v0.ready());
-  EXPECT_FALSE(t.tier->put("k", "V1", v1.callback()));
+  t.tier->put("k", "V1", v1.callback());
+  EXPECT_FALSE(v1.ready());
   t.store->complete_commit(Commit::unknown_applied);
   ASSERT_TRUE(v1.ready());
-  EXPECT_EQ(v1.get().kind, StoreTier::Outcome::Kind::error);
+  EXPECT_EQ(v1.get().kind, tier::KeyOutcome::Kind::error);
   EXPECT_NE(v1.get().error.find("unknown"), std::string::npos) << v1.get().error;
   EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("V1"));
   EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("V1"));
   // Still in doubt: the read did not fill the cache.
   EXPECT_FALSE(t.cache.get("k"));
-  EXPECT_FALSE(t.tier->del("k", d.callback()));
+  t.tier->del("k", d.callback());
+  EXPECT_FALSE(d.ready());
   t.store->complete_commit(Commit::unknown_applied);
   EXPECT_EQ(read_through(t, "k"), std::nullopt);
   // A later acknowledged write settles the key: it is cached again.
   OutcomeLater v2;
-  EXPECT_FALSE(t.tier->put("k", "V2", v2.callback()));
+  t.tier->put("k", "V2", v2.callback());
+  EXPECT_FALSE(v2.ready());
   t.store->complete_commit(Commit::ok);
   EXPECT_EQ(t.cache.get("k"), std::optional<std::string>("V2"));
 }
@@ -645,7 +655,8 @@ TEST(StoreTierFaults, UnknownOutcomeEvictsAndReadsThrough) {
 TEST(StoreTierFaults, ResetIsABarrierForReads) {
   Tier t(through());
   OutcomeLater w;
-  EXPECT_FALSE(t.tier->put("k", "old", w.callback()));
+  t.tier->put("k", "old", w.callback());
+  EXPECT_FALSE(w.ready());
   t.store->complete_commit(Commit::ok);
   t.tier->reset_cache();  // "k" is in the store only
   StatusLater r;
@@ -658,7 +669,7 @@ TEST(StoreTierFaults, ResetIsABarrierForReads) {
   EXPECT_TRUE(r.get().ok());
   while (t.store->pending_reads() > 0) t.store->complete_read(0);
   ASSERT_TRUE(g.later.ready());
-  EXPECT_EQ(g.later.get().kind, StoreTier::Lookup::Kind::absent);
+  EXPECT_EQ(g.later.get().kind, tier::KeyLookup::Kind::absent);
   EXPECT_EQ(read_through(t, "k"), std::nullopt);
 }
 
@@ -680,7 +691,7 @@ TEST(StoreTierFaults, ReadAcrossAResetAnswersTheNewerDirtyWrite) {
   ASSERT_TRUE(r.ready() && r.get().ok());
   t.store->complete_read(0);
   ASSERT_TRUE(g.later.ready());
-  ASSERT_EQ(g.later.get().kind, StoreTier::Lookup::Kind::found);
+  ASSERT_EQ(g.later.get().kind, tier::KeyLookup::Kind::found);
   EXPECT_EQ(*g.later.get().value, "new");
 }
 
@@ -726,9 +737,10 @@ TEST(StoreTierFaults, WriteBehindRefusesWritesWhileFlushesFail) {
   ASSERT_TRUE(t.tier->stats().store.failed) << "stats do not say the store is failing";
   EXPECT_FALSE(t.tier->try_put("b", "2"));
   OutcomeLater b;
-  auto now = t.tier->put("b", "2", b.callback());
+  t.tier->put("b", "2", b.callback());
+  auto now = now_of(b);
   ASSERT_TRUE(now);
-  EXPECT_EQ(now->kind, StoreTier::Outcome::Kind::error);
+  EXPECT_EQ(now->kind, tier::KeyOutcome::Kind::error);
   EXPECT_EQ(read_through(t, "a"), std::optional<std::string>("1"));  // kept, still dirty
   // The store recovers: the retried flush commits, and writes are taken again.
   ASSERT_TRUE(t.store->wait_commits(1, 5s));
@@ -748,13 +760,13 @@ TEST(StoreTierFaults, WriteAnsweredNotAppliedIsNeverApplied) {
   std::thread resetter([&] { t.tier->reset(r.callback()); });
   std::this_thread::sleep_for(50ms);  // the resetter holds the tier's lock inside clear()
   OutcomeLater w;
-  auto now = t.tier->put("k", "late", w.callback());
+  t.tier->put("k", "late", w.callback());
   resetter.join();
-  ASSERT_TRUE(w.wait(5s) || now);
-  const StoreTier::Outcome& o = now ? *now : w.get();
-  ASSERT_EQ(o.kind, StoreTier::Outcome::Kind::error) << "the deadline did not answer first";
+  ASSERT_TRUE(w.wait(5s));
+  const tier::KeyOutcome& o = w.get();
+  ASSERT_EQ(o.kind, tier::KeyOutcome::Kind::error) << "the deadline did not answer first";
   EXPECT_NE(o.error.find("not applied"), std::string::npos) << o.error;
-  EXPECT_EQ(*w.calls + (now ? 1 : 0), 1);
+  EXPECT_EQ(*w.calls, 1);
   t.store->complete_commit(Commit::ok);  // the clear
   EXPECT_EQ(read_through(t, "k"), std::nullopt) << "answered 'not applied', yet applied";
   EXPECT_EQ(t.tier->stats().dirty_items, 0u);
@@ -770,10 +782,11 @@ TEST(StoreTierFaults, WaitingWritesAreBounded) {
   std::vector<OutcomeLater> answers(8);
   int refused = 0, queued = 0;
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    auto now = t.tier->put("k" + std::to_string(i), body, answers[i].callback());
+    t.tier->put("k" + std::to_string(i), body, answers[i].callback());
+    auto now = now_of(answers[i]);
     if (!now) {
       ++queued;
-    } else if (now->kind == StoreTier::Outcome::Kind::error) {
+    } else if (now->kind == tier::KeyOutcome::Kind::error) {
       ++refused;
       EXPECT_NE(now->error.find("queue full"), std::string::npos) << now->error;
     }
@@ -789,19 +802,21 @@ TEST(StoreTierFaults, WaitingWritesAreBounded) {
 TEST(StoreTierFaults, AWriteAnsweredAtTheTimeoutLeavesTheStoreQueueAtOnce) {
   Tier t(through(100ms));
   OutcomeLater w;
-  EXPECT_FALSE(t.tier->put("k", std::string(4096, 'v'), w.callback()));
+  t.tier->put("k", std::string(4096, 'v'), w.callback());
+  EXPECT_FALSE(w.ready());
   ASSERT_TRUE(w.wait(5s));
-  EXPECT_EQ(w.get().kind, StoreTier::Outcome::Kind::error);
+  EXPECT_EQ(w.get().kind, tier::KeyOutcome::Kind::error);
   EXPECT_NE(w.get().error.find("store timeout"), std::string::npos) << w.get().error;
   for (int i = 0; i < 1000 && t.store->pending_commits() > 0; ++i) std::this_thread::sleep_for(2ms);
   EXPECT_EQ(t.store->pending_commits(), 0u) << "a write answered 503 still waits in the store";
   EXPECT_EQ(t.store->abandoned(), 1u);
   EXPECT_EQ(read_through(t, "k"), std::nullopt);
   OutcomeLater again;  // the key is writable as ever
-  EXPECT_FALSE(t.tier->put("k", "v2", again.callback()));
+  t.tier->put("k", "v2", again.callback());
+  EXPECT_FALSE(again.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(again.wait(5s));
-  EXPECT_EQ(again.get().kind, StoreTier::Outcome::Kind::created);
+  EXPECT_EQ(again.get().kind, tier::KeyOutcome::Kind::created);
   EXPECT_EQ(read_through(t, "k"), "v2");
 }
 
@@ -813,13 +828,13 @@ TEST(StoreTierFaults, PendingReadsAreBounded) {
   std::vector<Get> gets;
   for (int i = 0; i < 200; ++i) {
     gets.push_back(get(t, "key-" + std::to_string(i)));
-    if (gets.back().now && gets.back().now->kind == StoreTier::Lookup::Kind::error) ++refused;
+    if (gets.back().now && gets.back().now->kind == tier::KeyLookup::Kind::error) ++refused;
   }
   EXPECT_GT(refused, 0) << "reads waiting on the store are not bounded";
   while (t.store->pending_reads() > 0) t.store->complete_read(0);
   // Answered reads give their room back.
   Get again = get(t, "key-0");
-  EXPECT_FALSE(again.now && again.now->kind == StoreTier::Lookup::Kind::error);
+  EXPECT_FALSE(again.now && again.now->kind == tier::KeyLookup::Kind::error);
 }
 
 }  // namespace
@@ -835,13 +850,15 @@ TEST(StoreTierFaults, ConcurrentWriteBehindDeletesAnswer204Once) {
     t.store->complete_commit(Commit::ok);
     t.tier->reset_cache();  // "k" is in the store only
     OutcomeLater d1, d2;
-    EXPECT_FALSE(t.tier->del("k", d1.callback()));
-    EXPECT_FALSE(t.tier->del("k", d2.callback()));
+    t.tier->del("k", d1.callback());
+    EXPECT_FALSE(d1.ready());
+    t.tier->del("k", d2.callback());
+    EXPECT_FALSE(d2.ready());
     ASSERT_EQ(t.store->pending_reads(), 2u);
     t.store->run_read(1);  // the second DELETE's read sees "k" before the first deletes it
     t.store->complete_read(0);
     ASSERT_TRUE(d1.ready());
-    EXPECT_EQ(d1.get().kind, StoreTier::Outcome::Kind::deleted);
+    EXPECT_EQ(d1.get().kind, tier::KeyOutcome::Kind::deleted);
     if (flush_between) {
       t.tier->flush_step();
       t.store->complete_commit(Commit::ok);
@@ -850,7 +867,7 @@ TEST(StoreTierFaults, ConcurrentWriteBehindDeletesAnswer204Once) {
     t.store->complete_read(0);
     while (!d2.ready() && t.store->pending_reads() > 0) t.store->complete_read(0);
     ASSERT_TRUE(d2.ready());
-    EXPECT_EQ(d2.get().kind, StoreTier::Outcome::Kind::absent)
+    EXPECT_EQ(d2.get().kind, tier::KeyOutcome::Kind::absent)
         << (flush_between ? "tombstone flushed before the second read returned" : "");
   }
 }
@@ -860,16 +877,18 @@ TEST(StoreTierFaults, ConcurrentWriteBehindDeletesAnswer204Once) {
 TEST(StoreTierFaults, AMissAfterAnAcknowledgedWriteDoesNotJoinAnOlderRead) {
   Tier t(through());
   OutcomeLater w, d;
-  EXPECT_FALSE(t.tier->put("k", "old", w.callback()));
+  t.tier->put("k", "old", w.callback());
+  EXPECT_FALSE(w.ready());
   t.store->complete_commit(Commit::ok);
   t.tier->reset_cache();
   Get g1 = get(t, "k");  // a miss: its read runs now, seeing "old"
   ASSERT_FALSE(g1.now);
   t.store->run_read(0);
-  EXPECT_FALSE(t.tier->del("k", d.callback()));
+  t.tier->del("k", d.callback());
+  EXPECT_FALSE(d.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(d.ready());
-  EXPECT_EQ(d.get().kind, StoreTier::Outcome::Kind::deleted);
+  EXPECT_EQ(d.get().kind, tier::KeyOutcome::Kind::deleted);
   Get g2 = get(t, "k");  // after the 204: must not get the older read's "old"
   ASSERT_FALSE(g2.now);
   ASSERT_EQ(t.store->pending_reads(), 2u) << "the miss joined the read begun before the DELETE";
@@ -877,7 +896,7 @@ TEST(StoreTierFaults, AMissAfterAnAcknowledgedWriteDoesNotJoinAnOlderRead) {
   ASSERT_TRUE(g1.later.ready());  // concurrent with the DELETE: either answer is right
   t.store->complete_read(0);
   ASSERT_TRUE(g2.later.ready());
-  EXPECT_EQ(g2.later.get().kind, StoreTier::Lookup::Kind::absent);
+  EXPECT_EQ(g2.later.get().kind, tier::KeyLookup::Kind::absent);
   EXPECT_FALSE(t.cache.get("k")) << "the older read filled the cache";
 }
 
@@ -887,8 +906,10 @@ TEST(StoreTierFaults, AMissAfterAnAcknowledgedWriteDoesNotJoinAnOlderRead) {
 TEST(StoreTierFaults, AnOlderWriteOfAGroupDoesNotCacheBehindANewerOne) {
   Tier t(through());
   OutcomeLater w1, w2;
-  EXPECT_FALSE(t.tier->put("k", "v1", w1.callback()));
-  EXPECT_FALSE(t.tier->put("k", "v2", w2.callback()));
+  t.tier->put("k", "v1", w1.callback());
+  EXPECT_FALSE(w1.ready());
+  t.tier->put("k", "v2", w2.callback());
+  EXPECT_FALSE(w2.ready());
   t.store->apply_commit(Commit::ok);
   t.store->apply_commit(Commit::ok);  // one group: the store holds v2, no callback has run
   EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("v2"));
@@ -907,14 +928,16 @@ TEST(StoreTierFaults, AStoreReadAheadOfTheCacheEvictsTheOlderValue) {
   Get g = get(t, "k");  // a miss of an absent key: its read waits
   ASSERT_FALSE(g.now);
   OutcomeLater w1, w2;
-  EXPECT_FALSE(t.tier->put("k", "v1", w1.callback()));
+  t.tier->put("k", "v1", w1.callback());
+  EXPECT_FALSE(w1.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_EQ(t.cache.get("k"), std::optional<std::string>("v1"));
-  EXPECT_FALSE(t.tier->put("k", "v2", w2.callback()));
+  t.tier->put("k", "v2", w2.callback());
+  EXPECT_FALSE(w2.ready());
   t.store->apply_commit(Commit::ok);  // the store holds v2; its callback is due
   t.store->complete_read(0);          // the read runs now: it sees v2
   ASSERT_TRUE(g.later.ready());
-  ASSERT_EQ(g.later.get().kind, StoreTier::Lookup::Kind::found);
+  ASSERT_EQ(g.later.get().kind, tier::KeyLookup::Kind::found);
   EXPECT_EQ(*g.later.get().value, "v2");
   EXPECT_NE(t.cache.get("k"), std::optional<std::string>("v1")) << "a hit would go back to v1";
   EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("v2"));

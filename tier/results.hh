@@ -1,5 +1,5 @@
-// key_results.hh — what a key operation answers, whether the cache alone or the durable tier
-// (store_tier.hh) decided it: the results KeyService (key_service.hh) delivers and the handlers
+// results.hh — what a key operation answers, whether the cache alone or the durable tier
+// (tier/tier.hh) decided it: the results KeyService (key_service.hh) delivers and the handlers
 // render (handlers.cc). One type each, so no handler asks which of the two made it.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-namespace server {
+namespace tier {
 
 // What a lookup beyond the cache found (GET/HEAD after a miss).
 struct KeyLookup {
@@ -36,4 +36,4 @@ struct KeyOutcome {
   std::uint64_t version = 0;  // created/replaced: the cache item's new version (ETag); 0: none
 };
 
-}  // namespace server
+}  // namespace tier

@@ -1,4 +1,4 @@
-// store_deadline.hh — --store-timeout: a request that waits on the store answers 503 once it has
+// deadline.hh — --store-timeout: a request that waits on the store answers 503 once it has
 // waited that long, whether or not the store answers later.
 //
 // Every request the tier hands to the store gets an Answer: a callback that runs at most once,
@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-namespace server {
+namespace tier {
 
 class StoreDeadline {
  public:
@@ -187,4 +187,4 @@ class StoreDeadline {
   std::thread thread_;  // last: started once everything above exists
 };
 
-}  // namespace server
+}  // namespace tier
