@@ -69,7 +69,7 @@ void ConditionalWrites::decide_locked(const std::shared_ptr<CondWrite>& op,
   std::uint64_t version = 0;
   if (p_.core.cache.get_item(key, [&](const cache::Item& item) { version = item.version; })) {
     allowed = pre.allow(&version);
-  } else if (auto dirty = p_.behind.lookup_locked(key)) {
+  } else if (auto dirty = p_.behind.dirty().lookup(key)) {
     const bool exists = dirty->kind == KeyLookup::Kind::found;
     allowed = pre.allow(exists ? &Preconditions::kUnknowable : nullptr);
   } else if (!pre.needs_existence()) {

@@ -10,7 +10,7 @@ std::optional<KeyLookup> ReadThrough::lookup(std::string_view key, LookupDone do
   TierCore& core = p_.core;
   std::lock_guard lock(core.mu);
   if (core.resets_pending == 0 && !core.through()) {
-    if (auto dirty = p_.behind.lookup_locked(key)) return dirty;
+    if (auto dirty = p_.behind.dirty().lookup(key)) return dirty;
   }
   const std::size_t cost = key.size() + kOpOverhead;
   if (auto full = admit_locked(cost))
@@ -30,7 +30,7 @@ std::optional<KeyLookup> ReadThrough::lookup(std::string_view key, LookupDone do
 // A parked miss once the reset it waited for is over: what lookup() would have done.
 std::optional<KeyLookup> ReadThrough::read_parked_locked(const Parked& parked) {
   if (!p_.core.through()) {
-    if (auto dirty = p_.behind.lookup_locked(parked.key)) {
+    if (auto dirty = p_.behind.dirty().lookup(parked.key)) {
       p_.core.read_bytes -= parked.cost;
       return dirty;
     }
@@ -121,7 +121,7 @@ KeyLookup ReadThrough::answer_locked(const std::string& key, store::ReadResult& 
   KeyLookup result;
   // Write-behind: a write made while the read was under way is newer than what the store
   // returned (after a reset the store may hold no state the tier ever showed), so it answers.
-  if (auto dirty = p_.behind.lookup_locked(key)) return *dirty;
+  if (auto dirty = p_.behind.dirty().lookup(key)) return *dirty;
   if (!r.status.ok() && r.status.code != store::Code::not_found) {
     result.kind = KeyLookup::Kind::error;
     result.error = "store read failed: " + r.status.message;
@@ -140,7 +140,7 @@ KeyLookup ReadThrough::answer_locked(const std::string& key, store::ReadResult& 
   result.value = std::make_shared<const std::string>(std::move(r.value));
   result.expires_at_ms = r.expires_at_ms;
   const bool unmoved = p_.keys.unmoved_locked(key, entry.version, entry.epoch);
-  if (unmoved && p_.keys.may_fill_locked(key, p_.behind.contains_locked(key))) {
+  if (unmoved && p_.keys.may_fill_locked(key, p_.behind.dirty().contains(key))) {
     result.version = cache_value(p_.core.cache, key, *result.value, r.expires_at_ms);
     if (result.version != 0) ++p_.core.fills;
   }

@@ -43,8 +43,6 @@ class WriteBehindBuffer {
   // The general path (parts.hh, write_locked): applied now, refused, or waiting for room.
   std::optional<KeyOutcome> write_locked(const KeyWrite& w, const Answer& done);
 
-  std::optional<KeyLookup> lookup_locked(std::string_view key) const { return dirty_.lookup(key); }
-  bool contains_locked(std::string_view key) const { return dirty_.contains(key); }
   bool waiting_for_locked(std::string_view key) const;
   bool has_waiting_locked() const { return !waiting_.empty(); }
 
