@@ -26,7 +26,7 @@ constexpr std::string_view kMemberNotFound = "member not found";
 // can come first). Whichever arrives second delivers the answer.
 class ChangeJoin {
  public:
-  explicit ChangeJoin(Deliver<BoardChange> deliver) : deliver_(std::move(deliver)) {}
+  explicit ChangeJoin(Later<BoardChange> deliver) : deliver_(std::move(deliver)) {}
 
   void applied(BoardChange change) {
     std::unique_lock lock(mu_);
@@ -51,7 +51,7 @@ class ChangeJoin {
   }
 
   std::mutex mu_;
-  Deliver<BoardChange> deliver_;
+  Later<BoardChange> deliver_;
   std::optional<BoardChange> applied_;
   std::optional<KeyOutcome> committed_;
 };
@@ -107,12 +107,13 @@ class RowWriter final : public boards::ChangeSink {
   void submit(store::Write row) {
     const std::size_t bytes = std::exchange(reserved_, 0);
     if (tier_.mode() == WriteMode::behind) {
-      tier_.board_write(std::move(row), bytes, {});  // into the dirty buffer: answered now
+      tier_.board_write(std::move(row), bytes, nullptr);  // into the dirty buffer: answered now
       return;
     }
     join_ = std::make_shared<ChangeJoin>(reply_.later(DeferKind::write));
-    auto committed = [join = join_](const KeyOutcome& o) { join->committed(o); };
-    if (auto now = tier_.board_write(std::move(row), bytes, committed)) committed(*now);
+    auto committed = tier::completion_of<KeyOutcome>(
+        [join = join_](const KeyOutcome& o) { join->committed(o); });
+    if (auto now = tier_.board_write(std::move(row), bytes, committed)) committed->answer(*now);
   }
 
   StoreTier& tier_;

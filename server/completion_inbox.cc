@@ -18,11 +18,12 @@ void CompletionInbox::set_current(CompletionInbox* inbox) {
   current_inbox = inbox;
 }
 
-void CompletionInbox::push(std::weak_ptr<SlotSink> sink, std::shared_ptr<detail::Slot> slot) {
+void CompletionInbox::push(std::weak_ptr<SlotSink> sink,
+                           std::shared_ptr<PendingResponse> response) {
   {
     std::lock_guard lock(mu_);
     if (closed_) return;
-    pending_.push_back(Delivery{std::move(sink), std::move(slot)});
+    pending_.push_back(Delivery{std::move(sink), std::move(response)});
     if (posted_) return;
     posted_ = true;
   }
@@ -44,7 +45,7 @@ void CompletionInbox::drain() {
     posted_ = false;
   }
   for (Delivery& d : running_) {
-    if (auto sink = d.sink.lock()) sink->complete_deferred(*d.slot);
+    if (auto sink = d.sink.lock()) sink->complete_deferred(*d.response);
   }
   running_.clear();
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstddef>
 #include <memory>
@@ -26,13 +27,16 @@ namespace server {
 
 class CompletionInbox : public std::enable_shared_from_this<CompletionInbox> {
  public:
-  explicit CompletionInbox(boost::asio::io_context::executor_type executor) : executor_(executor) {}
+  // executor: a worker thread's io_context (per-thread model), or a connection's strand (shared
+  // model: one inbox per connection).
+  explicit CompletionInbox(boost::asio::any_io_executor executor)
+      : executor_(std::move(executor)) {}
   CompletionInbox(const CompletionInbox&) = delete;
   CompletionInbox& operator=(const CompletionInbox&) = delete;
 
-  // Hands `slot` to `sink` on the inbox's thread (dropped if the sink is gone by then, or the
-  // inbox closed).
-  void push(std::weak_ptr<SlotSink> sink, std::shared_ptr<detail::Slot> slot);
+  // Hands `response` to `sink` on the inbox's thread (dropped if the sink is gone by then, or
+  // the inbox closed).
+  void push(std::weak_ptr<SlotSink> sink, std::shared_ptr<PendingResponse> response);
   // Before the io_context goes: later pushes are dropped (no post into a dead context).
   void close();
 
@@ -44,7 +48,7 @@ class CompletionInbox : public std::enable_shared_from_this<CompletionInbox> {
  private:
   struct Delivery {
     std::weak_ptr<SlotSink> sink;
-    std::shared_ptr<detail::Slot> slot;
+    std::shared_ptr<PendingResponse> response;
   };
   void drain();
 
@@ -86,7 +90,7 @@ class CompletionInbox : public std::enable_shared_from_this<CompletionInbox> {
     }
   };
 
-  boost::asio::io_context::executor_type executor_;
+  boost::asio::any_io_executor executor_;
   std::mutex mu_;
   std::vector<Delivery> pending_;  // guarded by mu_
   bool posted_ = false;            // guarded by mu_: a drain is on its way

@@ -29,44 +29,20 @@ Connection<V>::~Connection() {
   WorkerStats::bump(stats_.connections_closed);
 }
 
-namespace {
-
-// A connection's DeliveryRoute: through its worker thread's inbox in the per-thread model (a
-// group's answers cross in one post), else one post per answer to the connection's executor
-// (the shared model's strand).
-class ConnectionRoute final : public DeliveryRoute {
- public:
-  ConnectionRoute(std::weak_ptr<SlotSink> sink, asio::any_io_executor executor,
-                  CompletionInbox* inbox)
-      : sink_(std::move(sink)),
-        executor_(std::move(executor)),
-        inbox_(inbox != nullptr ? inbox->shared_from_this() : nullptr) {}
-
-  void deliver(std::shared_ptr<detail::Slot> slot) override {
-    if (inbox_) return inbox_->push(sink_, std::move(slot));
-    if (auto sink = sink_.lock()) {
-      asio::post(executor_, [sink = std::move(sink), slot = std::move(slot)] {
-        sink->complete_deferred(*slot);
-      });
-    }
-  }
-
- private:
-  std::weak_ptr<SlotSink> sink_;
-  asio::any_io_executor executor_;
-  std::shared_ptr<CompletionInbox> inbox_;
-};
-
-}  // namespace
-
 template <class V>
 void Connection<V>::start() {
   // A response that waited on the store is finished on a store thread; its rendering hops to
-  // this connection's thread (ConnectionRoute). The weak reference lets a closed connection
-  // go: the completion is then dropped.
-  engine_.responses().set_route(std::make_shared<ConnectionRoute>(
-      this->weak_from_this(), socket_.get_executor(), CompletionInbox::current()));
-  engine_.responses().set_on_complete([this] { on_response_ready(); });
+  // this connection's thread through the worker's inbox (per-thread model: a group's answers
+  // cross in one post), or an inbox of its own over its strand (shared model). The weak
+  // reference lets a closed connection go: the completion is then dropped.
+  std::shared_ptr<CompletionInbox> inbox;
+  if (CompletionInbox* current = CompletionInbox::current(); current != nullptr) {
+    inbox = current->shared_from_this();
+  } else {
+    inbox = std::make_shared<CompletionInbox>(socket_.get_executor());
+  }
+  engine_.responses().set_route(std::make_shared<const ResponseRoute>(
+      ResponseRoute{this->weak_from_this(), std::move(inbox)}));
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   update_deadline(clock::now());

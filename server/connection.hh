@@ -51,8 +51,10 @@ class Connection final : public std::enable_shared_from_this<Connection<V>>, pub
 
   void start();
   // A response that waited on the store, finished: rendered here, on this connection's thread.
-  void complete_deferred(detail::Slot& slot) override {
-    if (!closed_) engine_.responses().complete(slot);
+  void complete_deferred(PendingResponse& response) override {
+    if (closed_) return;
+    engine_.responses().complete(response);
+    on_response_ready();
   }
 
  private:

@@ -6,8 +6,8 @@ namespace server {
 
 void KeyService::lookup(std::string_view key, Reply<KeyLookup>& reply) {
   if (tier_ == nullptr) return reply.now(KeyLookup{});  // the cache is all there is
-  const Deliver<KeyLookup> deliver = reply.later(DeferKind::read);
-  if (auto now = tier_->lookup(key, deliver)) deliver(*now);
+  const Later<KeyLookup> later = reply.later(DeferKind::read);
+  if (auto now = tier_->lookup(key, later.completion())) later(*now);
 }
 
 namespace {
@@ -24,12 +24,12 @@ void KeyService::put(std::string_view key, std::string_view value, const WriteSp
   const std::uint64_t expires = expires_at_ms(spec.ttl);
   if (spec.preconditions != nullptr) {
     // It may read the store first (whether the key exists): a read and a write.
-    const Deliver<KeyOutcome> deliver = reply.later(DeferKind::barrier);
-    tier_->write_if(store::Write::Kind::put, key, value, expires, *spec.preconditions, deliver);
+    tier_->write_if(store::Write::Kind::put, key, value, expires, *spec.preconditions,
+                    reply.later(DeferKind::barrier).completion());
     return;
   }
   if (auto now = tier_->try_put(key, value, expires)) return reply.now(std::move(*now));
-  tier_->put(key, value, reply.later(DeferKind::write), expires);  // done moves: no copy
+  tier_->put(key, value, reply.later(DeferKind::write).completion(), expires);
 }
 
 void KeyService::del(std::string_view key, const Preconditions* preconditions,
@@ -51,14 +51,14 @@ void KeyService::del(std::string_view key, const Preconditions* preconditions,
   }
   if (preconditions != nullptr) {
     // It may read the store first (whether the key exists): a read and a write.
-    const Deliver<KeyOutcome> deliver = reply.later(DeferKind::barrier);
-    tier_->write_if(store::Write::Kind::del, key, {}, 0, *preconditions, deliver);
+    tier_->write_if(store::Write::Kind::del, key, {}, 0, *preconditions,
+                    reply.later(DeferKind::barrier).completion());
     return;
   }
   if (auto now = tier_->try_del(key)) return reply.now(std::move(*now));
   // Write-behind asks the store whether an unknown key exists first: a read and a write.
-  tier_->del(
-      key, reply.later(tier_->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write));
+  const DeferKind kind = tier_->mode() == WriteMode::behind ? DeferKind::barrier : DeferKind::write;
+  tier_->del(key, reply.later(kind).completion());
 }
 
 void KeyService::reset(ResetScope scope, Reply<store::Status>& reply) {
@@ -75,11 +75,12 @@ void KeyService::reset(ResetScope scope, Reply<store::Status>& reply) {
     cache_.reset();
     return reply.now(store::Status{});
   }
-  const Deliver<store::Status> deliver = reply.later(DeferKind::barrier);
+  const Later<store::Status> later = reply.later(DeferKind::barrier);
   // All or nothing: the boards refuse changes from the clear's submission until the store has
   // answered, then are emptied only if it committed (a failed reset keeps them).
-  boards_.freeze(
-      [&] { tier_->reset(deliver, [&boards = boards_](bool cleared) { boards.thaw(cleared); }); });
+  boards_.freeze([&] {
+    tier_->reset(later.completion(), [&boards = boards_](bool cleared) { boards.thaw(cleared); });
+  });
 }
 
 KeyOutcome KeyService::put_memory(std::string_view key, std::string_view value,

@@ -7,16 +7,16 @@
 // - now(result), inside the call: the handler renders the result when the call returns, into
 //   its output buffer (memory-only, a write-behind write with room, a refusal: no allocation,
 //   no thread hop);
-// - later(kind), inside the call, on the connection's thread: reserves the response's place
-//   among the connection's responses (kind orders it, response_queue.hh) and returns the
-//   Deliver function. Whoever finishes the work (a store thread, the flusher, the deadline)
-//   calls it once, from any thread; the result is rendered on the connection's thread
-//   (DeferredResponse::finish posts it there, server/THREADS.md).
-// A Deliver dropped uncalled answers 500 (DeferredResponse), so a lost completion cannot hang a
+// - later(kind), inside the call, on the connection's thread: makes the request's one
+//   completion, a DeferredReply: a single object that is the tier's Completion<Result> (answered
+//   once, by the store side or the deadline: tier/deadline.hh) and the response's place among
+//   the connection's responses (a PendingResponse: kind orders it, response_queue.hh). The
+//   service hands it to the tier (Later::completion()) or answers it itself (Later's call); its
+//   answer is rendered on the connection's thread (server/THREADS.md).
+// Every completion that waits on the store is armed with its deadline, so none can hang its
 // connection. Handlers never see which of the two happened: they return reply.answer(out).
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -24,12 +24,24 @@
 #include "server/handler_result.hh"
 #include "server/response_queue.hh"
 #include "server/response_writer.hh"
+#include "tier/deadline.hh"
 
 namespace server {
 
-// Delivers a result that came later; callable from any thread, once.
+// A result that comes later: its completion, answered once from any thread.
 template <class Result>
-using Deliver = std::function<void(const Result&)>;
+class Later {
+ public:
+  explicit Later(tier::Done<Result> completion) : completion_(std::move(completion)) {}
+  // Answers unless the request was answered already (by its deadline).
+  void operator()(const Result& result) const { completion_->answer(result); }
+  // For the tier, which arms it with its deadline and answers it when the store does.
+  const tier::Done<Result>& completion() const& { return completion_; }
+  tier::Done<Result> completion() && { return std::move(completion_); }
+
+ private:
+  tier::Done<Result> completion_;
+};
 
 // What a service sees of a reply.
 template <class Result>
@@ -40,8 +52,8 @@ class Reply {
 
   // The answer, now (at most once, and not after later()).
   void now(Result result) { result_.emplace(std::move(result)); }
-  // The answer comes later: reserve its place and get the function that delivers it.
-  virtual Deliver<Result> later(DeferKind kind) = 0;
+  // The answer comes later: reserve its place and get its completion.
+  virtual Later<Result> later(DeferKind kind) = 0;
 
  protected:
   Reply() = default;
@@ -49,20 +61,38 @@ class Reply {
   std::optional<Result> result_;
 };
 
+// A request's completion and its response's place, in one object (the header comment).
+// Render: HandlerResult(const Result&, ResponseWriter&), held by value.
+template <class Result, class Render>
+class DeferredReply final : public PendingResponse, public tier::Completion<Result> {
+ public:
+  explicit DeferredReply(const Render& render) : render_(render) {}
+
+  // Any thread, once: keeps the result and sends the response to its connection's thread.
+  void complete(const Result& result) override {
+    result_.emplace(result);
+    finished();
+  }
+
+ private:
+  HandlerResult render(ResponseWriter& out) override { return render_(*result_, out); }
+
+  Render render_;
+  std::optional<Result> result_;
+};
+
 // A reply with its rendering: made by a handler (make_reply), answered by a service.
-// Render: HandlerResult(const Result&, ResponseWriter&), copyable (a later answer keeps a copy).
 template <class Result, class Render>
 class RenderedReply final : public Reply<Result> {
  public:
   RenderedReply(ResponseQueue* responses, const ResponseWriter& out, Render render)
       : responses_(responses), out_(out), render_(std::move(render)) {}
 
-  Deliver<Result> later(DeferKind kind) override {
+  Later<Result> later(DeferKind kind) override {
     deferred_ = true;
-    auto slot = std::make_shared<DeferredResponse>(responses_->defer(kind, out_));
-    return [slot, render = render_](const Result& r) {
-      slot->finish([r, render](ResponseWriter& w) { return render(r, w); });
-    };
+    auto reply = std::make_shared<DeferredReply<Result, Render>>(render_);
+    responses_->defer(kind, out_, reply);
+    return Later<Result>(std::move(reply));
   }
 
   // What the handler returns once the service call has returned. An error is rendered here:

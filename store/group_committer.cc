@@ -72,11 +72,11 @@ WriteTicket GroupCommitter::write(std::vector<Write> batch, WriteDone done) {
     op.refused = refusal(w, max_value_, engine_name_);
     if (!op.refused.empty()) break;
   }
-  return enqueue(std::move(op), Callback{std::move(done), {}});
+  return enqueue(std::move(op), std::move(done));
 }
 
 void GroupCommitter::abandon(WriteTicket ticket) {
-  std::shared_ptr<Callback> callback;
+  std::shared_ptr<WriteDone> callback;
   {
     std::lock_guard lock(write_mu_);
     if (ticket < queue_.first_ticket || ticket - queue_.first_ticket >= queue_.ops.size()) return;
@@ -86,10 +86,10 @@ void GroupCommitter::abandon(WriteTicket ticket) {
     op.abandoned = true;
     op.refused = "abandoned";             // the engine skips it
     std::vector<Write>().swap(op.batch);  // its keys and values are freed now
-    callback = std::make_shared<Callback>(std::move(queue_.callbacks[i]));
+    callback = std::make_shared<WriteDone>(std::move(queue_.callbacks[i]));
   }
   timer_.post([callback] {
-    callback->on_write(
+    (*callback)(
         WriteResult{{Code::abandoned, "abandoned before its commit began: not applied"}, {}, {}});
   });
 }
@@ -97,13 +97,12 @@ void GroupCommitter::abandon(WriteTicket ticket) {
 void GroupCommitter::clear(ClearDone done) {
   Op op;
   op.is_clear = true;
-  enqueue(std::move(op), Callback{{}, std::move(done)});
+  enqueue(std::move(op), [done = std::move(done)](WriteResult r) { done(std::move(r.status)); });
 }
 
 // Hands a write or clear to the committer (returning its ticket), or completes it as closed
 // after stop() (returning 0).
-WriteTicket GroupCommitter::enqueue(Op op, Callback callback) {
-  const bool is_clear = op.is_clear;
+WriteTicket GroupCommitter::enqueue(Op op, WriteDone callback) {
   {
     std::lock_guard lock(write_mu_);
     if (!stopping_) {
@@ -113,19 +112,14 @@ WriteTicket GroupCommitter::enqueue(Op op, Callback callback) {
       return queue_.first_ticket + queue_.ops.size() - 1;
     }
   }
-  complete_closed(is_clear, std::move(callback));
+  complete_closed(std::move(callback));
   return 0;
 }
 
-void GroupCommitter::complete_closed(bool is_clear, Callback callback) {
+void GroupCommitter::complete_closed(WriteDone callback) {
   errors_.fetch_add(1);
-  timer_.post([is_clear, cb = std::make_shared<Callback>(std::move(callback))] {
-    Status closed{Code::closed, "store closed"};
-    if (is_clear) {
-      cb->on_clear(std::move(closed));
-    } else {
-      cb->on_write(WriteResult{std::move(closed), {}, {}});
-    }
+  timer_.post([cb = std::make_shared<WriteDone>(std::move(callback))] {
+    (*cb)(WriteResult{Status{Code::closed, "store closed"}, {}, {}});
   });
 }
 
@@ -263,14 +257,9 @@ void GroupCommitter::completer_main() {
     }
     for (Group& group : groups) {
       for (std::size_t i = 0; i < group.ops.size(); ++i) {
-        Callback& cb = group.callbacks[i];
         if (group.ops[i].abandoned) continue;  // answered by abandon()
-        if (group.ops[i].is_clear) {
-          cb.on_clear(std::move(group.results[i]));
-        } else {
-          cb.on_write(WriteResult{std::move(group.results[i]), std::move(group.ops[i].existed),
-                                  std::move(group.ops[i].batch)});
-        }
+        group.callbacks[i](WriteResult{std::move(group.results[i]), std::move(group.ops[i].existed),
+                                       std::move(group.ops[i].batch)});
       }
       // Emptied (what the callbacks held goes now), its vectors kept for a later group.
       group.ops.clear();

@@ -107,21 +107,19 @@ class GroupCommitter {
                              const std::function<bool(std::string_view)>& was_present);
 
  private:
-  struct Callback {
-    WriteDone on_write;
-    ClearDone on_clear;
-  };
   struct Group {
     WriteTicket first_ticket = 1;  // the ticket of ops[0]; ops[i] has first_ticket + i
     std::vector<Op> ops;
-    std::vector<Callback> callbacks;  // one per op
-    std::vector<Status> results;      // one per op, set after the commit
+    // One per op: a clear's ClearDone is wrapped in one (clear() is rare), so a write's is
+    // the caller's WriteDone itself.
+    std::vector<WriteDone> callbacks;
+    std::vector<Status> results;  // one per op, set after the commit
   };
 
   // A group to take the queue into: a spare one, or a new one.
   Group spare_group();
-  WriteTicket enqueue(Op op, Callback callback);
-  void complete_closed(bool is_clear, Callback callback);
+  WriteTicket enqueue(Op op, WriteDone callback);
+  void complete_closed(WriteDone callback);
   void committer_main();
   bool take(Group& group, std::uint64_t& taken);
   void wait_for_work(std::unique_lock<std::mutex>& lock);

@@ -37,7 +37,7 @@ void StoreTier::release_row(std::size_t bytes) {
 }
 
 std::optional<KeyOutcome> StoreTier::board_write(store::Write row, std::size_t reserved,
-                                                 OutcomeDone done) {
+                                                 Done<KeyOutcome> done) {
   std::lock_guard lock(core_.mu);
   if (!core_.through()) {
     behind_.board_write_locked(row, reserved);

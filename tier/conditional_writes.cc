@@ -11,7 +11,7 @@ namespace tier {
 
 void ConditionalWrites::write_if(Kind kind, std::string_view key, std::string_view value,
                                  std::uint64_t expires_at_ms, const Preconditions& preconditions,
-                                 OutcomeDone done) {
+                                 Done<KeyOutcome> done) {
   TierCore& core = p_.core;
   DecidedList decided;
   std::optional<KeyOutcome> refused;
@@ -25,13 +25,12 @@ void ConditionalWrites::write_if(Kind kind, std::string_view key, std::string_vi
     } else {
       auto op = std::make_shared<CondWrite>(
           CondWrite{kind, std::string(key), std::string(value), expires_at_ms, preconditions,
-                    core.deadline.arm<KeyOutcome>(std::move(done), core.timeout_outcome,
-                                                  /*hand_back=*/true)});
+                    core.deadline.arm(done, core.timeout_outcome)});
       op->charged = cost;
       decide_locked(op, std::nullopt, decided);
     }
   }
-  if (refused) done(*refused);
+  if (refused) done->answer(*refused);
   answer(decided);
 }
 

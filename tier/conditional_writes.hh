@@ -35,8 +35,8 @@ struct CondWrite {
   std::string key, value;
   std::uint64_t expires_at_ms = 0;
   Preconditions preconditions;
-  // The request's answer under its own deadline, armed at write_if with hand_back (an outcome
-  // settled when the write is applied is delivered through it): the decision, the store read it
+  // The request's answer under its own deadline, armed at write_if (an outcome settled when the
+  // write is applied is delivered through it): the decision, the store read it
   // may make and the write once applied all run within one --store-timeout.
   Answer done;
   int reads = 0;  // store reads made for it (kMaxStoreReads)
@@ -62,7 +62,8 @@ class ConditionalWrites {
   // Answers precondition_failed (412) or what the write answers, always through done (never
   // inline: after the call returns at the earliest, except a refusal at once).
   void write_if(Kind kind, std::string_view key, std::string_view value,
-                std::uint64_t expires_at_ms, const Preconditions& preconditions, OutcomeDone done);
+                std::uint64_t expires_at_ms, const Preconditions& preconditions,
+                Done<KeyOutcome> done);
   // exists_in_store: what a store read that nothing overtook says (nullopt: no such read).
   void decide_locked(const std::shared_ptr<CondWrite>& op, std::optional<bool> exists_in_store,
                      DecidedList& decided);

@@ -37,13 +37,11 @@
 namespace tier {
 
 using Kind = store::Write::Kind;
-// The callbacks a request hands the tier (run on a store thread, the flusher or the deadline
-// thread, never inline inside the call that started them, except where tier.hh says so).
-using LookupDone = std::function<void(const KeyLookup&)>;
-using OutcomeDone = std::function<void(const KeyOutcome&)>;
-using ResetDone = std::function<void(const store::Status&)>;
-// A key write's answer under its deadline (deadline.hh): runs once.
+// A request hands the tier its completion (deadline.hh: Done<Outcome>), answered once on a store
+// thread, the flusher or the deadline thread, never inline inside the call that started it,
+// except where tier.hh says so. Armed, the tier passes it around as an Answer.
 using Answer = StoreDeadline::Answer<KeyOutcome>;
+using LookupAnswer = StoreDeadline::Answer<KeyLookup>;
 
 // A key write as it travels through the tier: what a PUT or DELETE asks of the store.
 struct KeyWrite {

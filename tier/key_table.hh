@@ -36,7 +36,7 @@ namespace tier {
 struct CondWrite;  // conditional_writes.hh
 
 struct Inflight {  // one store read and the misses waiting on it
-  std::vector<LookupDone> waiters;
+  std::vector<LookupAnswer> waiters;
   std::vector<std::shared_ptr<CondWrite>> decisions;  // conditional writes waiting on the read
   std::size_t charged = 0;    // its misses' costs, in read_bytes until the store answers
   std::uint64_t version = 0;  // the key's KeyState::version when the read began

@@ -6,7 +6,7 @@
 
 namespace tier {
 
-std::optional<KeyLookup> ReadThrough::lookup(std::string_view key, LookupDone done) {
+std::optional<KeyLookup> ReadThrough::lookup(std::string_view key, Done<KeyLookup> done) {
   TierCore& core = p_.core;
   std::lock_guard lock(core.mu);
   if (core.resets_pending == 0 && !core.through()) {
@@ -18,7 +18,7 @@ std::optional<KeyLookup> ReadThrough::lookup(std::string_view key, LookupDone do
   // Each waiter has its own deadline; the read goes on for the others (and fills the cache).
   // Its cost is released when the store answers the read it waits on, not at its deadline:
   // until then the store and the read's waiters hold what it left behind.
-  LookupDone answer = core.deadline.arm<KeyLookup>(std::move(done), core.timeout_lookup);
+  LookupAnswer answer = core.deadline.arm(std::move(done), core.timeout_lookup);
   if (core.resets_pending > 0) {  // the barrier: read once the clear has completed
     parked_.push_back(Parked{std::string(key), std::move(answer), cost});
     return std::nullopt;
@@ -59,7 +59,7 @@ std::optional<std::string> ReadThrough::admit_locked(std::size_t cost) {
   return std::nullopt;
 }
 
-void ReadThrough::start_locked(const std::string& k, const LookupDone* answer,
+void ReadThrough::start_locked(const std::string& k, const LookupAnswer* answer,
                                std::shared_ptr<CondWrite> decision, std::size_t cost) {
   KeyState& state = p_.keys.state_locked(k);
   std::shared_ptr<Inflight> entry = state.read;
@@ -84,7 +84,7 @@ void ReadThrough::start_locked(const std::string& k, const LookupDone* answer,
 
 void ReadThrough::on_done(const std::string& k, Inflight& entry, store::ReadResult& r) {
   KeyLookup result;
-  std::vector<LookupDone> waiters;
+  std::vector<LookupAnswer> waiters;
   DecidedList decided;
   {
     std::lock_guard lock(p_.core.mu);

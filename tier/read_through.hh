@@ -30,19 +30,19 @@ namespace tier {
 
 class ReadThrough {
  public:
-  using Ready = std::vector<std::pair<LookupDone, KeyLookup>>;  // answers to give outside mu
+  using Ready = std::vector<std::pair<LookupAnswer, KeyLookup>>;  // answers to give outside mu
 
   explicit ReadThrough(const Parts& parts) : p_(parts) {}
 
   // The answer at once when the dirty buffer holds the key (or the backlog is full); otherwise
   // reads the store (single-flight) and calls done later, or at the deadline.
-  std::optional<KeyLookup> lookup(std::string_view key, LookupDone done);
+  std::optional<KeyLookup> lookup(std::string_view key, Done<KeyLookup> done);
   // Counts a store read of `cost` bytes into read_bytes, or says why it cannot wait (the
   // backlog is at --max-inflight). Misses and conditional writes share the bound.
   std::optional<std::string> admit_locked(std::size_t cost);
   // A store read of the key (single-flight), for a miss (answer) or a conditional write
   // (decision) or both. cost: what the request was admitted for, released with the read.
-  void start_locked(const std::string& key, const LookupDone* answer,
+  void start_locked(const std::string& key, const LookupAnswer* answer,
                     std::shared_ptr<CondWrite> decision = nullptr, std::size_t cost = 0);
   // The reset barrier is over: the parked misses read now (or are answered by the dirty buffer).
   Ready unpark_locked();
@@ -50,7 +50,7 @@ class ReadThrough {
  private:
   struct Parked {  // a miss that arrived while a reset was pending
     std::string key;
-    LookupDone answer;
+    LookupAnswer answer;
     std::size_t cost = 0;  // in read_bytes
   };
   std::optional<KeyLookup> read_parked_locked(const Parked& parked);

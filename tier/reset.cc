@@ -8,9 +8,9 @@
 
 namespace tier {
 
-void ResetBarrier::reset(ResetDone done, std::function<void(bool)> settled) {
+void ResetBarrier::reset(Done<store::Status> done, std::function<void(bool)> settled) {
   TierCore& core = p_.core;
-  auto answer = core.deadline.arm<store::Status>(std::move(done), core.reset_timeout);
+  auto answer = core.deadline.arm(std::move(done), core.reset_timeout);
   std::lock_guard lock(core.mu);
   ++core.resets_pending;
   // Dirty writes up to `version` were made before the reset; the flusher keeps them back until

@@ -31,7 +31,7 @@ class ResetBarrier {
   // Empties the store (durably), then the cache and the dirty writes made before the call, then
   // done(ok); a failed clear changes nothing: done gets the error. settled(cleared) runs once
   // the store has answered (also after the deadline answered done), before done.
-  void reset(ResetDone done, std::function<void(bool cleared)> settled);
+  void reset(Done<store::Status> done, std::function<void(bool cleared)> settled);
   // Empties only the cache (dirty writes stay pending and are flushed).
   void reset_cache();
   // Shutdown: waits (up to timeout) for the pending resets; false if one is still pending.

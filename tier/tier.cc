@@ -36,23 +36,21 @@ std::optional<KeyOutcome> StoreTier::try_del(std::string_view key) {
   return behind_.try_del(key);
 }
 
-void StoreTier::put(std::string_view key, std::string_view value, OutcomeDone done,
+void StoreTier::put(std::string_view key, std::string_view value, Done<KeyOutcome> done,
                     std::uint64_t expires_at_ms) {
   write({Kind::put, key, value, expires_at_ms}, std::move(done));
 }
 
-void StoreTier::del(std::string_view key, OutcomeDone done) {
+void StoreTier::del(std::string_view key, Done<KeyOutcome> done) {
   write({Kind::del, key}, std::move(done));
 }
 
 // Every immediate outcome is settled (the deadline's claim taken) before the write is applied:
 // a write the deadline answered first (it may have waited that long for mu behind a long flush
 // or reset) is dropped, never applied after its 503. An immediate outcome is answered through
-// done once mu is released: the caller handed done over (a copy of a std::function that holds a
-// lambda is an allocation).
-void StoreTier::write(const KeyWrite& w, OutcomeDone done) {
-  const Answer answer =
-      core_.deadline.arm<KeyOutcome>(std::move(done), core_.timeout_outcome, /*hand_back=*/true);
+// done once mu is released.
+void StoreTier::write(const KeyWrite& w, Done<KeyOutcome> done) {
+  const Answer answer = core_.deadline.arm(std::move(done), core_.timeout_outcome);
   std::optional<KeyOutcome> now;
   {
     std::lock_guard lock(core_.mu);

@@ -21,7 +21,7 @@
 // once.
 // Thread safety: every method may be called from any thread. One mutex (TierCore::mu) orders
 // the parts, so the order in which ops reach the store is the order they were decided in.
-// Callbacks (LookupDone, OutcomeDone, ResetDone) run on a store thread, the flusher or the
+// Completions (deadline.hh, Done<Outcome>) are answered on a store thread, the flusher or the
 // deadline thread, never inline inside the call that started them unless said below: the
 // caller posts them to its connection (server/THREADS.md).
 #pragma once
@@ -61,7 +61,7 @@ class StoreTier {
 
   // A GET/HEAD that missed the cache. Returns the answer at once when the dirty buffer holds the
   // key (write-behind); otherwise reads the store (single-flight) and calls done later.
-  std::optional<KeyLookup> lookup(std::string_view key, LookupDone done) {
+  std::optional<KeyLookup> lookup(std::string_view key, Done<KeyLookup> done) {
     return reads_.lookup(key, std::move(done));
   }
 
@@ -78,15 +78,15 @@ class StoreTier {
   // write-behind write applied now) inline, before the call returns; otherwise later
   // (write-through after the commit; write-behind after waiting for room, or for DELETE after
   // the store says whether the key exists) or by the deadline. The caller keeps no copy of done.
-  void put(std::string_view key, std::string_view value, OutcomeDone done,
+  void put(std::string_view key, std::string_view value, Done<KeyOutcome> done,
            std::uint64_t expires_at_ms = 0);
-  void del(std::string_view key, OutcomeDone done);
+  void del(std::string_view key, Done<KeyOutcome> done);
 
   // A PUT (kind put) or DELETE (kind del) with If-Match / If-None-Match (conditional_writes.hh):
   // answers precondition_failed (412) or what the write answers, through done.
   void write_if(Kind kind, std::string_view key, std::string_view value,
                 std::uint64_t expires_at_ms, const common::Preconditions& preconditions,
-                OutcomeDone done) {
+                Done<KeyOutcome> done) {
     conditional_.write_if(kind, key, value, expires_at_ms, preconditions, std::move(done));
   }
 
@@ -98,7 +98,8 @@ class StoreTier {
   // (503); write-behind returns KeyOutcome{replaced} at once.
   RowReservation reserve_row(std::string_view board, std::string_view member);
   void release_row(std::size_t bytes);
-  std::optional<KeyOutcome> board_write(store::Write row, std::size_t reserved, OutcomeDone done);
+  std::optional<KeyOutcome> board_write(store::Write row, std::size_t reserved,
+                                        Done<KeyOutcome> done);
 
   // Startup only, before any board_write: every board row in the store (store.hh).
   [[nodiscard]] store::Status load_boards(const store::BoardVisitor& visit) {
@@ -110,7 +111,7 @@ class StoreTier {
   // POST /reset (reset.hh): empties the store, then the cache and the dirty writes made before
   // the call, then done(ok); settled(cleared) runs once the store has answered, before done:
   // the boards follow the store there.
-  void reset(ResetDone done, std::function<void(bool cleared)> settled = {}) {
+  void reset(Done<store::Status> done, std::function<void(bool cleared)> settled = {}) {
     barrier_.reset(std::move(done), std::move(settled));
   }
   // POST /reset?scope=cache: empties only the cache (dirty writes stay pending and are flushed).
@@ -133,7 +134,7 @@ class StoreTier {
   bool store_abandoned() const { return core_.store_abandoned.load(); }
 
  private:
-  void write(const KeyWrite& w, OutcomeDone done);
+  void write(const KeyWrite& w, Done<KeyOutcome> done);
 
   TierCore core_;
   const Parts parts_;

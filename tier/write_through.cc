@@ -148,9 +148,9 @@ void WriteThrough::recycle_batch_locked(std::vector<store::Write>& batch) {
   spare_batches_.push_back(std::move(batch));
 }
 
-void WriteThrough::board_write_locked(store::Write row, std::size_t bytes, OutcomeDone done) {
+void WriteThrough::board_write_locked(store::Write row, std::size_t bytes, Done<KeyOutcome> done) {
   TierCore& core = p_.core;
-  const Answer answer = core.deadline.arm<KeyOutcome>(std::move(done), core.timeout_outcome);
+  const Answer answer = core.deadline.arm(std::move(done), core.timeout_outcome);
   std::vector<store::Write> batch;
   batch.push_back(std::move(row));
   core.store->write(std::move(batch), [this, bytes, answer](store::WriteResult r) {

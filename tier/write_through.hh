@@ -38,7 +38,7 @@ class WriteThrough {
   void release_locked(std::size_t bytes) { bytes_ -= bytes; }
   // A board row, counted in the backlog by its reservation: answered by the commit (replaced)
   // or at --store-timeout.
-  void board_write_locked(store::Write row, std::size_t bytes, OutcomeDone done);
+  void board_write_locked(store::Write row, std::size_t bytes, Done<KeyOutcome> done);
 
  private:
   // A write in the store's hands. Its key is its table entry's (kept there while writing > 0),

@@ -15,13 +15,18 @@ namespace {
 // Records the slots it is handed, in order.
 class RecordingSink final : public SlotSink {
  public:
-  void complete_deferred(detail::Slot& slot) override { seen.push_back(&slot); }
-  std::vector<const detail::Slot*> seen;
+  void complete_deferred(PendingResponse& response) override { seen.push_back(&response); }
+  std::vector<const PendingResponse*> seen;
 };
 
-std::vector<std::shared_ptr<detail::Slot>> make_slots(int n) {
-  std::vector<std::shared_ptr<detail::Slot>> slots;
-  for (int i = 0; i < n; ++i) slots.push_back(std::make_shared<detail::Slot>());
+// A response as the inbox sees it (what it renders does not matter here).
+class TestResponse final : public PendingResponse {
+  HandlerResult render(ResponseWriter&) override { return {}; }
+};
+
+std::vector<std::shared_ptr<PendingResponse>> make_slots(int n) {
+  std::vector<std::shared_ptr<PendingResponse>> slots;
+  for (int i = 0; i < n; ++i) slots.push_back(std::make_shared<TestResponse>());
   return slots;
 }
 
@@ -31,7 +36,7 @@ struct CompletionInboxTest : ::testing::Test {
   std::shared_ptr<CompletionInbox> inbox = std::make_shared<CompletionInbox>(ioc.get_executor());
   std::shared_ptr<RecordingSink> a = std::make_shared<RecordingSink>();
   std::shared_ptr<RecordingSink> b = std::make_shared<RecordingSink>();
-  std::vector<std::shared_ptr<detail::Slot>> slots = make_slots(6);
+  std::vector<std::shared_ptr<PendingResponse>> slots = make_slots(6);
 };
 
 TEST_F(CompletionInboxTest, AGroupPushedFromAnotherThreadArrivesInOrderInOneDrain) {
@@ -41,9 +46,9 @@ TEST_F(CompletionInboxTest, AGroupPushedFromAnotherThreadArrivesInOrderInOneDrai
   store_thread.join();
   EXPECT_EQ(ioc.run(), 1u) << "one handler (the drain) for the whole group";
   EXPECT_EQ(a->seen,
-            (std::vector<const detail::Slot*>{slots[0].get(), slots[2].get(), slots[4].get()}));
+            (std::vector<const PendingResponse*>{slots[0].get(), slots[2].get(), slots[4].get()}));
   EXPECT_EQ(b->seen,
-            (std::vector<const detail::Slot*>{slots[1].get(), slots[3].get(), slots[5].get()}));
+            (std::vector<const PendingResponse*>{slots[1].get(), slots[3].get(), slots[5].get()}));
   // The next group posts a drain of its own.
   ioc.restart();
   const auto more = make_slots(1);
@@ -59,7 +64,7 @@ TEST_F(CompletionInboxTest, AConnectionGoneBeforeTheDrainGetsNothing) {
   b.reset();
   EXPECT_TRUE(watch.expired()) << "the inbox must not keep a connection alive";
   ioc.run();
-  EXPECT_EQ(a->seen, (std::vector<const detail::Slot*>{slots[1].get()}));
+  EXPECT_EQ(a->seen, (std::vector<const PendingResponse*>{slots[1].get()}));
 }
 
 TEST_F(CompletionInboxTest, AClosedInboxDropsWhatIsPendingAndPostsNothingMore) {

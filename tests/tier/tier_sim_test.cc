@@ -101,6 +101,8 @@ struct Later {
       ++*calls;
     };
   }
+  // The same as the tier's completion (tier/deadline.hh).
+  tier::Done<T> done() const { return tier::completion_of<T>(callback()); }
   bool ready() const { return calls->load() > 0; }
   const T& get() const { return **slot; }
   // Waits (bounded) for a delivery from another thread.
@@ -115,7 +117,9 @@ struct Later {
 template <class T>
 struct SimReply final : server::Reply<T> {
   explicit SimReply(const Later<T>& l) : later_answer(l) {}
-  server::Deliver<T> later(server::DeferKind) override { return later_answer.callback(); }
+  server::Later<T> later(server::DeferKind) override {
+    return server::Later<T>(later_answer.done());
+  }
   const std::optional<T>& now() const { return this->result_; }
   Later<T> later_answer;
 };
@@ -624,11 +628,11 @@ TEST(StoreTierSimulation, WriteBehindKeepsTheInvariants) {
 TEST(StoreTierFaults, UnknownOutcomeEvictsAndReadsThrough) {
   Tier t(through());
   OutcomeLater v0, v1, d;
-  t.tier->put("k", "V0", v0.callback());
+  t.tier->put("k", "V0", v0.done());
   EXPECT_FALSE(v0.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(v0.ready());
-  t.tier->put("k", "V1", v1.callback());
+  t.tier->put("k", "V1", v1.done());
   EXPECT_FALSE(v1.ready());
   t.store->complete_commit(Commit::unknown_applied);
   ASSERT_TRUE(v1.ready());
@@ -638,13 +642,13 @@ TEST(StoreTierFaults, UnknownOutcomeEvictsAndReadsThrough) {
   EXPECT_EQ(read_through(t, "k"), std::optional<std::string>("V1"));
   // Still in doubt: the read did not fill the cache.
   EXPECT_FALSE(t.cache.get("k"));
-  t.tier->del("k", d.callback());
+  t.tier->del("k", d.done());
   EXPECT_FALSE(d.ready());
   t.store->complete_commit(Commit::unknown_applied);
   EXPECT_EQ(read_through(t, "k"), std::nullopt);
   // A later acknowledged write settles the key: it is cached again.
   OutcomeLater v2;
-  t.tier->put("k", "V2", v2.callback());
+  t.tier->put("k", "V2", v2.done());
   EXPECT_FALSE(v2.ready());
   t.store->complete_commit(Commit::ok);
   EXPECT_EQ(t.cache.get("k"), std::optional<std::string>("V2"));
@@ -655,12 +659,12 @@ TEST(StoreTierFaults, UnknownOutcomeEvictsAndReadsThrough) {
 TEST(StoreTierFaults, ResetIsABarrierForReads) {
   Tier t(through());
   OutcomeLater w;
-  t.tier->put("k", "old", w.callback());
+  t.tier->put("k", "old", w.done());
   EXPECT_FALSE(w.ready());
   t.store->complete_commit(Commit::ok);
   t.tier->reset_cache();  // "k" is in the store only
   StatusLater r;
-  t.tier->reset(r.callback());
+  t.tier->reset(r.done());
   Get g = get(t, "k");
   ASSERT_FALSE(g.now);
   EXPECT_EQ(t.store->pending_reads(), 0u) << "a read was sent before the clear committed";
@@ -685,7 +689,7 @@ TEST(StoreTierFaults, ReadAcrossAResetAnswersTheNewerDirtyWrite) {
   Get g = get(t, "k");  // a read under way
   ASSERT_FALSE(g.now);
   StatusLater r;
-  t.tier->reset(r.callback());
+  t.tier->reset(r.done());
   ASSERT_TRUE(t.tier->try_put("k", "new"));  // after the reset: kept by it
   t.store->complete_commit(Commit::ok);      // the clear
   ASSERT_TRUE(r.ready() && r.get().ok());
@@ -702,7 +706,7 @@ TEST(StoreTierFaults, FailedResetChangesNothing) {
   auto now = t.tier->try_put("k", "V2");
   ASSERT_TRUE(now);
   StatusLater r;
-  t.tier->reset(r.callback());
+  t.tier->reset(r.done());
   t.store->complete_commit(Commit::refused);
   ASSERT_TRUE(r.ready());
   EXPECT_FALSE(r.get().ok());
@@ -717,7 +721,7 @@ TEST(StoreTierFaults, ResetDropsOnlyWhatCameBeforeIt) {
   Tier t(behind());
   ASSERT_TRUE(t.tier->try_put("before", "1"));
   StatusLater r;
-  t.tier->reset(r.callback());
+  t.tier->reset(r.done());
   ASSERT_TRUE(t.tier->try_put("after", "2"));
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(r.ready() && r.get().ok());
@@ -737,7 +741,7 @@ TEST(StoreTierFaults, WriteBehindRefusesWritesWhileFlushesFail) {
   ASSERT_TRUE(t.tier->stats().store.failed) << "stats do not say the store is failing";
   EXPECT_FALSE(t.tier->try_put("b", "2"));
   OutcomeLater b;
-  t.tier->put("b", "2", b.callback());
+  t.tier->put("b", "2", b.done());
   auto now = now_of(b);
   ASSERT_TRUE(now);
   EXPECT_EQ(now->kind, tier::KeyOutcome::Kind::error);
@@ -757,10 +761,10 @@ TEST(StoreTierFaults, WriteAnsweredNotAppliedIsNeverApplied) {
   Tier t(behind(1h, 30ms));
   t.store->hold_next_call(400ms);
   StatusLater r;
-  std::thread resetter([&] { t.tier->reset(r.callback()); });
+  std::thread resetter([&] { t.tier->reset(r.done()); });
   std::this_thread::sleep_for(50ms);  // the resetter holds the tier's lock inside clear()
   OutcomeLater w;
-  t.tier->put("k", "late", w.callback());
+  t.tier->put("k", "late", w.done());
   resetter.join();
   ASSERT_TRUE(w.wait(5s));
   const tier::KeyOutcome& o = w.get();
@@ -782,7 +786,7 @@ TEST(StoreTierFaults, WaitingWritesAreBounded) {
   std::vector<OutcomeLater> answers(8);
   int refused = 0, queued = 0;
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    t.tier->put("k" + std::to_string(i), body, answers[i].callback());
+    t.tier->put("k" + std::to_string(i), body, answers[i].done());
     auto now = now_of(answers[i]);
     if (!now) {
       ++queued;
@@ -802,7 +806,7 @@ TEST(StoreTierFaults, WaitingWritesAreBounded) {
 TEST(StoreTierFaults, AWriteAnsweredAtTheTimeoutLeavesTheStoreQueueAtOnce) {
   Tier t(through(100ms));
   OutcomeLater w;
-  t.tier->put("k", std::string(4096, 'v'), w.callback());
+  t.tier->put("k", std::string(4096, 'v'), w.done());
   EXPECT_FALSE(w.ready());
   ASSERT_TRUE(w.wait(5s));
   EXPECT_EQ(w.get().kind, tier::KeyOutcome::Kind::error);
@@ -812,7 +816,7 @@ TEST(StoreTierFaults, AWriteAnsweredAtTheTimeoutLeavesTheStoreQueueAtOnce) {
   EXPECT_EQ(t.store->abandoned(), 1u);
   EXPECT_EQ(read_through(t, "k"), std::nullopt);
   OutcomeLater again;  // the key is writable as ever
-  t.tier->put("k", "v2", again.callback());
+  t.tier->put("k", "v2", again.done());
   EXPECT_FALSE(again.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(again.wait(5s));
@@ -850,9 +854,9 @@ TEST(StoreTierFaults, ConcurrentWriteBehindDeletesAnswer204Once) {
     t.store->complete_commit(Commit::ok);
     t.tier->reset_cache();  // "k" is in the store only
     OutcomeLater d1, d2;
-    t.tier->del("k", d1.callback());
+    t.tier->del("k", d1.done());
     EXPECT_FALSE(d1.ready());
-    t.tier->del("k", d2.callback());
+    t.tier->del("k", d2.done());
     EXPECT_FALSE(d2.ready());
     ASSERT_EQ(t.store->pending_reads(), 2u);
     t.store->run_read(1);  // the second DELETE's read sees "k" before the first deletes it
@@ -877,14 +881,14 @@ TEST(StoreTierFaults, ConcurrentWriteBehindDeletesAnswer204Once) {
 TEST(StoreTierFaults, AMissAfterAnAcknowledgedWriteDoesNotJoinAnOlderRead) {
   Tier t(through());
   OutcomeLater w, d;
-  t.tier->put("k", "old", w.callback());
+  t.tier->put("k", "old", w.done());
   EXPECT_FALSE(w.ready());
   t.store->complete_commit(Commit::ok);
   t.tier->reset_cache();
   Get g1 = get(t, "k");  // a miss: its read runs now, seeing "old"
   ASSERT_FALSE(g1.now);
   t.store->run_read(0);
-  t.tier->del("k", d.callback());
+  t.tier->del("k", d.done());
   EXPECT_FALSE(d.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_TRUE(d.ready());
@@ -906,9 +910,9 @@ TEST(StoreTierFaults, AMissAfterAnAcknowledgedWriteDoesNotJoinAnOlderRead) {
 TEST(StoreTierFaults, AnOlderWriteOfAGroupDoesNotCacheBehindANewerOne) {
   Tier t(through());
   OutcomeLater w1, w2;
-  t.tier->put("k", "v1", w1.callback());
+  t.tier->put("k", "v1", w1.done());
   EXPECT_FALSE(w1.ready());
-  t.tier->put("k", "v2", w2.callback());
+  t.tier->put("k", "v2", w2.done());
   EXPECT_FALSE(w2.ready());
   t.store->apply_commit(Commit::ok);
   t.store->apply_commit(Commit::ok);  // one group: the store holds v2, no callback has run
@@ -928,11 +932,11 @@ TEST(StoreTierFaults, AStoreReadAheadOfTheCacheEvictsTheOlderValue) {
   Get g = get(t, "k");  // a miss of an absent key: its read waits
   ASSERT_FALSE(g.now);
   OutcomeLater w1, w2;
-  t.tier->put("k", "v1", w1.callback());
+  t.tier->put("k", "v1", w1.done());
   EXPECT_FALSE(w1.ready());
   t.store->complete_commit(Commit::ok);
   ASSERT_EQ(t.cache.get("k"), std::optional<std::string>("v1"));
-  t.tier->put("k", "v2", w2.callback());
+  t.tier->put("k", "v2", w2.done());
   EXPECT_FALSE(w2.ready());
   t.store->apply_commit(Commit::ok);  // the store holds v2; its callback is due
   t.store->complete_read(0);          // the read runs now: it sees v2
