@@ -7,6 +7,8 @@
 namespace server {
 
 namespace {
+constexpr std::size_t kPendingResponseReserve = 256;
+
 // A response rendered at once while earlier ones are pending: queued behind them, done.
 class ReadyResponse final : public PendingResponse {
   HandlerResult render(ResponseWriter&) override { return {}; }  // never: it is done
@@ -26,6 +28,9 @@ void ResponseQueue::defer(DeferKind kind, const ResponseWriter& writer,
   r.head_ = writer.head();
   r.space_used_ = writer.space_used();
   r.route_ = route_;
+  // A write's or an error's whole response fits (status line, a few headers, a short body):
+  // one allocation, where growing from empty took three. A value read from the store grows it.
+  r.out_.reserve(kPendingResponseReserve);
   if (kind != DeferKind::write) ++pending_reads_;
   if (kind != DeferKind::read) ++pending_writes_;
   slots_.push_back(std::move(response));
