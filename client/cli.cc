@@ -3,7 +3,7 @@
 // --help; this file keeps what is ours: each value's parser and range, the one-line error texts
 // other tools match, the cross-flag rules, and the hand-written --help text (grouped as a user
 // reads it, with the exit codes; CLI11's generated help would list flags without that story).
-#include "cli.hh"
+#include "client/cli.hh"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,11 +18,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "client/histogram.hh"
+#include "client/workload.hh"
 #include "common/duration.hh"
-#include "histogram.hh"
-#include "workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr std::uint64_t kMaxKeys = 1'000'000'000;
@@ -757,4 +757,4 @@ CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::st
   return CliOutcome::kRun;
 }
 
-}  // namespace bench
+}  // namespace client

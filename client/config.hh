@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "verify_sampler.hh"
+#include "client/verify_sampler.hh"
 
-namespace bench {
+namespace client {
 
 enum class WorkloadKind {
   kEtc,
@@ -146,4 +146,4 @@ struct Config {
   WorkloadConfig workload;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,5 +1,5 @@
 // Reading bench_client results back and merging runs of several load machines (see merge.hh).
-#include "merge.hh"
+#include "client/merge.hh"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -14,10 +14,10 @@
 #include <set>
 #include <sstream>
 
-#include "histogram_json.hh"
-#include "latency_summary.hh"
+#include "client/histogram_json.hh"
+#include "client/latency_summary.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 namespace json = boost::json;
@@ -626,4 +626,4 @@ two files).
 )";
 }
 
-}  // namespace bench
+}  // namespace client

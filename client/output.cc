@@ -1,5 +1,5 @@
 // Table, JSON and CSV writers (see output.hh).
-#include "output.hh"
+#include "client/output.hh"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "histogram_json.hh"
+#include "client/histogram_json.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 boost::json::value num(double x) {
@@ -453,4 +453,4 @@ void write_slo_summary(std::ostream& os, const SloReport& s) {
        << " req/s, closed loop)\n";
 }
 
-}  // namespace bench
+}  // namespace client

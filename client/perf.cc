@@ -1,5 +1,5 @@
 // threaded_performance() and the preload phase (see perf.hh).
-#include "perf.hh"
+#include "client/perf.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -7,14 +7,14 @@
 #include <memory>
 #include <thread>
 
-#include "board_workload.hh"
-#include "cpu.hh"
-#include "interrupt.hh"
-#include "latency_summary.hh"
-#include "trace_record.hh"
-#include "worker.hh"
+#include "client/board_workload.hh"
+#include "client/cpu.hh"
+#include "client/interrupt.hh"
+#include "client/latency_summary.hh"
+#include "client/trace_record.hh"
+#include "client/worker.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 // Open loop: the point is flagged when fewer than this share of the target rate completed.
@@ -468,4 +468,4 @@ PreloadResult Bench::preload_boards(unsigned nthreads) const {
   return result;
 }
 
-}  // namespace bench
+}  // namespace client

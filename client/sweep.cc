@@ -1,5 +1,5 @@
 // Server probe, reset, preload, metadata collection and the per-thread-count loop (see sweep.hh).
-#include "sweep.hh"
+#include "client/sweep.hh"
 
 #include <sched.h>
 #include <sys/utsname.h>
@@ -12,12 +12,12 @@
 #include <memory>
 #include <optional>
 
-#include "git_revision.hh"
-#include "interrupt.hh"
-#include "perf.hh"
-#include "slo_search.hh"
+#include "client/git_revision.hh"
+#include "client/interrupt.hh"
+#include "client/perf.hh"
+#include "client/slo_search.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr const char* kToolVersion = "1.0";
@@ -441,4 +441,4 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
   return SweepStatus::kOk;
 }
 
-}  // namespace bench
+}  // namespace client

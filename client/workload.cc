@@ -1,14 +1,14 @@
 // Key/value construction and operation streams (see workload.hh).
-#include "workload.hh"
+#include "client/workload.hh"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
 
-#include "board_workload.hh"
+#include "client/board_workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -292,4 +292,4 @@ Op OpGenerator::next() {
   return op;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config.hh"
-#include "distributions.hh"
+#include "client/config.hh"
+#include "client/distributions.hh"
 
-namespace bench {
+namespace client {
 
 enum class OpType : std::uint8_t {
   kGet,
@@ -132,4 +132,4 @@ class OpGenerator {
   double p_set_ = 1.0;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "cli.hh"
-#include "workload.hh"
+#include "client/cli.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 CliOutcome parse(std::vector<std::string> args, Config& cfg, std::string& err) {
@@ -395,9 +395,9 @@ TEST(Cli, HelpDocumentsTheBoardWorkloads) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client
 
-namespace bench {
+namespace client {
 namespace {
 
 // Appends ",h:<port>" (no comma first). Appends only: GCC 12 warns, wrongly, about
@@ -600,9 +600,9 @@ TEST(Cli, HelpDocumentsTheSloAndTheNewFlags) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client
 
-namespace bench {
+namespace client {
 namespace {
 
 TEST(Cli, VerifyDefaultsToOneInSixtyFourAndTakesAllOffOrN) {
@@ -635,4 +635,4 @@ TEST(Cli, HelpDocumentsVerify) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client
