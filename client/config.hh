@@ -1,5 +1,6 @@
 // The whole run configuration of bench_client in one struct, with named defaults carrying units.
-// Parsed by cli.cc, validated there, and passed by const reference everywhere; no globals.
+// Parsed by the flag table (flag_table.cc) and cli.cc, validated there, and passed by const
+// reference everywhere; no globals.
 #pragma once
 
 #include <chrono>

@@ -123,6 +123,19 @@ std::span<const WorkloadSpec> workload_specs() {
   return kWorkloads;
 }
 
+std::string workload_names(bool (*pick)(const WorkloadSpec&), std::string_view sep,
+                           std::string_view last) {
+  std::vector<std::string_view> names;
+  for (const WorkloadSpec& w : workload_specs())
+    if (pick(w)) names.emplace_back(w.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? last : sep;
+    out += names[i];
+  }
+  return out;
+}
+
 const char* workload_name(WorkloadKind kind) {
   return workload_spec(kind).name;
 }
