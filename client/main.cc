@@ -81,15 +81,73 @@ int merge_main(const std::vector<std::string>& args) {
   }
   return code;
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args.front() == "merge")
-    return merge_main(std::vector<std::string>(args.begin() + 1, args.end()));
-  if (!args.empty() && args.front() == "place")
-    return client::run_place(std::vector<std::string>(args.begin() + 1, args.end()), std::cin,
-                             std::cout, std::cerr);
+// The table on stdout as the sweep goes, and its progress on stderr unless --quiet.
+client::SweepHooks table_hooks(const client::Config& cfg) {
+  client::SweepHooks hooks;
+  hooks.message = [&cfg](const std::string& m) {
+    if (!cfg.quiet) std::cerr << m << "\n";
+  };
+  hooks.started = [&cfg](const client::SweepResult& r) {
+    client::write_table_preamble(std::cout, r);
+    client::write_table_header(std::cout, cfg.rate_rps > 0 || !cfg.slo.text.empty());
+    std::cout.flush();
+  };
+  hooks.point_done = [](const client::PointResult& p) {
+    client::write_table_row(std::cout, p);
+    client::write_point_notes(std::cout, p);
+    std::cout.flush();
+  };
+  hooks.slo_step = [](const client::SloReport& s, const client::SloStepRecord& step) {
+    client::write_slo_step(std::cout, s, step);
+    std::cout.flush();
+  };
+  hooks.slo_done = [](const client::SloReport& s) {
+    client::write_slo_summary(std::cout, s);
+    std::cout.flush();
+  };
+  return hooks;
+}
+
+// The exit status of a sweep that ran (exit_codes.hh), said on stderr when it is not 0.
+int sweep_exit_code(client::SweepStatus status, const client::SweepResult& result,
+                    const client::Config& cfg) {
+  const bool saved = !cfg.json_path.empty() || !cfg.csv_path.empty();
+  if (status == client::SweepStatus::kInterrupted) {
+    std::cerr << "bench_client: " << result.abort_reason << "; " << result.points.size()
+              << " finished point(s)" << (saved ? " saved" : "") << "\n";
+    return client::kExitAborted;
+  }
+  if (status == client::SweepStatus::kAborted) {
+    std::cerr << "bench_client: run aborted: " << result.abort_reason
+              << (saved ? " (partial results saved)" : "") << "\n";
+    return client::kExitAborted;
+  }
+  if (any_wrong_answer(result)) {
+    std::cerr << "bench_client: wrong answers (mismatch): the point(s) are invalid\n";
+    return client::kExitWrongAnswer;
+  }
+  return client::kExitOk;
+}
+
+// --json, --csv and --record-trace; a failed write makes a 0 status kExitOutput.
+int write_outputs(const client::Config& cfg, const client::SweepResult& result, int code) {
+  std::string error;
+  auto failed = [&] {
+    std::cerr << "bench_client: " << error << "\n";
+    code = code == client::kExitOk ? client::kExitOutput : code;
+  };
+  if (!cfg.json_path.empty() && !client::write_json(result, cfg.json_path, error)) failed();
+  if (!cfg.csv_path.empty() && !client::write_csv(result, cfg.csv_path, error)) failed();
+  if (!cfg.record_trace_path.empty() &&
+      !client::write_recorded_trace(cfg.workload, result.recorded_trace, cfg.record_trace_path,
+                                    error))
+    failed();
+  return code;
+}
+
+// `bench_client [options]`: the sweep, its table, and its files.
+int sweep_main(const std::vector<std::string>& args) {
   client::Config cfg;
   std::string error;
   switch (client::parse_args(args, cfg, error)) {
@@ -112,63 +170,22 @@ int main(int argc, char** argv) {
   client::install_interrupt_handlers();
   std::string command_line = "bench_client";
   for (const auto& a : args) command_line += " " + a;
-
-  client::SweepHooks hooks;
-  hooks.message = [&](const std::string& m) {
-    if (!cfg.quiet) std::cerr << m << "\n";
-  };
-  hooks.started = [&](const client::SweepResult& r) {
-    client::write_table_preamble(std::cout, r);
-    client::write_table_header(std::cout, cfg.rate_rps > 0 || !cfg.slo.text.empty());
-    std::cout.flush();
-  };
-  hooks.point_done = [&](const client::PointResult& p) {
-    client::write_table_row(std::cout, p);
-    client::write_point_notes(std::cout, p);
-    std::cout.flush();
-  };
-  hooks.slo_step = [&](const client::SloReport& s, const client::SloStepRecord& step) {
-    client::write_slo_step(std::cout, s, step);
-    std::cout.flush();
-  };
-  hooks.slo_done = [&](const client::SloReport& s) {
-    client::write_slo_summary(std::cout, s);
-    std::cout.flush();
-  };
   client::SweepResult result;
-  const client::SweepStatus status = client::run_sweep(cfg, command_line, hooks, result);
+  const client::SweepStatus status = client::run_sweep(cfg, command_line, table_hooks(cfg), result);
   if (status == client::SweepStatus::kUnreachable) {
     std::cerr << "bench_client: server unreachable: " << result.abort_reason << "\n";
     return client::kExitUnreachable;
   }
-  int code = client::kExitOk;
-  if (status == client::SweepStatus::kInterrupted) {
-    std::cerr << "bench_client: " << result.abort_reason << "; " << result.points.size()
-              << " finished point(s)"
-              << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " saved") << "\n";
-    code = client::kExitAborted;
-  } else if (status == client::SweepStatus::kAborted) {
-    std::cerr << "bench_client: run aborted: " << result.abort_reason
-              << (cfg.json_path.empty() && cfg.csv_path.empty() ? "" : " (partial results saved)")
-              << "\n";
-    code = client::kExitAborted;
-  } else if (any_wrong_answer(result)) {
-    std::cerr << "bench_client: wrong answers (mismatch): the point(s) are invalid\n";
-    code = client::kExitWrongAnswer;
-  }
-  if (!cfg.json_path.empty() && !client::write_json(result, cfg.json_path, error)) {
-    std::cerr << "bench_client: " << error << "\n";
-    code = code == client::kExitOk ? client::kExitOutput : code;
-  }
-  if (!cfg.csv_path.empty() && !client::write_csv(result, cfg.csv_path, error)) {
-    std::cerr << "bench_client: " << error << "\n";
-    code = code == client::kExitOk ? client::kExitOutput : code;
-  }
-  if (!cfg.record_trace_path.empty() &&
-      !client::write_recorded_trace(cfg.workload, result.recorded_trace, cfg.record_trace_path,
-                                    error)) {
-    std::cerr << "bench_client: " << error << "\n";
-    code = code == client::kExitOk ? client::kExitOutput : code;
-  }
-  return code;
+  return write_outputs(cfg, result, sweep_exit_code(status, result, cfg));
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "merge")
+    return merge_main(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args.front() == "place")
+    return client::run_place(std::vector<std::string>(args.begin() + 1, args.end()), std::cin,
+                             std::cout, std::cerr);
+  return sweep_main(args);
 }
