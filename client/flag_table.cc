@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <type_traits>
 
 #include "client/histogram.hh"
 #include "client/workload.hh"
@@ -82,6 +83,51 @@ bool double_in(const std::string& s, double& out, double min, double max, bool m
   if (!d || *d > max || *d < min || (*d == min && !min_included)) return false;
   out = *d;
   return true;
+}
+
+// The part of Config a field pointer points into: Config itself, its workload or its --slo.
+template <class Part>
+Part& part_of(Config& c) {
+  if constexpr (std::is_same_v<Part, WorkloadConfig>) {
+    return c.workload;
+  } else if constexpr (std::is_same_v<Part, SloConfig>) {
+    return c.slo;
+  } else {
+    return c;
+  }
+}
+template <class Member>
+struct MemberOf;
+template <class Part, class T>
+struct MemberOf<T Part::*> {
+  using part = Part;
+  using type = T;
+};
+
+// A row's parser that stores an integer in [Min, Max] in `Field` (&Config::port, ...).
+template <auto Field, auto Min, auto Max>
+bool int_field(Config& c, GivenFlags&, const std::string& v) {
+  using Member = MemberOf<decltype(Field)>;
+  using T = typename Member::type;
+  return int_in<T>(v, part_of<typename Member::part>(c).*Field, T(Min), T(Max));
+}
+
+enum class Text { kAny, kNonEmpty };  // whether a text field may be ""
+
+// A row's parser that stores its value as it is in `Field` (&Config::json_path, ...).
+template <auto Field, Text Allowed = Text::kAny>
+bool text_field(Config& c, GivenFlags&, const std::string& v) {
+  c.*Field = v;
+  return Allowed == Text::kAny || !v.empty();
+}
+
+enum class Bound { kIncluded, kExcluded };  // whether a number field's Min is a valid value
+
+// A row's parser that stores a finite number in [Min, Max] (Min excluded: (Min, Max]) in `Field`.
+template <auto Field, double Min, double Max, Bound MinBound = Bound::kIncluded>
+bool number_field(Config& c, GivenFlags&, const std::string& v) {
+  using Part = typename MemberOf<decltype(Field)>::part;
+  return double_in(v, part_of<Part>(c).*Field, Min, Max, MinBound == Bound::kIncluded);
 }
 
 // "1,2,4": each item an integer that `valid` accepts; no empty item.
@@ -274,13 +320,9 @@ constexpr const char* kOutput = "Output";
 const std::vector<FlagRow> kFlags = {
     // Target
     {kTarget, "-s,--host", "HOST", "server address", "127.0.0.1", "a host",
-     "a host name or address",
-     [](Config& c, Given&, Value v) {
-       c.host = v;
-       return !v.empty();
-     }},
+     "a host name or address", text_field<&Config::host, Text::kNonEmpty>},
     {kTarget, "-p,--port", "PORT", "server port", "8080", "a port", "a port 1..65535",
-     [](Config& c, Given&, Value v) { return int_in<std::uint16_t>(v, c.port, 1, 65535); }},
+     int_field<&Config::port, 1, 65535>},
     {kTarget, "--targets", "HOST:PORT[,HOST:PORT...]",
      "1..64 nodes of a consistent-hash cluster instead of --host/--port:\n"
      "each request goes straight to the node nginx's `hash $cache_key\n"
@@ -301,9 +343,7 @@ const std::vector<FlagRow> kFlags = {
      "in the nginx upstream's server lines, as scripts/cluster.sh's\n"
      "weight=10",
      "10", "a weight", "a weight 1..100",
-     [](Config& c, Given&, Value v) {
-       return int_in(v, c.target_weight, 1u, Config::kMaxTargetWeight);
-     }},
+     int_field<&Config::target_weight, 1, Config::kMaxTargetWeight>},
     {kTarget, "--server-pid", "PID[,PID...]",
      "sample the server's CPU % from its CPU clock; several PIDs:\n"
      "their CPU is summed (e.g. nginx workers); with --targets:\n"
@@ -337,8 +377,8 @@ const std::vector<FlagRow> kFlags = {
     {kSweep, "--threads", "LIST", "explicit client thread counts, e.g. 1,3,5", "",
      "a list like 1,2,4", "a comma-separated list of thread counts 1..1024",
      [](Config& c, Given&, Value v) {
-       return list_of<unsigned>(
-           v, c.thread_counts, [](unsigned t) { return t > 0 && t <= Config::kMaxThreadsLimit; });
+       return list_of<unsigned>(v, c.thread_counts,
+                                [](unsigned t) { return t > 0 && t <= Config::kMaxThreadsLimit; });
      }},
     {kSweep, "--max-threads", "N", "cap of the default counts 1,2,4,8,16", "16", "a count",
      "1..1024",
@@ -352,9 +392,7 @@ const std::vector<FlagRow> kFlags = {
      "keep-alive connections per thread, 1..4096 (3000 from one\n"
      "thread: --threads 1 --connections-per-thread 3000)",
      "1", "a count", "1..4096",
-     [](Config& c, Given&, Value v) {
-       return int_in(v, c.connections_per_thread, 1u, Config::kMaxConnectionsPerThread);
-     }},
+     int_field<&Config::connections_per_thread, 1, Config::kMaxConnectionsPerThread>},
     {kSweep, "--pipeline", "N",
      "requests outstanding per connection, 1..1024: each write\n"
      "carries as many requests as there are free slots, back to back;\n"
@@ -362,20 +400,14 @@ const std::vector<FlagRow> kFlags = {
      "parsed response. With --rate (or --slo) a write carries the\n"
      "sends that are due, up to the free slots, each timed from its\n"
      "own planned time",
-     "1", "a depth", "a depth 1..1024",
-     [](Config& c, Given&, Value v) { return int_in(v, c.pipeline, 1u, Config::kMaxPipeline); }},
+     "1", "a depth", "a depth 1..1024", int_field<&Config::pipeline, 1, Config::kMaxPipeline>},
     {kSweep, "-n,--requests", "N", "measured requests per thread per point", "50000", "a count",
-     "a positive request count",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint64_t>(v, c.requests_per_thread, 1, UINT64_MAX);
-     }},
+     "a positive request count", int_field<&Config::requests_per_thread, 1, UINT64_MAX>},
     {kSweep, "--requests-total", "N",
      "measured requests per point across all threads, like ab -n\n"
      "(split evenly; not with -n or --duration)",
      "", "a count", "a request count 1..1000000000000",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint64_t>(v, c.requests_total, 1, Config::kMaxRequestsTotal);
-     }},
+     int_field<&Config::requests_total, 1, Config::kMaxRequestsTotal>},
     {kSweep, "-d,--duration", "DURATION",
      "measure each point this long instead of --requests (10s, 500ms;\n"
      "a bare number is seconds)",
@@ -396,7 +428,7 @@ const std::vector<FlagRow> kFlags = {
      "times; latency is measured from the planned time (coordinated-\n"
      "omission corrected), the uncorrected figure is reported too",
      "0 = closed loop", "requests/s", "a rate 0..1e8 req/s",
-     [](Config& c, Given&, Value v) { return double_in(v, c.rate_rps, 0, 1e8, true); }},
+     number_field<&Config::rate_rps, 0.0, 1e8>},
     {kSweep, "--pin-cpus", "LIST", "pin client thread i to CPU LIST[i % len]", "no pinning",
      "a CPU list", "a comma-separated CPU list like 0,1",
      [](Config& c, Given&, Value v) {
@@ -416,10 +448,10 @@ const std::vector<FlagRow> kFlags = {
      [](Config& c, Given&, Value v) { return parse_slo(v, c.slo); }},
     {kSlo, "--slo-max-rate", "R", "top of the search instead of 1.1 x the saturation rate", "",
      "requests/s", "a rate above 0, up to 1e8 req/s",
-     [](Config& c, Given&, Value v) { return double_in(v, c.slo.max_rate_rps, 0, 1e8, false); }},
+     number_field<&SloConfig::max_rate_rps, 0.0, 1e8, Bound::kExcluded>},
     {kSlo, "--slo-precision", "F", "stop when the bracket hi/lo - 1 is below F, 0 < F <= 0.5",
      "0.02", "a fraction", "a fraction above 0, up to 0.5",
-     [](Config& c, Given&, Value v) { return double_in(v, c.slo.precision, 0, 0.5, false); }},
+     number_field<&SloConfig::precision, 0.0, 0.5, Bound::kExcluded>},
     // Workload
     {kWorkload, "--workload", "NAME", workload_help(), "", "a workload name",
      workload_names(any_workload, "|", "|"),
@@ -441,8 +473,7 @@ const std::vector<FlagRow> kFlags = {
        return g.ratio.has_value();
      }},
     {kWorkload, "--theta", "T", "Zipf exponent of etc and zipf, T >= 0", "0.99", "a number",
-     "0..10",
-     [](Config& c, Given&, Value v) { return double_in(v, c.workload.theta, 0, 10, true); }},
+     "0..10", number_field<&WorkloadConfig::theta, 0.0, 10.0>},
     {kWorkload, "--miss-ratio", "F", "share of GETs aimed at never-stored keys, 0..1",
      "0.2 for etc", "a fraction", "0..1",
      [](Config&, Given& g, Value v) {
@@ -452,28 +483,15 @@ const std::vector<FlagRow> kFlags = {
        return true;
      }},
     {kWorkload, "--keys", "N", "key-space size", "10000", "a count", "1..1000000000",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint64_t>(v, c.workload.keys, 1, kMaxKeys);
-     }},
+     int_field<&WorkloadConfig::keys, 1, kMaxKeys>},
     {kWorkload, "--hot-keys", "N", "hot keys of get-popular", "8", "a count", "a positive count",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint64_t>(v, c.workload.hot_keys, 1, UINT64_MAX);
-     }},
+     int_field<&WorkloadConfig::hot_keys, 1, UINT64_MAX>},
     {kWorkload, "--key-size", "BYTES", "fixed key size, 2..250", "ETC GEV model", "bytes",
-     "2..250 bytes",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint32_t>(v, c.workload.key_bytes, 2, WorkloadConfig::kMaxKeyBytes);
-     }},
+     "2..250 bytes", int_field<&WorkloadConfig::key_bytes, 2, WorkloadConfig::kMaxKeyBytes>},
     {kWorkload, "--value-size", "BYTES", "fixed value size", "ETC model for etc, 100 otherwise",
-     "bytes", "0..67108864 bytes",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint32_t>(v, c.workload.value_bytes, 0, kMaxValueLimit);
-     }},
+     "bytes", "0..67108864 bytes", int_field<&WorkloadConfig::value_bytes, 0, kMaxValueLimit>},
     {kWorkload, "--max-value-size", "BYTES", "cap of model-drawn value sizes", "102400", "bytes",
-     "1..67108864 bytes",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint32_t>(v, c.workload.max_value_bytes, 1, kMaxValueLimit);
-     }},
+     "1..67108864 bytes", int_field<&WorkloadConfig::max_value_bytes, 1, kMaxValueLimit>},
     {kWorkload, "--path", "PATH", "the path of fixed-get (implies --workload fixed-get)", "",
      "a path", "an absolute path like /mem",
      [](Config& c, Given&, Value v) {
@@ -482,32 +500,20 @@ const std::vector<FlagRow> kFlags = {
      }},
     // Workload: the leaderboards, the seed and the server's data
     {kWorkload, "--boards", "B", "boards of the board workloads, 1..1000000", "1", "a count",
-     "1..1000000",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint32_t>(v, c.workload.boards, 1, WorkloadConfig::kMaxBoards);
-     }},
+     "1..1000000", int_field<&WorkloadConfig::boards, 1, WorkloadConfig::kMaxBoards>},
     {kWorkload, "--members", "N",
      "members per board of the board workloads; boards x members at\n"
      "most 1000000000",
      "100000", "a count", "1..1000000000",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint64_t>(v, c.workload.members, 1, WorkloadConfig::kMaxBoardMembers);
-     }},
+     int_field<&WorkloadConfig::members, 1, WorkloadConfig::kMaxBoardMembers>},
     {kWorkload, "--top-n", "N", "n of the top-N reads (board-top, board-mixed), 1..1000", "100",
-     "a count", "1..1000",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint32_t>(v, c.workload.top_n, 1, WorkloadConfig::kMaxTopN);
-     }},
+     "a count", "1..1000", int_field<&WorkloadConfig::top_n, 1, WorkloadConfig::kMaxTopN>},
     {kWorkload, "--score-max", "S", "board workloads: scores in [0, S) in tenths", "1e9",
      "a number", "a score bound above 0, up to 1e9",
-     [](Config& c, Given&, Value v) {
-       return double_in(v, c.workload.score_max, 0, WorkloadConfig::kDefaultScoreMax, false);
-     }},
+     number_field<&WorkloadConfig::score_max, 0.0, WorkloadConfig::kDefaultScoreMax,
+                  Bound::kExcluded>},
     {kWorkload, "--seed", "N", "random seed; the same seed gives the same requests", "1",
-     "a number", "a non-negative integer",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint64_t>(v, c.workload.seed, 0, UINT64_MAX);
-     }},
+     "a number", "a non-negative integer", int_field<&WorkloadConfig::seed, 0, UINT64_MAX>},
     {kWorkload, "--no-preload", "",
      "keep the server's data: no reset, no preload before the first point\n"
      "(board reads then count a 404 as a miss, not an error)",
@@ -516,8 +522,8 @@ const std::vector<FlagRow> kFlags = {
        c.preload = false;
        return true;
      }},
-    {kWorkload, "--no-reset", "", "do not POST /reset before the preload (keep other data)", "",
-     "", "",
+    {kWorkload, "--no-reset", "", "do not POST /reset before the preload (keep other data)", "", "",
+     "",
      [](Config& c, Given&, Value) {
        c.reset = false;
        return true;
@@ -527,9 +533,7 @@ const std::vector<FlagRow> kFlags = {
      "and the workload's, so every item expires. A read of an expired\n"
      "key is a miss (404), as any absent key",
      "none", "a number of seconds", "a whole number of seconds 1..315360000",
-     [](Config& c, Given&, Value v) {
-       return int_in<std::uint32_t>(v, c.ttl_seconds, 1, Config::kMaxTtlSeconds);
-     }},
+     int_field<&Config::ttl_seconds, 1, Config::kMaxTtlSeconds>},
     // Answer checking and output
     {kChecking, "--verify", "all|N|off",
      "which answers are checked in full (a GET's bytes against the\n"
@@ -547,27 +551,15 @@ const std::vector<FlagRow> kFlags = {
        return policy.has_value();
      }},
     {kOutput, "--json", "FILE", "write {\"meta\": {...}, \"points\": [...]} to FILE", "",
-     "a file name", "a file name",
-     [](Config& c, Given&, Value v) {
-       c.json_path = v;
-       return true;
-     }},
+     "a file name", "a file name", text_field<&Config::json_path>},
     {kOutput, "--csv", "FILE", "write one CSV row per point to FILE", "", "a file name",
-     "a file name",
-     [](Config& c, Given&, Value v) {
-       c.csv_path = v;
-       return true;
-     }},
+     "a file name", text_field<&Config::csv_path>},
     {kOutput, "--record-trace", "FILE",
      "record the key of every request sent (warm-up and measured, every\n"
      "point, not the preload) as a trace for traces/trace_replay: one\n"
      "key per line, or the binary trace form if FILE ends in .bin.\n"
      "Threads are merged round-robin (traces/README.md)",
-     "", "a file name", "a file name",
-     [](Config& c, Given&, Value v) {
-       c.record_trace_path = v;
-       return !v.empty();
-     }},
+     "", "a file name", "a file name", text_field<&Config::record_trace_path, Text::kNonEmpty>},
     {kOutput, "-q,--quiet", "", "no progress messages on stderr", "", "", "",
      [](Config& c, Given&, Value) {
        c.quiet = true;

@@ -24,12 +24,10 @@ SloMeasure step_model(double capacity) {
 }
 
 SloSearchParams params(double saturation, double max_rate = 0, double precision = 0.02) {
-  SloSearchParams p;
-  p.bound_us = kBoundUs;
-  p.saturation_rps = saturation;
-  p.max_rate_rps = max_rate;
-  p.precision = precision;
-  return p;
+  return {.bound_us = kBoundUs,
+          .saturation_rps = saturation,
+          .max_rate_rps = max_rate,
+          .precision = precision};
 }
 
 TEST(SloSearch, FindsStepCapacityWithinPrecision) {
