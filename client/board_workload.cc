@@ -1,5 +1,5 @@
 // Leaderboard workload names, scores, requests and answer checks (see board_workload.hh).
-#include "board_workload.hh"
+#include "client/board_workload.hh"
 
 #include <algorithm>
 #include <boost/json/monotonic_resource.hpp>
@@ -11,7 +11,7 @@
 
 #include "common/decimal.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr std::uint64_t kScoreTenths = 10'000'000'000ull;      // scores in [0, 1e9), step 0.1
@@ -221,4 +221,4 @@ BoardVerdict verify_member(std::string_view body, std::string_view member) {
   return v.member(body, member);
 }
 
-}  // namespace bench
+}  // namespace client

@@ -16,11 +16,11 @@
 #include <string>
 #include <string_view>
 
-#include "config.hh"
-#include "distributions.hh"
-#include "workload.hh"
+#include "client/config.hh"
+#include "client/distributions.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 
 // Longest name write_board_name/write_member_name produce ("m" + 20 digits).
 inline constexpr std::size_t kMaxBoardNameBytes = 24;
@@ -92,4 +92,4 @@ BoardVerdict verify_top(std::string_view body, std::string_view board, std::uint
                         std::uint64_t min_members);
 BoardVerdict verify_member(std::string_view body, std::string_view member);
 
-}  // namespace bench
+}  // namespace client

@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "config.hh"
+#include "client/config.hh"
 
-namespace bench {
+namespace client {
 
 enum class CliOutcome { kRun, kHelp, kError };
 
 CliOutcome parse_args(const std::vector<std::string>& args, Config& cfg, std::string& error);
 std::string help_text();
 
-}  // namespace bench
+}  // namespace client

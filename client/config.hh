@@ -1,5 +1,6 @@
 // The whole run configuration of bench_client in one struct, with named defaults carrying units.
-// Parsed by cli.cc, validated there, and passed by const reference everywhere; no globals.
+// Parsed by the flag table (flag_table.cc) and cli.cc, validated there, and passed by const
+// reference everywhere; no globals.
 #pragma once
 
 #include <chrono>
@@ -7,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "verify_sampler.hh"
+#include "client/verify_sampler.hh"
 
-namespace bench {
+namespace client {
 
 enum class WorkloadKind {
   kEtc,
@@ -146,4 +147,4 @@ struct Config {
   WorkloadConfig workload;
 };
 
-}  // namespace bench
+}  // namespace client

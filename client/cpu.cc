@@ -1,5 +1,5 @@
 // Process CPU clocks, /proc and getrusage based CPU sampling (see cpu.hh).
-#include "cpu.hh"
+#include "client/cpu.hh"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-namespace bench {
+namespace client {
 
 namespace {
 
@@ -69,4 +69,4 @@ double cpu_percent(std::optional<double> start, std::optional<double> end, doubl
   return 100.0 * (*end - *start) / wall_s;
 }
 
-}  // namespace bench
+}  // namespace client

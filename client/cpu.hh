@@ -5,7 +5,7 @@
 
 #include <optional>
 
-namespace bench {
+namespace client {
 
 // pid's CPU seconds (all its threads, exited ones included), or nullopt if the process is gone or
 // unreadable.
@@ -15,4 +15,4 @@ double self_cpu_seconds();
 // 100 * cpu / wall; NaN when either sample is missing or wall <= 0.
 double cpu_percent(std::optional<double> start, std::optional<double> end, double wall_s);
 
-}  // namespace bench
+}  // namespace client

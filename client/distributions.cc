@@ -1,11 +1,11 @@
 // Implementations of the generator and the laws declared in distributions.hh.
-#include "distributions.hh"
+#include "client/distributions.hh"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
-namespace bench {
+namespace client {
 
 Rng::Rng(std::uint64_t seed) {
   std::uint64_t x = seed;
@@ -132,4 +132,4 @@ std::uint64_t Zipf::sample(Rng& rng) const {
   return 1;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-namespace bench {
+namespace client {
 
 // SplitMix64 finalizer: a good 64-bit mixing function, also used to derive seeds and hashes.
 constexpr std::uint64_t mix64(std::uint64_t x) {
@@ -90,4 +90,4 @@ class Zipf {
   double h_integral_x1_ = 0, h_integral_n_ = 0, s_ = 0;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -2,7 +2,7 @@
 // subcommands (`bench_client merge`, `bench_client place`).
 #pragma once
 
-namespace bench {
+namespace client {
 
 enum ExitCode : int {
   kExitOk = 0,
@@ -14,4 +14,4 @@ enum ExitCode : int {
   kExitWrongAnswer = 6,   // a point had a wrong answer (mismatch): it is invalid
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,5 +1,5 @@
 // Run-time git revision (see git_revision.hh).
-#include "git_revision.hh"
+#include "client/git_revision.hh"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr std::size_t kMaxOutput = 256;
@@ -102,4 +102,4 @@ std::string run_time_git_revision() {
   return kUnknown;
 }
 
-}  // namespace bench
+}  // namespace client

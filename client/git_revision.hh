@@ -7,7 +7,7 @@
 #include <chrono>
 #include <string>
 
-namespace bench {
+namespace client {
 
 constexpr std::chrono::milliseconds kGitRevisionTimeout{2000};
 
@@ -19,4 +19,4 @@ std::string git_revision(const std::string& dir,
 // directory of the executable), or "unknown".
 std::string run_time_git_revision();
 
-}  // namespace bench
+}  // namespace client

@@ -1,11 +1,11 @@
 // Log-linear histogram implementation: bucket arithmetic, recording, merging, percentiles.
-#include "histogram.hh"
+#include "client/histogram.hh"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
-namespace bench {
+namespace client {
 
 std::size_t Histogram::bucket_index(std::uint64_t ns) {
   if (ns < kSubBuckets) return static_cast<std::size_t>(ns);
@@ -118,4 +118,4 @@ std::vector<std::pair<std::uint32_t, std::uint64_t>> Histogram::nonzero_buckets(
   return out;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace bench {
+namespace client {
 
 // A histogram in a form that can be written out, read back and merged exactly: the sparse
 // buckets (nonzero_buckets(), with the above-range pseudo-bucket) plus the exact count, sum,
@@ -77,4 +77,4 @@ class Histogram {
   std::uint64_t above_range_ = 0;
 };
 
-}  // namespace bench
+}  // namespace client

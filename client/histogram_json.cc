@@ -1,11 +1,11 @@
 // Writing and reading a HistogramSnapshot as JSON (see histogram_json.hh).
-#include "histogram_json.hh"
+#include "client/histogram_json.hh"
 
 #include <boost/json.hpp>
 
 #include <stdexcept>
 
-namespace bench {
+namespace client {
 namespace {
 
 std::uint64_t get_u64(const boost::json::object& o, const char* name) {
@@ -73,4 +73,4 @@ HistogramSnapshot histogram_from_json(const boost::json::value& v) {
   return h;
 }
 
-}  // namespace bench
+}  // namespace client

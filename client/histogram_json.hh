@@ -15,9 +15,9 @@
 
 #include <string>
 
-#include "histogram.hh"
+#include "client/histogram.hh"
 
-namespace bench {
+namespace client {
 
 boost::json::object histogram_to_json(const HistogramSnapshot& h);
 
@@ -25,4 +25,4 @@ boost::json::object histogram_to_json(const HistogramSnapshot& h);
 // layout, a bucket index out of range, counts that do not add up to "count".
 HistogramSnapshot histogram_from_json(const boost::json::value& v);
 
-}  // namespace bench
+}  // namespace client

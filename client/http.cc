@@ -1,5 +1,5 @@
 // Socket handling and the minimal HTTP/1.1 response parser (see http.hh).
-#include "http.hh"
+#include "client/http.hh"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <utility>
 
-namespace bench {
+namespace client {
 namespace {
 
 // The receive buffer starts at kInitialBuffer and a read asks for at most kReadChunk bytes unless
@@ -626,4 +626,4 @@ IoResult Connection::next_response(ReadMode mode, bool head, BodyUse use, Respon
   }
 }
 
-}  // namespace bench
+}  // namespace client

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace bench {
+namespace client {
 
 struct Endpoint {
   sockaddr_storage addr{};
@@ -152,4 +152,4 @@ class Connection {
   bool memo_for_head_ = false;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,11 +1,11 @@
 // The interrupt flag and its signal handler (see interrupt.hh).
-#include "interrupt.hh"
+#include "client/interrupt.hh"
 
 #include <csignal>
 
 #include <atomic>
 
-namespace bench {
+namespace client {
 namespace {
 
 std::atomic<int> g_signal{0};
@@ -47,4 +47,4 @@ void set_interrupted(int signal) noexcept {
   g_signal.store(signal, std::memory_order_relaxed);
 }
 
-}  // namespace bench
+}  // namespace client

@@ -4,7 +4,7 @@
 // handler is installed with SA_RESETHAND: a second Ctrl-C kills the process at once.
 #pragma once
 
-namespace bench {
+namespace client {
 
 // Installs the handler for SIGINT and SIGTERM (once, from main, before any thread starts).
 void install_interrupt_handlers();
@@ -15,4 +15,4 @@ const char* interrupt_signal_name() noexcept;
 // What the handler does; for tests (and 0 to clear).
 void set_interrupted(int signal) noexcept;
 
-}  // namespace bench
+}  // namespace client

@@ -1,7 +1,7 @@
 // LatencySummary from a Histogram (see latency_summary.hh).
-#include "latency_summary.hh"
+#include "client/latency_summary.hh"
 
-namespace bench {
+namespace client {
 
 LatencySummary summarize(const Histogram& h) {
   LatencySummary s;
@@ -16,4 +16,4 @@ LatencySummary summarize(const Histogram& h) {
   return s;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -3,14 +3,14 @@
 // a merged point's percentiles come out of exactly the code path of a normal run.
 #pragma once
 
-#include "histogram.hh"
-#include "result.hh"
+#include "client/histogram.hh"
+#include "client/result.hh"
 
-namespace bench {
+namespace client {
 
 // Histograms count nanoseconds; summaries and reports speak microseconds.
 inline constexpr double kNsPerUs = 1000.0;
 
 LatencySummary summarize(const Histogram& h);
 
-}  // namespace bench
+}  // namespace client

@@ -1,5 +1,5 @@
 // Reading bench_client results back and merging runs of several load machines (see merge.hh).
-#include "merge.hh"
+#include "client/merge.hh"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -14,10 +14,10 @@
 #include <set>
 #include <sstream>
 
-#include "histogram_json.hh"
-#include "latency_summary.hh"
+#include "client/histogram_json.hh"
+#include "client/latency_summary.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 namespace json = boost::json;
@@ -144,6 +144,41 @@ NodeResult read_node(const Reader& rd, const json::value& v, const std::string& 
   return n;
 }
 
+// An open-loop point's fields: the planned rate and how well it was kept.
+void read_open_loop(const Reader& rd, const json::object& o, const std::string& dot,
+                    PointResult& p) {
+  p.target_rps = rd.number(o, "target_rps", dot);
+  p.rate_sustained = rd.boolean(o, "rate_sustained", dot, true);
+  p.send_lag_p99_us = rd.number_or_nan(o, "send_lag_p99_us", dot);
+  p.unsent = rd.u64_or(o, "unsent_planned", dot, 0);
+  if (const json::value* u = o.if_contains("uncorrected"); u != nullptr && u->is_object())
+    p.uncorrected = read_summary(rd, u->get_object(), dot + "uncorrected.");
+}
+
+// A point's per-second "series".
+std::vector<SeriesPoint> read_series(const Reader& rd, const json::value& series,
+                                     const std::string& dot) {
+  if (!series.is_array()) rd.fail(dot + "series is not an array");
+  std::vector<SeriesPoint> out;
+  for (std::size_t i = 0; i < series.get_array().size(); ++i) {
+    const std::string sat = dot + "series[" + std::to_string(i) + "].";
+    const json::value& e = series.get_array()[i];
+    if (!e.is_object()) rd.fail(sat + " is not an object");
+    const json::object& so = e.get_object();
+    SeriesPoint s;
+    const std::uint64_t t = rd.u64(so, "t_s", sat);
+    if (t > UINT32_MAX) rd.fail(sat + "t_s is out of range");
+    s.second = static_cast<std::uint32_t>(t);
+    s.requests = rd.u64(so, "requests", sat);
+    s.throughput_rps = rd.number(so, "throughput_rps", sat);
+    s.p99_us = rd.number_or_nan(so, "p99_us", sat);
+    s.timed_out = rd.u64_or(so, "timed_out", sat, 0);
+    s.unsent = rd.u64_or(so, "unsent", sat, 0);
+    out.push_back(s);
+  }
+  return out;
+}
+
 PointResult read_point(const Reader& rd, const json::value& v, const std::string& at,
                        unsigned pipeline) {
   if (!v.is_object()) rd.fail(at + " is not an object");
@@ -173,33 +208,8 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
   p.valid = rd.boolean(o, "valid", dot, true);  // absent in runs older than the field
   if (const json::value* r = o.if_contains("invalid_reason"); r != nullptr && r->is_string())
     p.invalid_reason = r->get_string().c_str();
-  if (p.open_loop) {
-    p.target_rps = rd.number(o, "target_rps", dot);
-    p.rate_sustained = rd.boolean(o, "rate_sustained", dot, true);
-    p.send_lag_p99_us = rd.number_or_nan(o, "send_lag_p99_us", dot);
-    p.unsent = rd.u64_or(o, "unsent_planned", dot, 0);
-    if (const json::value* u = o.if_contains("uncorrected"); u != nullptr && u->is_object())
-      p.uncorrected = read_summary(rd, u->get_object(), dot + "uncorrected.");
-  }
-  if (const json::value* series = o.if_contains("series")) {
-    if (!series->is_array()) rd.fail(dot + "series is not an array");
-    for (std::size_t i = 0; i < series->get_array().size(); ++i) {
-      const std::string sat = dot + "series[" + std::to_string(i) + "].";
-      const json::value& e = series->get_array()[i];
-      if (!e.is_object()) rd.fail(sat + " is not an object");
-      const json::object& so = e.get_object();
-      SeriesPoint s;
-      const std::uint64_t t = rd.u64(so, "t_s", sat);
-      if (t > UINT32_MAX) rd.fail(sat + "t_s is out of range");
-      s.second = static_cast<std::uint32_t>(t);
-      s.requests = rd.u64(so, "requests", sat);
-      s.throughput_rps = rd.number(so, "throughput_rps", sat);
-      s.p99_us = rd.number_or_nan(so, "p99_us", sat);
-      s.timed_out = rd.u64_or(so, "timed_out", sat, 0);
-      s.unsent = rd.u64_or(so, "unsent", sat, 0);
-      p.series.push_back(s);
-    }
-  }
+  if (p.open_loop) read_open_loop(rd, o, dot, p);
+  if (const json::value* series = o.if_contains("series")) p.series = read_series(rd, *series, dot);
   p.histogram = rd.histogram(o, dot);
   if (const json::value* nodes = o.if_contains("nodes")) {
     if (!nodes->is_array()) rd.fail(dot + "nodes is not an array");
@@ -210,6 +220,38 @@ PointResult read_point(const Reader& rd, const json::value& v, const std::string
   p.aborted = rd.boolean(o, "aborted", dot, false);
   p.abort_reason = Reader::text(o, "abort_reason");
   return p;
+}
+
+// The metadata's servers: the target, the server PIDs and the --targets nodes.
+void read_servers(const Reader& rd, const json::object& o, RunMeta& m) {
+  const json::value& target = rd.need(o, "target", "meta.");
+  if (!target.is_string()) rd.fail("meta.target is not a string");
+  m.target = std::string(target.get_string());
+  if (const json::value* pid = o.if_contains("server_pid"); pid != nullptr && pid->is_int64())
+    m.server_pid = static_cast<int>(pid->get_int64());
+  if (const json::value* pids = o.if_contains("server_pids"); pids != nullptr && pids->is_array())
+    for (const auto& pid : pids->get_array())
+      if (pid.is_int64()) m.server_pids.push_back(static_cast<int>(pid.get_int64()));
+  if (const json::value* targets = o.if_contains("targets")) {
+    if (!targets->is_array()) rd.fail("meta.targets is not an array");
+    for (const auto& t : targets->get_array()) {
+      if (!t.is_string()) rd.fail("meta.targets holds a non-string");
+      m.targets.emplace_back(t.get_string());
+    }
+  }
+}
+
+// A merged file's "merged_from", checked: one object with four strings per run.
+json::value merged_from(const Reader& rd, const json::value& from) {
+  if (!from.is_array()) rd.fail("meta.merged_from is not an array");
+  for (const auto& e : from.get_array()) {
+    const json::object* eo = e.if_object();
+    if (eo == nullptr) rd.fail("meta.merged_from holds a non-object");
+    for (const char* k : {"file", "client_host", "date_utc", "command_line"})
+      if (!rd.need(*eo, k, "meta.merged_from[].").is_string())
+        rd.fail(std::string("meta.merged_from[].") + k + " is not a string");
+  }
+  return from;
 }
 
 void read_meta(const Reader& rd, const json::object& o, RunMeta& m, SweepResult& r) {
@@ -229,21 +271,7 @@ void read_meta(const Reader& rd, const json::object& o, RunMeta& m, SweepResult&
       if (c.is_int64()) m.client_cpus.push_back(static_cast<int>(c.get_int64()));
   m.online_cpus = static_cast<unsigned>(rd.u64_or(o, "online_cpus", at, 0));
   m.pinning = Reader::text(o, "pinning");
-  const json::value& target = rd.need(o, "target", at);
-  if (!target.is_string()) rd.fail("meta.target is not a string");
-  m.target = std::string(target.get_string());
-  if (const json::value* pid = o.if_contains("server_pid"); pid != nullptr && pid->is_int64())
-    m.server_pid = static_cast<int>(pid->get_int64());
-  if (const json::value* pids = o.if_contains("server_pids"); pids != nullptr && pids->is_array())
-    for (const auto& pid : pids->get_array())
-      if (pid.is_int64()) m.server_pids.push_back(static_cast<int>(pid.get_int64()));
-  if (const json::value* targets = o.if_contains("targets")) {
-    if (!targets->is_array()) rd.fail("meta.targets is not an array");
-    for (const auto& t : targets->get_array()) {
-      if (!t.is_string()) rd.fail("meta.targets holds a non-string");
-      m.targets.emplace_back(t.get_string());
-    }
-  }
+  read_servers(rd, o, m);
   if (const json::value* by = o.if_contains("server_stats_by_target"))
     m.server_stats_by_target = *by;
   // What the comparison and the table need: a workload with a name and keys, a mode with a loop.
@@ -265,17 +293,8 @@ void read_meta(const Reader& rd, const json::object& o, RunMeta& m, SweepResult&
   r.aborted = rd.boolean(o, "aborted", at, false);
   r.abort_reason = Reader::text(o, "abort_reason");
   r.interrupted = rd.boolean(o, "interrupted", at, false);
-  if (const json::value* from = o.if_contains("merged_from")) {
-    if (!from->is_array()) rd.fail("meta.merged_from is not an array");
-    for (const auto& e : from->get_array()) {
-      const json::object* eo = e.if_object();
-      if (eo == nullptr) rd.fail("meta.merged_from holds a non-object");
-      for (const char* k : {"file", "client_host", "date_utc", "command_line"})
-        if (!rd.need(*eo, k, "meta.merged_from[].").is_string())
-          rd.fail(std::string("meta.merged_from[].") + k + " is not a string");
-    }
-    m.merged_from = *from;
-  }
+  if (const json::value* from = o.if_contains("merged_from"))
+    m.merged_from = merged_from(rd, *from);
 }
 
 // --- comparing -------------------------------------------------------------------------------
@@ -626,4 +645,4 @@ two files).
 )";
 }
 
-}  // namespace bench
+}  // namespace client

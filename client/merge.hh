@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "result.hh"
+#include "client/result.hh"
 
-namespace bench {
+namespace client {
 
 // Why inputs cannot be merged: unreadable, not a bench_client result, no histograms (an older
 // bench_client), or configurations that differ. The message names the file(s) and the field.
@@ -52,4 +52,4 @@ MergeCliOutcome parse_merge_args(const std::vector<std::string>& args, MergeOpti
                                  std::string& error);
 std::string merge_help_text();
 
-}  // namespace bench
+}  // namespace client

@@ -1,7 +1,7 @@
 // The open loop's planned send times (see open_loop_schedule.hh).
-#include "open_loop_schedule.hh"
+#include "client/open_loop_schedule.hh"
 
-namespace bench {
+namespace client {
 
 void OpenLoopSchedule::record_unsent(Clock::time_point deadline, std::uint64_t limit,
                                      std::uint64_t issued, Recorder& recorder) const {
@@ -16,4 +16,4 @@ void OpenLoopSchedule::record_unsent(Clock::time_point deadline, std::uint64_t l
   }
 }
 
-}  // namespace bench
+}  // namespace client

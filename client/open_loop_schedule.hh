@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "recorder.hh"
+#include "client/recorder.hh"
 
-namespace bench {
+namespace client {
 
 class OpenLoopSchedule {
  public:
@@ -45,4 +45,4 @@ class OpenLoopSchedule {
   Clock::time_point next_;
 };
 
-}  // namespace bench
+}  // namespace client

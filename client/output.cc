@@ -1,5 +1,5 @@
 // Table, JSON and CSV writers (see output.hh).
-#include "output.hh"
+#include "client/output.hh"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "histogram_json.hh"
+#include "client/histogram_json.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 boost::json::value num(double x) {
@@ -29,6 +29,41 @@ boost::json::object latency_json(const LatencySummary& s) {
   return {{"mean_us", num3(s.mean_us)}, {"min_us", num3(s.min_us)}, {"p50_us", num3(s.p50_us)},
           {"p90_us", num3(s.p90_us)},   {"p95_us", num3(s.p95_us)}, {"p99_us", num3(s.p99_us)},
           {"p999_us", num3(s.p999_us)}, {"max_us", num3(s.max_us)}};
+}
+
+template <class Codes>
+boost::json::object codes_json(const Codes& errors_by_code) {
+  boost::json::object codes;
+  for (const auto& [code, n] : errors_by_code) codes[code] = n;
+  return codes;
+}
+
+// A point's per-second series.
+boost::json::array series_json(const std::vector<SeriesPoint>& points) {
+  boost::json::array series;
+  for (const auto& s : points)
+    series.push_back({{"t_s", s.second},
+                      {"requests", s.requests},
+                      {"throughput_rps", num3(s.throughput_rps)},
+                      {"p99_us", num3(s.p99_us)},
+                      {"timed_out", s.timed_out},
+                      {"unsent", s.unsent}});
+  return series;
+}
+
+// --targets: each node's share of the point, in --targets order.
+boost::json::array nodes_json(const std::vector<NodeResult>& nodes) {
+  boost::json::array out;
+  for (const NodeResult& n : nodes)
+    out.push_back({{"target", n.target},
+                   {"requests", n.requests},
+                   {"errors", n.errors},
+                   {"throughput_rps", num3(n.throughput_rps)},
+                   {"latency", latency_json(n.latency)},
+                   {"server_cpu_pct", num3(n.server_cpu_pct)},
+                   {"errors_by_code", codes_json(n.errors_by_code)},
+                   {"histogram", histogram_to_json(n.histogram)}});
+  return out;
 }
 
 boost::json::object point_json(const PointResult& p) {
@@ -56,9 +91,7 @@ boost::json::object point_json(const PointResult& p) {
   o["get_hits"] = p.get_hits;
   o["sets"] = p.sets;
   o["deletes"] = p.deletes;
-  boost::json::object codes;
-  for (const auto& [code, n] : p.errors_by_code) codes[code] = n;
-  o["errors_by_code"] = std::move(codes);
+  o["errors_by_code"] = codes_json(p.errors_by_code);
   o["latency_above_range"] = p.above_range;
   o["open_loop"] = p.open_loop;
   if (p.open_loop) {
@@ -73,32 +106,9 @@ boost::json::object point_json(const PointResult& p) {
     o["invalid_reason"] = nullptr;
   else
     o["invalid_reason"] = p.invalid_reason;
-  boost::json::array series;
-  for (const auto& s : p.series)
-    series.push_back({{"t_s", s.second},
-                      {"requests", s.requests},
-                      {"throughput_rps", num3(s.throughput_rps)},
-                      {"p99_us", num3(s.p99_us)},
-                      {"timed_out", s.timed_out},
-                      {"unsent", s.unsent}});
-  o["series"] = std::move(series);
+  o["series"] = series_json(p.series);
   o["histogram"] = histogram_to_json(p.histogram);
-  if (!p.nodes.empty()) {  // --targets: each node's share of the point, in --targets order
-    boost::json::array nodes;
-    for (const NodeResult& n : p.nodes) {
-      boost::json::object codes;
-      for (const auto& [code, count] : n.errors_by_code) codes[code] = count;
-      nodes.push_back({{"target", n.target},
-                       {"requests", n.requests},
-                       {"errors", n.errors},
-                       {"throughput_rps", num3(n.throughput_rps)},
-                       {"latency", latency_json(n.latency)},
-                       {"server_cpu_pct", num3(n.server_cpu_pct)},
-                       {"errors_by_code", std::move(codes)},
-                       {"histogram", histogram_to_json(n.histogram)}});
-    }
-    o["nodes"] = std::move(nodes);
-  }
+  if (!p.nodes.empty()) o["nodes"] = nodes_json(p.nodes);
   o["aborted"] = p.aborted;
   if (p.aborted) o["abort_reason"] = p.abort_reason;
   return o;
@@ -453,4 +463,4 @@ void write_slo_summary(std::ostream& os, const SloReport& s) {
        << " req/s, closed loop)\n";
 }
 
-}  // namespace bench
+}  // namespace client

@@ -6,9 +6,9 @@
 #include <ostream>
 #include <string>
 
-#include "result.hh"
+#include "client/result.hh"
 
-namespace bench {
+namespace client {
 
 void write_table_preamble(std::ostream& os, const SweepResult& result);
 void write_table_header(std::ostream& os, bool open_loop);
@@ -25,4 +25,4 @@ bool write_csv(const SweepResult& result, const std::string& path, std::string& 
 // The JSON document as text (pretty-printed), for tests and for write_json.
 std::string to_json_text(const SweepResult& result);
 
-}  // namespace bench
+}  // namespace client

@@ -1,5 +1,5 @@
 // threaded_performance() and the preload phase (see perf.hh).
-#include "perf.hh"
+#include "client/perf.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -7,14 +7,14 @@
 #include <memory>
 #include <thread>
 
-#include "board_workload.hh"
-#include "cpu.hh"
-#include "interrupt.hh"
-#include "latency_summary.hh"
-#include "trace_record.hh"
-#include "worker.hh"
+#include "client/board_workload.hh"
+#include "client/cpu.hh"
+#include "client/interrupt.hh"
+#include "client/latency_summary.hh"
+#include "client/trace_record.hh"
+#include "client/worker.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 // Open loop: the point is flagged when fewer than this share of the target rate completed.
@@ -394,6 +394,38 @@ PreloadResult Bench::preload(unsigned nthreads) const {
   return result;
 }
 
+namespace {
+
+// Sends one node's batch of `sent` board writes on `conn` and counts their answers into `part`;
+// false (part.fatal set) when the connection failed. A server that closes mid-batch loses the
+// rest of it (counted as errors), and the connection is opened again.
+bool store_board_batch(Connection& conn, const Endpoint& ep, std::chrono::milliseconds timeout,
+                       const std::string& batch, std::uint64_t sent, const std::string& node,
+                       PreloadPart& part, Response& response) {
+  IoResult r = conn.send_all(batch);
+  for (std::uint64_t i = 0; i < sent && r == IoResult::kOk; ++i) {
+    r = conn.read_response(true, false, response);
+    if (r != IoResult::kOk) break;
+    if (response.status == 201 || response.status == 200) {
+      ++part.stored;
+    } else {
+      ++part.errors;
+    }
+    if (response.close) {
+      // The server answers nothing after this: the rest of the batch is lost.
+      part.errors += sent - i - 1;
+      return conn.connect(ep, timeout, part.fatal);
+    }
+  }
+  if (r != IoResult::kOk) {
+    part.fatal = "preload: connection " + node + "failed (" + io_result_name(r) + ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Entry i of [0, boards x members) is member i % members of board i / members; thread t stores
 // entries t, t + nthreads, ... in batches of kBoardPreloadBatch requests, one write per node of
 // the batch's entries (a board lives on one node).
@@ -439,33 +471,14 @@ PreloadResult Bench::preload_boards(unsigned nthreads) const {
       }
       for (std::size_t n = 0; n < eps.size(); ++n) {
         if (sent[n] == 0) continue;
-        Connection& conn = conns[n];
-        IoResult r = conn.send_all(batch[n]);
-        for (std::uint64_t i = 0; i < sent[n] && r == IoResult::kOk; ++i) {
-          r = conn.read_response(true, false, response);
-          if (r != IoResult::kOk) break;
-          if (response.status == 201 || response.status == 200) {
-            ++part.stored;
-          } else {
-            ++part.errors;
-          }
-          if (response.close) {
-            // The server answers nothing after this: the rest of the batch is lost.
-            part.errors += sent[n] - i - 1;
-            if (!conn.connect(eps[n], cfg_.timeout, part.fatal)) return;
-            break;
-          }
-        }
-        if (r != IoResult::kOk) {
-          part.fatal = std::string("preload: connection ") +
-                       (routed ? "to " + eps[n].text() + " " : "") + "failed (" +
-                       io_result_name(r) + ")";
+        const std::string node = routed ? "to " + eps[n].text() + " " : "";
+        if (!store_board_batch(conns[n], eps[n], cfg_.timeout, batch[n], sent[n], node, part,
+                               response))
           return;
-        }
       }
     }
   });
   return result;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -9,12 +9,12 @@
 #include <memory>
 #include <vector>
 
-#include "config.hh"
-#include "http.hh"
-#include "result.hh"
-#include "workload.hh"
+#include "client/config.hh"
+#include "client/http.hh"
+#include "client/result.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 
 struct Routing;
 
@@ -60,4 +60,4 @@ class Bench {
   std::vector<std::uint64_t>* trace_ = nullptr;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,15 +1,15 @@
 // `bench_client place` (see place.hh).
-#include "place.hh"
+#include "client/place.hh"
 
 #include <charconv>
 #include <istream>
 #include <ostream>
 #include <set>
 
-#include "exit_codes.hh"
-#include "placement.hh"
+#include "client/exit_codes.hh"
+#include "client/placement.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr std::size_t kMaxTargets = 64;
@@ -111,4 +111,4 @@ int run_place(const std::vector<std::string>& args, std::istream& in, std::ostre
   return kExitOk;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-namespace bench {
+namespace client {
 
 // args: everything after "place". Returns the process's exit code (0, or 1 on a usage error,
 // said on err).
 int run_place(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
               std::ostream& err);
 
-}  // namespace bench
+}  // namespace client

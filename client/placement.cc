@@ -1,11 +1,11 @@
 // The nginx-compatible consistent-hash ring (see placement.hh).
-#include "placement.hh"
+#include "client/placement.hh"
 
 #include <algorithm>
 #include <boost/crc.hpp>
 #include <stdexcept>
 
-namespace bench {
+namespace client {
 
 std::uint32_t crc32(std::string_view data) {
   boost::crc_32_type crc;
@@ -54,4 +54,4 @@ std::size_t HashRing::node_of_hash(std::uint32_t hash) const {
   return points_[i].node;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace bench {
+namespace client {
 
 // Standard CRC-32 of data (crc32("123456789") = 0xCBF43926).
 std::uint32_t crc32(std::string_view data);
@@ -49,4 +49,4 @@ class HashRing {
   std::size_t nodes_ = 0;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,5 +1,5 @@
 // The readiness bookkeeping of a load thread (see readiness.hh).
-#include "readiness.hh"
+#include "client/readiness.hh"
 
 #include <time.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace bench {
+namespace client {
 
 bool LinkQueue::push(std::uint32_t link) {
   if (queued_[link] != 0) return false;
@@ -65,4 +65,4 @@ int Epoll::wait(std::chrono::nanoseconds wait) {
   return ::epoll_wait(fd_, events_.data(), max, ms);
 }
 
-}  // namespace bench
+}  // namespace client

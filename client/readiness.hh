@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace bench {
+namespace client {
 
 // A FIFO of link indices in [0, links), each queued at most once; no allocation after
 // construction.
@@ -62,4 +62,4 @@ class Epoll {
   std::vector<epoll_event> events_;
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,11 +1,11 @@
 // Recording one thread's measurements (see recorder.hh).
-#include "recorder.hh"
+#include "client/recorder.hh"
 
 #include <algorithm>
 
-#include "config.hh"
+#include "client/config.hh"
 
-namespace bench {
+namespace client {
 
 std::uint64_t WorkerStats::errors() const {
   std::uint64_t total = mismatches;
@@ -69,4 +69,4 @@ void Recorder::flush_second() {
   second_counts_ = {};
 }
 
-}  // namespace bench
+}  // namespace client

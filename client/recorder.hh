@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "histogram.hh"
+#include "client/histogram.hh"
 
-namespace bench {
+namespace client {
 
 using Clock = std::chrono::steady_clock;
 
@@ -102,4 +102,4 @@ class Recorder {
   Clock::time_point t0_{};
 };
 
-}  // namespace bench
+}  // namespace client

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "histogram.hh"
+#include "client/histogram.hh"
 
-namespace bench {
+namespace client {
 
 struct LatencySummary {
   double mean_us = 0, min_us = 0, p50_us = 0, p90_us = 0, p95_us = 0, p99_us = 0, p999_us = 0,
@@ -159,4 +159,4 @@ struct SweepResult {
   bool interrupted = false;  // stopped by SIGINT/SIGTERM; points holds the finished points only
 };
 
-}  // namespace bench
+}  // namespace client

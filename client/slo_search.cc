@@ -1,10 +1,10 @@
 // The capacity-at-an-SLO search (see slo_search.hh).
-#include "slo_search.hh"
+#include "client/slo_search.hh"
 
 #include <cmath>
 #include <cstdio>
 
-namespace bench {
+namespace client {
 namespace {
 
 std::string rate_text(double rps) {
@@ -75,4 +75,4 @@ SloSearchResult search_slo_capacity(const SloSearchParams& params, const SloMeas
   return result;
 }
 
-}  // namespace bench
+}  // namespace client

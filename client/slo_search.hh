@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace bench {
+namespace client {
 
 // What one step's point measured.
 struct SloStepOutcome {
@@ -65,4 +65,4 @@ using SloStepDone = std::function<void(const SloStep&)>;
 SloSearchResult search_slo_capacity(const SloSearchParams& params, const SloMeasure& measure,
                                     const SloStepDone& step_done = {});
 
-}  // namespace bench
+}  // namespace client

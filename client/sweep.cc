@@ -1,5 +1,5 @@
 // Server probe, reset, preload, metadata collection and the per-thread-count loop (see sweep.hh).
-#include "sweep.hh"
+#include "client/sweep.hh"
 
 #include <sched.h>
 #include <sys/utsname.h>
@@ -12,12 +12,12 @@
 #include <memory>
 #include <optional>
 
-#include "git_revision.hh"
-#include "interrupt.hh"
-#include "perf.hh"
-#include "slo_search.hh"
+#include "client/git_revision.hh"
+#include "client/interrupt.hh"
+#include "client/perf.hh"
+#include "client/slo_search.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr const char* kToolVersion = "1.0";
@@ -148,6 +148,58 @@ double point_percentile_us(const PointResult& p, double percentile) {
   return static_cast<double>(h->percentile_ns(percentile)) / 1000.0;
 }
 
+// Keeps a finished point of the SLO search in out.points (through hooks.point_done), unless it
+// was interrupted (dropped). The run's end when it ends there (interrupted, or the point aborted,
+// kept partial); nullopt when the search goes on.
+std::optional<SweepStatus> keep_slo_point(PointResult&& point, const std::string& what,
+                                          const SweepHooks& hooks, SweepResult& out) {
+  if (point.interrupted) {
+    out.interrupted = out.aborted = true;
+    out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " during " +
+                       what + " (not recorded)";
+    return SweepStatus::kInterrupted;
+  }
+  out.points.push_back(std::move(point));
+  if (hooks.point_done) hooks.point_done(out.points.back());
+  if (out.points.back().aborted) {
+    out.aborted = true;
+    out.abort_reason = what + " aborted: " + out.points.back().abort_reason;
+    return SweepStatus::kAborted;
+  }
+  if (interrupted()) {
+    out.interrupted = out.aborted = true;
+    out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " after " + what;
+    return SweepStatus::kInterrupted;
+  }
+  return std::nullopt;
+}
+
+// The SLO report's settings, before its first point.
+SloReport slo_report_of(const Config& cfg) {
+  SloReport slo;
+  slo.spec = cfg.slo.text;
+  slo.percentile = cfg.slo.percentile;
+  slo.bound_us = static_cast<double>(cfg.slo.bound.count()) / 1000.0;
+  slo.threads = cfg.thread_counts.front();
+  slo.connections = slo.threads * cfg.connections_per_thread;
+  slo.precision = cfg.slo.precision;
+  return slo;
+}
+
+// One finished step of the search, its point being out.points[point].
+SloStepRecord slo_step_record(const SloStep& step, std::size_t point) {
+  SloStepRecord r;
+  r.step = step.step;
+  r.rate_rps = step.rate_rps;
+  r.achieved_rps = step.outcome.achieved_rps;
+  r.percentile_us = step.outcome.percentile_us;
+  r.valid = step.outcome.valid;
+  r.invalid_reason = step.outcome.invalid_reason;
+  r.meets = step.meets;
+  r.point = point;
+  return r;
+}
+
 // --slo: the closed-loop point at the one thread count (the saturation throughput), then the
 // search's open-loop steps, each a point of the same length (slo_search.hh). Every point goes
 // into out.points and through hooks.point_done; out.slo holds the steps and the answer.
@@ -155,45 +207,11 @@ SweepStatus run_slo_search(const Config& cfg, const Bench& bench, const SweepHoo
                            SweepResult& out) {
   const unsigned threads = cfg.thread_counts.front();
   const std::uint64_t nreqs = cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread;
-  SloReport& slo = out.slo.emplace();
-  slo.spec = cfg.slo.text;
-  slo.percentile = cfg.slo.percentile;
-  slo.bound_us = static_cast<double>(cfg.slo.bound.count()) / 1000.0;
-  slo.threads = threads;
-  slo.connections = threads * cfg.connections_per_thread;
-  slo.precision = cfg.slo.precision;
-
-  // Ends the run for a point that was interrupted (dropped) or aborted (kept, partial).
-  std::optional<SweepStatus> ended;
-  auto finish_point = [&](PointResult&& point, const std::string& what) -> bool {
-    if (point.interrupted) {
-      out.interrupted = out.aborted = true;
-      out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " during " +
-                         what + " (not recorded)";
-      ended = SweepStatus::kInterrupted;
-      return false;
-    }
-    out.points.push_back(std::move(point));
-    if (hooks.point_done) hooks.point_done(out.points.back());
-    if (out.points.back().aborted) {
-      out.aborted = true;
-      out.abort_reason = what + " aborted: " + out.points.back().abort_reason;
-      ended = SweepStatus::kAborted;
-      return false;
-    }
-    if (interrupted()) {
-      out.interrupted = out.aborted = true;
-      out.abort_reason =
-          std::string("interrupted by ") + interrupt_signal_name() + " after " + what;
-      ended = SweepStatus::kInterrupted;
-      return false;
-    }
-    return true;
-  };
-
-  if (!finish_point(bench.threaded_performance(threads, nreqs, 0.0),
-                    "the closed-loop point of the SLO search"))
-    return *ended;
+  SloReport& slo = out.slo.emplace(slo_report_of(cfg));
+  std::optional<SweepStatus> ended =
+      keep_slo_point(bench.threaded_performance(threads, nreqs, 0.0),
+                     "the closed-loop point of the SLO search", hooks, out);
+  if (ended) return *ended;
   slo.saturation_rps = out.points.front().throughput_rps;
 
   SloSearchParams params;
@@ -204,7 +222,8 @@ SweepStatus run_slo_search(const Config& cfg, const Bench& bench, const SweepHoo
   auto measure = [&](double rate) {
     SloStepOutcome outcome;
     const std::string what = "SLO step " + std::to_string(slo.steps.size() + 1);
-    if (!finish_point(bench.threaded_performance(threads, nreqs, rate), what)) {
+    ended = keep_slo_point(bench.threaded_performance(threads, nreqs, rate), what, hooks, out);
+    if (ended) {
       outcome.stop = true;
       return outcome;
     }
@@ -217,16 +236,7 @@ SweepStatus run_slo_search(const Config& cfg, const Bench& bench, const SweepHoo
   };
   auto step_done = [&](const SloStep& step) {
     if (step.outcome.stop) return;  // its point was not finished: not a step of the answer
-    SloStepRecord r;
-    r.step = step.step;
-    r.rate_rps = step.rate_rps;
-    r.achieved_rps = step.outcome.achieved_rps;
-    r.percentile_us = step.outcome.percentile_us;
-    r.valid = step.outcome.valid;
-    r.invalid_reason = step.outcome.invalid_reason;
-    r.meets = step.meets;
-    r.point = out.points.size() - 1;
-    slo.steps.push_back(std::move(r));
+    slo.steps.push_back(slo_step_record(step, out.points.size() - 1));
     if (hooks.slo_step) hooks.slo_step(slo, slo.steps.back());
   };
   const SloSearchResult found = search_slo_capacity(params, measure, step_done);
@@ -313,18 +323,27 @@ ResetOutcome reset_server(const Endpoint& ep, std::chrono::milliseconds timeout,
   return out;
 }
 
-SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
-                      SweepResult& out) {
-  auto say = [&](const std::string& m) {
-    if (hooks.message) hooks.message(m);
-  };
-  auto stop_interrupted = [&](const std::string& during) {
-    out.interrupted = true;
-    out.aborted = true;
-    out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " " + during;
-    return SweepStatus::kInterrupted;
-  };
-  RunMeta& meta = out.meta;
+namespace {
+
+void say(const SweepHooks& hooks, const std::string& message) {
+  if (hooks.message) hooks.message(message);
+}
+
+SweepStatus stop_interrupted(SweepResult& out, const std::string& during) {
+  out.interrupted = true;
+  out.aborted = true;
+  out.abort_reason = std::string("interrupted by ") + interrupt_signal_name() + " " + during;
+  return SweepStatus::kInterrupted;
+}
+
+SweepStatus stop(SweepResult& out, SweepStatus status, const std::string& reason) {
+  out.aborted = true;
+  out.abort_reason = reason;
+  return status;
+}
+
+// The run's metadata that the flags and this machine give, before any server is asked.
+void fill_run_meta(const Config& cfg, const std::string& command_line, RunMeta& meta) {
   meta.tool_version = kToolVersion;
   meta.date_utc = utc_now();
   meta.git_revision = run_time_git_revision();
@@ -343,102 +362,128 @@ SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const 
   meta.server_pid = cfg.server_pids.empty() ? 0 : cfg.server_pids.front();
   meta.workload = workload_json(cfg);
   meta.mode = mode_json(cfg);
+}
 
-  // The servers: the one of --host/--port, or every node of --targets (each probed and reset
-  // alike; an unreachable node ends the run as an unreachable server does).
-  std::vector<Config::Target> servers = cfg.targets;
-  if (servers.empty()) servers.push_back({meta.target, cfg.host, cfg.port});
-  const bool several = !cfg.targets.empty();
-  std::vector<Endpoint> eps(servers.size());
-  std::vector<bool> stats_ok(servers.size());
+// The servers of the run: the one of --host/--port, or every node of --targets, each resolved
+// and probed (whether /stats answers).
+struct Servers {
+  std::vector<Config::Target> nodes;
+  bool several = false;  // --targets
+  std::vector<Endpoint> eps;
+  std::vector<bool> stats_ok;
+};
+
+// Resolves and probes every server into `servers`, their /stats into the metadata. An unreachable
+// node ends the run as an unreachable server does: its status, else nullopt.
+std::optional<SweepStatus> probe_servers(const Config& cfg, const SweepHooks& hooks,
+                                         Servers& servers, SweepResult& out) {
+  RunMeta& meta = out.meta;
+  servers.nodes = cfg.targets;
+  if (servers.nodes.empty()) servers.nodes.push_back({meta.target, cfg.host, cfg.port});
+  servers.several = !cfg.targets.empty();
+  servers.eps.resize(servers.nodes.size());
+  servers.stats_ok.resize(servers.nodes.size());
   boost::json::object by_target;
-  for (std::size_t i = 0; i < servers.size(); ++i) {
-    const std::string node = several ? "target " + servers[i].text + ": " : "";
+  for (std::size_t i = 0; i < servers.nodes.size(); ++i) {
+    const Config::Target& node = servers.nodes[i];
+    const std::string prefix = servers.several ? "target " + node.text + ": " : "";
     std::string err;
-    if (!resolve(servers[i].host, servers[i].port, eps[i], err)) {
-      out.aborted = true;
-      out.abort_reason = node + err;
-      return SweepStatus::kUnreachable;
-    }
-    ServerProbe probe = probe_server(eps[i], cfg.timeout);
-    if (!probe.reachable) {
-      out.aborted = true;
-      out.abort_reason = node + probe.error;
-      return SweepStatus::kUnreachable;
-    }
-    stats_ok[i] = probe.stats_available;
+    if (!resolve(node.host, node.port, servers.eps[i], err))
+      return stop(out, SweepStatus::kUnreachable, prefix + err);
+    ServerProbe probe = probe_server(servers.eps[i], cfg.timeout);
+    if (!probe.reachable) return stop(out, SweepStatus::kUnreachable, prefix + probe.error);
+    servers.stats_ok[i] = probe.stats_available;
     if (!probe.stats_available)
-      say("note: " + (several ? "node " + servers[i].text : std::string("server")) +
-          " /stats unavailable (" + probe.stats_error + "); continuing without it");
-    if (several) by_target[servers[i].text] = probe.stats;
+      say(hooks, "note: " + (servers.several ? "node " + node.text : std::string("server")) +
+                     " /stats unavailable (" + probe.stats_error + "); continuing without it");
+    if (servers.several) by_target[node.text] = probe.stats;
     if (i == 0) {
       meta.server_stats_available = probe.stats_available;
       meta.server_stats_error = probe.stats_error;
       meta.server_stats = std::move(probe.stats);
     }
   }
-  if (several) meta.server_stats_by_target = std::move(by_target);
+  if (servers.several) meta.server_stats_by_target = std::move(by_target);
+  return std::nullopt;
+}
 
-  Bench bench = several ? Bench(cfg, eps) : Bench(cfg, eps[0]);
-  if (!cfg.record_trace_path.empty()) bench.record_into(&out.recorded_trace);
-  const WorkloadSpec& spec = workload_spec(cfg.workload.kind);
-  const bool wants_data = spec.api != WorkloadApi::kFixedPath;  // fixed-get: any server
-  // The reset belongs to the preload: --no-preload keeps whatever the server already holds.
-  if (wants_data && cfg.preload && cfg.reset) {
-    for (std::size_t i = 0; i < eps.size(); ++i) {
-      if (!stats_ok[i]) continue;
-      const ResetOutcome reset = reset_server(eps[i], cfg.timeout, cfg.admin_token);
-      const std::string node = several ? "node " + servers[i].text + ": " : std::string();
-      if (reset.refused) {  // an error: the run would measure a server that still holds data
-        out.aborted = true;
-        out.abort_reason = node + reset.error;
-        return SweepStatus::kAborted;
-      }
-      if (!reset.error.empty()) say("warning: " + node + reset.error);
-    }
+// POST /reset to every server whose /stats answered. A refused reset ends the run (it would
+// measure a server that still holds data); other failures are warnings.
+std::optional<SweepStatus> reset_servers(const Config& cfg, const SweepHooks& hooks,
+                                         const Servers& servers, SweepResult& out) {
+  for (std::size_t i = 0; i < servers.eps.size(); ++i) {
+    if (!servers.stats_ok[i]) continue;
+    const ResetOutcome reset = reset_server(servers.eps[i], cfg.timeout, cfg.admin_token);
+    const std::string node =
+        servers.several ? "node " + servers.nodes[i].text + ": " : std::string();
+    if (reset.refused) return stop(out, SweepStatus::kAborted, node + reset.error);
+    if (!reset.error.empty()) say(hooks, "warning: " + node + reset.error);
   }
-  if (wants_data && cfg.preload && bench.keyspace().preload_count() > 0) {
-    const unsigned max_threads =
-        *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
-    meta.preload = bench.preload(std::min(max_threads, kMaxPreloadThreads));
-    const std::string what = spec.preload == Preload::kBoardMembers
-                                 ? " board members (" + std::to_string(cfg.workload.boards) +
-                                       " boards x " + std::to_string(cfg.workload.members) + ")"
-                                 : " keys";
-    say("preload: " + std::to_string(meta.preload.keys) + what + " in " +
-        std::to_string(meta.preload.seconds) + " s, " + std::to_string(meta.preload.errors) +
-        " errors");
-    if (interrupted()) return stop_interrupted("during the preload");
-    if (!meta.preload.ok) {
-      out.aborted = true;
-      out.abort_reason = meta.preload.message;
-      return SweepStatus::kAborted;
-    }
-  }
-  if (interrupted()) return stop_interrupted("before the first point");
-  if (hooks.started) hooks.started(out);
-  if (!cfg.slo.text.empty()) return run_slo_search(cfg, bench, hooks, out);
+  return std::nullopt;
+}
 
+// The preload (perf.hh), said on stderr and kept in the metadata; a failed one ends the run.
+std::optional<SweepStatus> preload_servers(const Config& cfg, const SweepHooks& hooks, Bench& bench,
+                                           SweepResult& out) {
+  RunMeta& meta = out.meta;
+  const unsigned max_threads =
+      *std::max_element(cfg.thread_counts.begin(), cfg.thread_counts.end());
+  meta.preload = bench.preload(std::min(max_threads, kMaxPreloadThreads));
+  const std::string what = workload_spec(cfg.workload.kind).preload == Preload::kBoardMembers
+                               ? " board members (" + std::to_string(cfg.workload.boards) +
+                                     " boards x " + std::to_string(cfg.workload.members) + ")"
+                               : " keys";
+  say(hooks, "preload: " + std::to_string(meta.preload.keys) + what + " in " +
+                 std::to_string(meta.preload.seconds) + " s, " +
+                 std::to_string(meta.preload.errors) + " errors");
+  if (interrupted()) return stop_interrupted(out, "during the preload");
+  if (!meta.preload.ok) return stop(out, SweepStatus::kAborted, meta.preload.message);
+  return std::nullopt;
+}
+
+// One point per thread count, in order; stops at the first that aborts or an interruption.
+SweepStatus run_points(const Config& cfg, const Bench& bench, const SweepHooks& hooks,
+                       SweepResult& out) {
   for (std::size_t i = 0; i < cfg.thread_counts.size(); ++i) {
     const unsigned threads = cfg.thread_counts[i];
     PointResult point =
         bench.threaded_performance(threads, cfg.duration.count() > 0 ? 0 : cfg.requests_per_thread);
     if (point.interrupted)
-      return stop_interrupted("during the point with " + std::to_string(threads) +
-                              " threads (not recorded)");
+      return stop_interrupted(
+          out, "during the point with " + std::to_string(threads) + " threads (not recorded)");
     out.points.push_back(std::move(point));
     const PointResult& p = out.points.back();
     if (hooks.point_done) hooks.point_done(p);
-    if (p.aborted) {
-      out.aborted = true;
-      out.abort_reason =
-          "point with " + std::to_string(threads) + " threads aborted: " + p.abort_reason;
-      return SweepStatus::kAborted;
-    }
+    if (p.aborted)
+      return stop(out, SweepStatus::kAborted,
+                  "point with " + std::to_string(threads) + " threads aborted: " + p.abort_reason);
     if (interrupted() && i + 1 < cfg.thread_counts.size())
-      return stop_interrupted("after the point with " + std::to_string(threads) + " threads");
+      return stop_interrupted(out, "after the point with " + std::to_string(threads) + " threads");
   }
   return SweepStatus::kOk;
 }
 
-}  // namespace bench
+}  // namespace
+
+SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
+                      SweepResult& out) {
+  fill_run_meta(cfg, command_line, out.meta);
+  Servers servers;
+  if (auto ended = probe_servers(cfg, hooks, servers, out)) return *ended;
+  Bench bench = servers.several ? Bench(cfg, servers.eps) : Bench(cfg, servers.eps[0]);
+  if (!cfg.record_trace_path.empty()) bench.record_into(&out.recorded_trace);
+  const bool wants_data = workload_spec(cfg.workload.kind).api != WorkloadApi::kFixedPath;
+  // The reset belongs to the preload: --no-preload keeps whatever the server already holds.
+  if (wants_data && cfg.preload && cfg.reset) {
+    if (auto ended = reset_servers(cfg, hooks, servers, out)) return *ended;
+  }
+  if (wants_data && cfg.preload && bench.keyspace().preload_count() > 0) {
+    if (auto ended = preload_servers(cfg, hooks, bench, out)) return *ended;
+  }
+  if (interrupted()) return stop_interrupted(out, "before the first point");
+  if (hooks.started) hooks.started(out);
+  if (!cfg.slo.text.empty()) return run_slo_search(cfg, bench, hooks, out);
+  return run_points(cfg, bench, hooks, out);
+}
+
+}  // namespace client

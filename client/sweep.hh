@@ -8,11 +8,11 @@
 #include <functional>
 #include <string>
 
-#include "config.hh"
-#include "http.hh"
-#include "result.hh"
+#include "client/config.hh"
+#include "client/http.hh"
+#include "client/result.hh"
 
-namespace bench {
+namespace client {
 
 struct ServerProbe {
   bool reachable = false;
@@ -47,4 +47,4 @@ enum class SweepStatus { kOk, kUnreachable, kAborted, kInterrupted };
 SweepStatus run_sweep(const Config& cfg, const std::string& command_line, const SweepHooks& hooks,
                       SweepResult& out);
 
-}  // namespace bench
+}  // namespace client

@@ -1,11 +1,11 @@
 // trace_record.cc — merging and writing the recorded trace (see trace_record.hh).
-#include "trace_record.hh"
+#include "client/trace_record.hh"
 
 #include <algorithm>
 
 #include "traces/trace.hh"
 
-namespace bench {
+namespace client {
 
 void merge_round_robin(const std::vector<const std::vector<std::uint64_t>*>& per_thread,
                        std::vector<std::uint64_t>& out) {
@@ -44,4 +44,4 @@ bool write_recorded_trace(const WorkloadConfig& workload, const std::vector<std:
   return true;
 }
 
-}  // namespace bench
+}  // namespace client

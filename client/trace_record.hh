@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "config.hh"
-#include "workload.hh"
+#include "client/config.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 
 inline std::uint64_t trace_entry(const Op& op) {
   return op.key << 1 | (op.cold ? 1u : 0u);
@@ -34,4 +34,4 @@ void merge_round_robin(const std::vector<const std::vector<std::uint64_t>*>& per
 bool write_recorded_trace(const WorkloadConfig& workload, const std::vector<std::uint64_t>& entries,
                           const std::string& path, std::string& error);
 
-}  // namespace bench
+}  // namespace client

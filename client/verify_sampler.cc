@@ -1,9 +1,9 @@
 // --verify's value (see verify_sampler.hh).
-#include "verify_sampler.hh"
+#include "client/verify_sampler.hh"
 
 #include <charconv>
 
-namespace bench {
+namespace client {
 
 std::optional<VerifyPolicy> VerifyPolicy::parse(std::string_view text) {
   if (text == "all") return VerifyPolicy{1};
@@ -22,4 +22,4 @@ std::string VerifyPolicy::text() const {
   return std::to_string(every);
 }
 
-}  // namespace bench
+}  // namespace client

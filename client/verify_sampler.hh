@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace bench {
+namespace client {
 
 struct VerifyPolicy {
   static constexpr std::uint32_t kDefaultEvery = 64;
@@ -41,4 +41,4 @@ class VerifySampler {
   std::uint64_t seen_ = 0;
 };
 
-}  // namespace bench
+}  // namespace client

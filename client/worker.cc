@@ -1,5 +1,5 @@
 // The load-generating thread (see worker.hh).
-#include "worker.hh"
+#include "client/worker.hh"
 
 #include <pthread.h>
 #include <sched.h>
@@ -12,13 +12,13 @@
 #include <cstring>
 #include <thread>
 
+#include "client/cpu.hh"
+#include "client/interrupt.hh"
+#include "client/open_loop_schedule.hh"
+#include "client/trace_record.hh"
 #include "common/decimal.hh"
-#include "cpu.hh"
-#include "interrupt.hh"
-#include "open_loop_schedule.hh"
-#include "trace_record.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr auto kWarmupCap = std::chrono::seconds(600);       // bound on a count-based warm-up
@@ -718,4 +718,4 @@ bool Worker::reopen(Link& link, std::string& err) {
   return link.conn.connect(*link.ep, plan_.timeout, err);
 }
 
-}  // namespace bench
+}  // namespace client

@@ -29,17 +29,17 @@
 #include <utility>
 #include <vector>
 
-#include "board_workload.hh"
-#include "config.hh"
-#include "histogram.hh"
-#include "http.hh"
-#include "placement.hh"
-#include "readiness.hh"
-#include "recorder.hh"
-#include "verify_sampler.hh"
-#include "workload.hh"
+#include "client/board_workload.hh"
+#include "client/config.hh"
+#include "client/histogram.hh"
+#include "client/http.hh"
+#include "client/placement.hh"
+#include "client/readiness.hh"
+#include "client/recorder.hh"
+#include "client/verify_sampler.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 
 class OpenLoopSchedule;
 
@@ -289,4 +289,4 @@ class Worker {
   std::vector<std::uint64_t> recorded_;  // grows amortised; merged by the caller after join
 };
 
-}  // namespace bench
+}  // namespace client

@@ -1,14 +1,14 @@
 // Key/value construction and operation streams (see workload.hh).
-#include "workload.hh"
+#include "client/workload.hh"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
 
-#include "board_workload.hh"
+#include "client/board_workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -121,6 +121,19 @@ const WorkloadSpec& workload_spec(WorkloadKind kind) {
 
 std::span<const WorkloadSpec> workload_specs() {
   return kWorkloads;
+}
+
+std::string workload_names(bool (*pick)(const WorkloadSpec&), std::string_view sep,
+                           std::string_view last) {
+  std::vector<std::string_view> names;
+  for (const WorkloadSpec& w : workload_specs())
+    if (pick(w)) names.emplace_back(w.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? last : sep;
+    out += names[i];
+  }
+  return out;
 }
 
 const char* workload_name(WorkloadKind kind) {
@@ -292,4 +305,4 @@ Op OpGenerator::next() {
   return op;
 }
 
-}  // namespace bench
+}  // namespace client

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config.hh"
-#include "distributions.hh"
+#include "client/config.hh"
+#include "client/distributions.hh"
 
-namespace bench {
+namespace client {
 
 enum class OpType : std::uint8_t {
   kGet,
@@ -58,9 +58,9 @@ inline constexpr unsigned kTakesMissRatio = 4;  // with the others)
 inline constexpr unsigned kTakesTopN = 8;
 
 // One workload: its name and --help lines, the operations it sends, its preload and its check.
-// kWorkloads (workload.cc) holds one row per WorkloadKind; cli.cc (parsing, --help, the rules
-// between flags), sweep.cc (JSON, preload), perf.cc (preload) and worker.cc (requests, checks)
-// read the row, never the kind. Adding a workload: client/README.md.
+// kWorkloads (workload.cc) holds one row per WorkloadKind; flag_table.cc and cli.cc (parsing,
+// --help, the rules between flags), sweep.cc (JSON, preload), perf.cc (preload) and worker.cc
+// (requests, checks) read the row, never the kind. Adding a workload: client/README.md.
 struct WorkloadSpec {
   WorkloadKind kind;
   const char* name;  // --workload NAME and the JSON's meta.workload.name
@@ -82,6 +82,10 @@ struct WorkloadSpec {
 // The row of `kind`, and all rows in --help order.
 const WorkloadSpec& workload_spec(WorkloadKind kind);
 std::span<const WorkloadSpec> workload_specs();
+// The names of the workloads `pick` selects, for --help and errors: "a", "a and b", "a, b and c"
+// (sep ", ", last " and "), or all joined by one mark (sep = last = "|").
+std::string workload_names(bool (*pick)(const WorkloadSpec&), std::string_view sep,
+                           std::string_view last);
 
 class KeySpace {
  public:
@@ -132,4 +136,4 @@ class OpGenerator {
   double p_set_ = 1.0;
 };
 
-}  // namespace bench
+}  // namespace client

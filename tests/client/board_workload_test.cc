@@ -6,9 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "board_workload.hh"
+#include "client/board_workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 // A top-N answer with the given scores (ranks 1.. unless `ranks` is given).
@@ -188,4 +188,4 @@ TEST(BoardVerify, OneVerifierChecksManyAnswersInARow) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
-#include "cli.hh"
-#include "workload.hh"
+#include "client/cli.hh"
+#include "client/flag_table.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 CliOutcome parse(std::vector<std::string> args, Config& cfg, std::string& err) {
@@ -395,9 +398,9 @@ TEST(Cli, HelpDocumentsTheBoardWorkloads) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client
 
-namespace bench {
+namespace client {
 namespace {
 
 // Appends ",h:<port>" (no comma first). Appends only: GCC 12 warns, wrongly, about
@@ -600,9 +603,9 @@ TEST(Cli, HelpDocumentsTheSloAndTheNewFlags) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client
 
-namespace bench {
+namespace client {
 namespace {
 
 TEST(Cli, VerifyDefaultsToOneInSixtyFourAndTakesAllOffOrN) {
@@ -634,5 +637,57 @@ TEST(Cli, HelpDocumentsVerify) {
     EXPECT_NE(h.find(s), std::string::npos) << s;
 }
 
+// The flag table and --help agree: every row stands in --help with its names, value name and
+// help, and every flag named anywhere in --help is one the parser knows.
+TEST(Cli, HelpListsEveryFlagOfTheTable) {
+  const std::string h = help_text();
+  for (const FlagRow& row : flag_table()) {
+    std::string names = row.short_name().empty() ? "    " : row.short_name() + ", ";
+    names += row.long_name() + (row.value_name.empty() ? "" : " " + row.value_name);
+    const auto at = h.find("\n  " + names);
+    ASSERT_NE(at, std::string::npos) << names;
+    const char after = h[at + 3 + names.size()];
+    EXPECT_TRUE(after == ' ' || after == '\n') << names;
+    const std::string first_line = row.help.substr(0, row.help.find('\n'));
+    EXPECT_NE(h.find(first_line, at), std::string::npos) << names << ": " << first_line;
+    if (!row.shown_default.empty()) {
+      EXPECT_NE(h.find("(default " + row.shown_default + ")", at), std::string::npos) << names;
+    }
+  }
+}
+
+TEST(Cli, EveryFlagNamedInTheHelpParses) {
+  const std::string h = help_text();
+  const std::regex flag(R"((^|[^\w-])(--?[a-z][a-z0-9-]*))");
+  std::size_t named = 0;
+  for (auto it = std::sregex_iterator(h.begin(), h.end(), flag); it != std::sregex_iterator();
+       ++it) {
+    const std::string token = (*it)[2];
+    Config cfg;
+    std::string err;
+    const CliOutcome outcome = parse({token}, cfg, err);
+    EXPECT_TRUE(outcome != CliOutcome::kError || !err.starts_with("unknown option"))
+        << token << ": " << err;
+    ++named;
+  }
+  EXPECT_GT(named, flag_table().size());
+}
+
+TEST(Cli, EveryValueFlagOfTheTableSaysWhatItNeedsAndExpects) {
+  for (const FlagRow& row : flag_table()) {
+    if (row.value_name.empty()) continue;
+    EXPECT_FALSE(row.expected.empty()) << row.names;
+    Config cfg;
+    std::string err;
+    EXPECT_EQ(parse({row.long_name()}, cfg, err), CliOutcome::kError) << row.names;
+    EXPECT_EQ(err, row.long_name() + " needs " + row.needs);
+  }
+}
+
+TEST(Cli, HelpLinesFitTheWidth) {
+  std::istringstream help(help_text());
+  for (std::string line; std::getline(help, line);) EXPECT_LE(line.size(), kHelpWidth) << line;
+}
+
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -18,10 +18,10 @@
 #include <thread>
 #include <utility>
 
-#include "http.hh"
+#include "client/http.hh"
 #include "tests/support/counting_new.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr auto kTimeout = std::chrono::milliseconds(5000);
@@ -272,4 +272,4 @@ TEST(ConnectionRead, ReadingAnswersAllocatesNothing) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -1,7 +1,7 @@
 // process_cpu_seconds(): the server's CPU read at nanosecond resolution (its CPU clock), so that
 // a short window is not rounded to /proc/PID/stat's 10 ms ticks; exited threads still count; a
 // process that is gone reads as nullopt; cpu_percent() over a window.
-#include "cpu.hh"
+#include "client/cpu.hh"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <cmath>
 #include <thread>
 
-namespace bench {
+namespace client {
 namespace {
 
 double clock_seconds(clockid_t clock) {
@@ -94,4 +94,4 @@ TEST(CpuPercent, IsCpuOverWallAndNanWhenASampleIsMissing) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

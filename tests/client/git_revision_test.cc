@@ -1,6 +1,6 @@
 // git_revision(): read when called (a new commit shows at once, nothing is cached or baked in at
 // configure time), "unknown" outside a work tree or for a missing directory.
-#include "git_revision.hh"
+#include "client/git_revision.hh"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-namespace bench {
+namespace client {
 namespace {
 
 // Runs a shell command (test set-up only) and returns its stdout, trimmed.
@@ -70,4 +70,4 @@ TEST(GitRevision, UnknownOutsideAWorkTree) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -7,10 +7,10 @@
 #include <random>
 #include <vector>
 
-#include "config.hh"
-#include "histogram.hh"
+#include "client/config.hh"
+#include "client/histogram.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 std::uint64_t exact_percentile(const std::vector<std::uint64_t>& sorted, double p) {
@@ -166,17 +166,17 @@ TEST(Histogram, EmptyIsZero) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client
 
 // Exact nearest ranks where floating point gets them wrong: 99.9% of 1000 is 999, not 1000
 // (in doubles, 99.9/100*1000 = 999.0000000000001, whose ceiling is the maximum).
 TEST(Histogram, NearestRankIsExactAtDecimalPercentiles) {
-  bench::Histogram h;
+  client::Histogram h;
   for (std::uint64_t i = 1; i <= 1000; ++i) h.record(i);  // 999 and 1000 fall in different buckets
   EXPECT_EQ(h.percentile_ns(99.9), 999u);
   EXPECT_EQ(h.percentile_ns(100.0), 1000u);
 
-  bench::Histogram small;
+  client::Histogram small;
   for (std::uint64_t i = 1; i <= 1000; ++i) small.record(i % 100 == 0 ? 100 : 1);  // ten 100s
   EXPECT_EQ(small.percentile_ns(99.0), 1u);    // rank 990: still a 1
   EXPECT_EQ(small.percentile_ns(99.1), 100u);  // rank 991: the first 100

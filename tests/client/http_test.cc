@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "http.hh"
+#include "client/http.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 // The parser's state across the calls on one stream: the response, the bytes consumed, and the
@@ -218,4 +218,4 @@ TEST(HttpParser, ParseErrorsAreReportedAsParse) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "histogram.hh"
-#include "latency_summary.hh"
-#include "merge.hh"
-#include "output.hh"
+#include "client/histogram.hh"
+#include "client/latency_summary.hh"
+#include "client/merge.hh"
+#include "client/output.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr std::uint64_t kAboveRange = Histogram::kMaxTrackableNs + 123'456'789;  // > 1000 s
@@ -386,4 +386,4 @@ TEST(Merge, Flags) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -10,10 +10,10 @@
 #include <limits>
 #include <sstream>
 
-#include "output.hh"
-#include "output_test_support.hh"
+#include "client/output.hh"
+#include "tests/client/output_test_support.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 TEST(Output, JsonHasTheDocumentedSchema) {
@@ -198,4 +198,4 @@ TEST(Output, BoardWorkloadsShowBoardsAndMembersInTheTable) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "result.hh"
+#include "client/result.hh"
 
-namespace bench::output_test {
+namespace client::output_test {
 
 // A point of `threads` threads that completed `requests` in `duration_s` (its throughput is their
 // quotient, as the sweep computes it) with a p99 latency of `p99_us`.
@@ -20,4 +20,4 @@ inline PointResult point(unsigned threads, std::uint64_t requests, double durati
   return p;
 }
 
-}  // namespace bench::output_test
+}  // namespace client::output_test

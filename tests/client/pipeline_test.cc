@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "cli.hh"
-#include "perf.hh"
-#include "worker.hh"
+#include "client/cli.hh"
+#include "client/perf.hh"
+#include "client/worker.hh"
 
 extern char** environ;
 
-namespace bench {
+namespace client {
 namespace {
 
 // cache_server -t 1 -p 0 with its output in a file; the port is read from "listening on H:P".
@@ -167,4 +167,4 @@ TEST(PipelineWorkerOpenLoop, SendsOnlyWhatIsDueAtDepth8) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

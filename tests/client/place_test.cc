@@ -1,14 +1,14 @@
 // `bench_client place` (client/place.hh): answers from the ring, one line per key, and usage
 // errors that say what is wrong.
-#include "place.hh"
+#include "client/place.hh"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "placement.hh"
+#include "client/placement.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 struct Ran {
@@ -71,4 +71,4 @@ TEST(Place, UsageErrorsSayWhy) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "placement.hh"
+#include "client/placement.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 // prefix + i (built with append: GCC 12 warns, wrongly, about "literal" + std::string).
@@ -113,4 +113,4 @@ TEST(HashRing, BalanceWithWeightTenIsWithinTenPercent) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

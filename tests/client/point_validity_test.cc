@@ -4,9 +4,9 @@
 
 #include <numeric>
 
-#include "perf.hh"
+#include "client/perf.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 PointResult open_point(double planned_rps, double achieved_rps) {
@@ -76,4 +76,4 @@ TEST(RequestsTotal, SplitsEvenlyFirstThreadsTakeTheRemainder) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -11,9 +11,9 @@
 #include <set>
 #include <vector>
 
-#include "readiness.hh"
+#include "client/readiness.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 TEST(LinkQueue, FirstInFirstOutEachLinkOnce) {
@@ -122,4 +122,4 @@ TEST(Epoll, WaitsForItsTimeoutWithNothingReady) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -1,14 +1,14 @@
 // The capacity-at-an-SLO search (client/slo_search.hh) against synthetic servers: a model maps a
 // planned rate to what a point would measure, so each rule of the search is checked without a
 // server (the end-to-end test against a server of known service time is test_slo_e2e.py).
-#include "slo_search.hh"
+#include "client/slo_search.hh"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr double kBoundUs = 1000;
@@ -24,12 +24,10 @@ SloMeasure step_model(double capacity) {
 }
 
 SloSearchParams params(double saturation, double max_rate = 0, double precision = 0.02) {
-  SloSearchParams p;
-  p.bound_us = kBoundUs;
-  p.saturation_rps = saturation;
-  p.max_rate_rps = max_rate;
-  p.precision = precision;
-  return p;
+  return {.bound_us = kBoundUs,
+          .saturation_rps = saturation,
+          .max_rate_rps = max_rate,
+          .precision = precision};
 }
 
 TEST(SloSearch, FindsStepCapacityWithinPrecision) {
@@ -162,4 +160,4 @@ TEST(SloSearch, ZeroSaturationMeansNoSearch) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

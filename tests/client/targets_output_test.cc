@@ -6,10 +6,10 @@
 #include <limits>
 #include <sstream>
 
-#include "output.hh"
-#include "output_test_support.hh"
+#include "client/output.hh"
+#include "tests/client/output_test_support.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 SweepResult two_node_result() {
@@ -96,4 +96,4 @@ TEST(TargetsOutput, TableHasOneIndentedLinePerNode) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -1,6 +1,6 @@
 // trace_record_test.cc — bench_client --record-trace's pieces: the per-request entry, the
 // round-robin merge of per-thread recordings, and both file forms (read back by traces/).
-#include "trace_record.hh"
+#include "client/trace_record.hh"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "traces/trace.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 TEST(TraceRecord, EntryKeepsKeyIndexAndColdness) {
@@ -49,4 +49,4 @@ TEST(TraceRecord, WritesKeysAsSentOrBinaryIds) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

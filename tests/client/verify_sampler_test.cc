@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "verify_sampler.hh"
+#include "client/verify_sampler.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 // The indices (0-based) of the first `answers` answers the sampler checks in full.
@@ -74,4 +74,4 @@ TEST(VerifyPolicy, RefusesZeroWordsSignsAndOverflow) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

@@ -8,10 +8,10 @@
 #include <tuple>
 #include <vector>
 
-#include "distributions.hh"
-#include "workload.hh"
+#include "client/distributions.hh"
+#include "client/workload.hh"
 
-namespace bench {
+namespace client {
 namespace {
 
 constexpr int kSamples = 200'000;
@@ -396,4 +396,4 @@ TEST(BoardWorkloads, SameSeedSameStream) {
 }
 
 }  // namespace
-}  // namespace bench
+}  // namespace client

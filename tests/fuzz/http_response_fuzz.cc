@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http.hh"
+#include "client/http.hh"
 
 namespace {
 
@@ -43,20 +43,20 @@ struct Seen {
 };
 
 // What pass 2 does with the body of response i.
-bench::BodyUse use_of(std::size_t i, std::uint8_t first_byte) {
-  constexpr bench::BodyUse kUses[] = {bench::BodyUse::kKeep, bench::BodyUse::kKeepIfOk,
-                                      bench::BodyUse::kDiscard};
+client::BodyUse use_of(std::size_t i, std::uint8_t first_byte) {
+  constexpr client::BodyUse kUses[] = {client::BodyUse::kKeep, client::BodyUse::kKeepIfOk,
+                                       client::BodyUse::kDiscard};
   return kUses[(i + (first_byte >> 1)) % 3];
 }
 
-bool kept(bench::BodyUse use, int status) {
-  return use == bench::BodyUse::kKeep || (use == bench::BodyUse::kKeepIfOk && status == 200);
+bool kept(client::BodyUse use, int status) {
+  return use == client::BodyUse::kKeep || (use == client::BodyUse::kKeepIfOk && status == 200);
 }
 
 // A listening Unix-domain socket in the abstract namespace, made once per process.
 struct Listener {
   int fd = -1;
-  bench::Endpoint ep;
+  client::Endpoint ep;
   Listener() {
     fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     check(fd >= 0);
@@ -85,7 +85,7 @@ bool iequals(std::string_view a, std::string_view b_lower) {
 // speed: skips the 1xx heads, then decodes the body by the final head's framing, with every chunk
 // size checked against the bytes actually there (so no arithmetic can wrap). Must agree with the
 // parser on the body and on where the response ends.
-void check_against_reference(std::string_view msg, bool head, const bench::Response& r) {
+void check_against_reference(std::string_view msg, bool head, const client::Response& r) {
   std::size_t start = 0, head_end = 0;
   for (;;) {
     head_end = msg.find("\r\n\r\n", start);
@@ -158,15 +158,15 @@ void check_against_reference(std::string_view msg, bool head, const bench::Respo
 }
 
 // Pass 1: every complete response parsed from the whole input, and how the input ends.
-bench::ParseResult parse_all(std::string_view data, bool head, std::vector<Seen>& out) {
+client::ParseResult parse_all(std::string_view data, bool head, std::vector<Seen>& out) {
   std::string scratch, scratch2;
   std::size_t offset = 0;
   for (;;) {
     const std::string_view rest = data.substr(offset);
-    bench::Response r;
+    client::Response r;
     std::size_t consumed = 0;
-    const bench::ParseResult result = bench::parse_response(rest, head, r, consumed, scratch);
-    if (result != bench::ParseResult::kComplete) return result;
+    const client::ParseResult result = client::parse_response(rest, head, r, consumed, scratch);
+    if (result != client::ParseResult::kComplete) return result;
     check(consumed > 0 && consumed <= rest.size());
     check(r.status >= 200 && r.status <= 999);
     const bool in_input =
@@ -176,15 +176,15 @@ bench::ParseResult parse_all(std::string_view data, bool head, std::vector<Seen>
     check_against_reference(rest.substr(0, consumed), head, r);
     out.push_back(Seen{r.status, r.close, std::string(r.body)});
     // The response alone parses the same; no strict prefix of it is complete.
-    bench::Response again;
+    client::Response again;
     std::size_t used = 0;
-    check(bench::parse_response(rest.substr(0, consumed), head, again, used, scratch2) ==
-          bench::ParseResult::kComplete);
+    check(client::parse_response(rest.substr(0, consumed), head, again, used, scratch2) ==
+          client::ParseResult::kComplete);
     check(used == consumed && again.status == r.status && again.close == r.close &&
           again.body == out.back().body);
     for (const std::size_t cut : {consumed - 1, consumed / 2, consumed / 3})
-      check(bench::parse_response(rest.substr(0, cut), head, again, used, scratch2) ==
-            bench::ParseResult::kNeedMore);
+      check(client::parse_response(rest.substr(0, cut), head, again, used, scratch2) ==
+            client::ParseResult::kNeedMore);
     offset += consumed;
   }
 }
@@ -198,17 +198,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   std::vector<Seen> expected;
-  const bench::ParseResult ending = parse_all(input, head, expected);
+  const client::ParseResult ending = parse_all(input, head, expected);
 
   // Pass 2: the same bytes through a Connection, in pieces.
-  bench::Connection conn;
+  client::Connection conn;
   std::string err;
   check(conn.connect(listener.ep, std::chrono::milliseconds(1000), err));
   const int server = ::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC);
   check(server >= 0);
   std::uint32_t rng = static_cast<std::uint32_t>(size) * 2654435761u + 1;  // split points
   std::size_t offset = 0, got = 0;
-  bench::IoResult last = bench::IoResult::kOk;
+  client::IoResult last = client::IoResult::kOk;
   for (std::size_t steps = 0;; ++steps) {
     check(steps < 4 * input.size() + 16);
     if (offset < input.size()) {
@@ -223,9 +223,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (input.empty()) {
       ::shutdown(server, SHUT_WR);
     }
-    bench::Response r;
+    client::Response r;
     last = conn.read_response(false, head, r, use_of(got, data[0]));
-    while (last == bench::IoResult::kOk) {
+    while (last == client::IoResult::kOk) {
       check(got < expected.size());
       const Seen& e = expected[got];
       check(r.status == e.status && r.close == e.close && r.body_bytes == e.body.size());
@@ -233,14 +233,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       ++got;
       last = conn.read_response(false, head, r, use_of(got, data[0]));
     }
-    if (last != bench::IoResult::kNeedMore) break;
+    if (last != client::IoResult::kNeedMore) break;
   }
   ::close(server);
   // A parse error may show before every byte arrived; then the responses before it match.
   check(got == expected.size());
-  if (ending == bench::ParseResult::kBad)
-    check(last == bench::IoResult::kBadResponse);
+  if (ending == client::ParseResult::kBad)
+    check(last == client::IoResult::kBadResponse);
   else
-    check(last == bench::IoResult::kClosed);
+    check(last == client::IoResult::kClosed);
   return 0;
 }

@@ -159,13 +159,8 @@ TEST(Replay, KnowsTheLibraryEvictorsByName) {
 }
 
 TEST(Generate, SameSpecSameTraceAndTheScanIsOnePass) {
-  traces::ZipfSpec spec;
-  spec.keys = 100;
-  spec.alpha = 0.99;
-  spec.requests = 1000;
-  spec.seed = 3;
-  spec.scan_keys = 50;
-  spec.scan_start = 500;
+  traces::ZipfSpec spec{
+      .keys = 100, .alpha = 0.99, .requests = 1000, .seed = 3, .scan_keys = 50, .scan_start = 500};
   const auto a = traces::generate_zipf(spec);
   EXPECT_EQ(a, traces::generate_zipf(spec));
   ASSERT_EQ(a.size(), 1050u);
