@@ -100,17 +100,13 @@ def variant_of(s: Series) -> str | None:
     return m.group(1) if m else None
 
 
-def fmt_ratio(r: float | None) -> str:
-    return fratio(r, "×")
-
-
 def verdict(ratio: float | None, target: float) -> str:
     """'met' or 'missed by X%' (how far below the target, relative to it)."""
     if ratio is None:
         return "not measured"
     if ratio >= target:
-        return f"**met** ({fmt_ratio(ratio)} ≥ {target:.1f}×)"
-    return f"**missed by {(1 - ratio / target) * 100:.1f}%** ({fmt_ratio(ratio)} < {target:.1f}×)"
+        return f"**met** ({fratio(ratio, '×')} ≥ {target:.1f}×)"
+    return f"**missed by {(1 - ratio / target) * 100:.1f}%** ({fratio(ratio, '×')} < {target:.1f}×)"
 
 
 def peak_cell(s: Series, p) -> str:
@@ -146,7 +142,7 @@ def render_headline(series: list[Series], nginx: NginxComparison | None) -> list
                                                 for v in ("baseline", "optimized")):
                 continue  # -t 1 is the only depth-1 configuration: the row above says it all
             rows.append(f"| {d} | {scope} | {peak_cell(*best['baseline'])} | "
-                        f"{peak_cell(*best['optimized'])} | {fmt_ratio(o / b if b else None)} |")
+                        f"{peak_cell(*best['optimized'])} | {fratio(o / b if b else None, '×')} |")
     if rows:
         lines += ["Peak GET throughput (GETs answered per second: `gets / duration_s`; the highest "
                   "median over every client thread count and configuration in scope, aborted points "
@@ -157,7 +153,7 @@ def render_headline(series: list[Series], nginx: NginxComparison | None) -> list
         for dep in nginx.depths:
             r = dep.peak_ratio()
             lines.append(f"- cache_server ÷ nginx peak req/s at pipeline depth {dep.pipeline} (wrk): "
-                         f"{fmt_ratio(r)}; target ≥ {NGINX_TARGET:.1f}×: {verdict(r, NGINX_TARGET)}; "
+                         f"{fratio(r, '×')}; target ≥ {NGINX_TARGET:.1f}×: {verdict(r, NGINX_TARGET)}; "
                          f"stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(r, NGINX_STRETCH)} "
                          "(see [cache_server vs nginx](#cache_server-vs-nginx))")
         lines.append("")
@@ -331,7 +327,7 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
                 return f"{m.get('p50', NONE)} / {m.get('p99', NONE)}" if m else NONE
 
             lines.append(f"| {r.connections} | {nginx_cell(c, 'rps')} | {nginx_cell(n, 'rps')} | "
-                         f"{fmt_ratio(r.ratio())} | {nginx_cell(c, 'server_cpu_pct', 1)} | "
+                         f"{fratio(r.ratio(), '×')} | {nginx_cell(c, 'server_cpu_pct', 1)} | "
                          f"{nginx_cell(n, 'server_cpu_pct', 1)} | {lat(c)} | {lat(n)} | "
                          f"{nginx_cell(c, 'wrk_cpu_pct', 1)} / {nginx_cell(n, 'wrk_cpu_pct', 1)} |")
         a, b, ratio = dep.peak("cache_server"), dep.peak("nginx"), dep.peak_ratio()
@@ -341,7 +337,7 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
 
         lines += ["",
                   f"Peak ratio at depth {dep.pipeline}: cache_server {at(a)} ÷ nginx {at(b)}"
-                  + f" = **{fmt_ratio(ratio)}**. Target ≥ {NGINX_TARGET:.1f}×: {verdict(ratio, NGINX_TARGET)}. "
+                  + f" = **{fratio(ratio, '×')}**. Target ≥ {NGINX_TARGET:.1f}×: {verdict(ratio, NGINX_TARGET)}. "
                   f"Stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(ratio, NGINX_STRETCH)}."
                   + (" (The issue's target is stated for plain keep-alive, depth 1.)" if dep.pipeline > 1 else ""),
                   ""]
