@@ -40,14 +40,13 @@ import json
 import re
 import statistics
 import sys
-import time
 from pathlib import Path
 
+from scripts.harness import bench, cli, metadata, postgres, procs, resources
+from scripts.harness.bench import Failure, Run, log, split_conns, tail
+from scripts.harness.tables import row, table_head
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, cli, metadata, postgres, procs, resources  # noqa: E402
-from harness.bench import Failure, Run, log, split_conns, tail  # noqa: E402
-from harness.report import row, table_head  # noqa: E402
 
 NAME = "bench_board_source"
 CLIENT_THREADS = 2

@@ -23,7 +23,6 @@ Exit status: 0 measured, 1 a failure (a message says which), 2 bad usage, 130 in
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -32,11 +31,11 @@ import sys
 import time
 from pathlib import Path
 
+from scripts import bench_cluster_report
+from scripts.harness import bench, cli, metadata, procs, resources
+from scripts.harness.bench import Failure, log, tail
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import bench_cluster_report  # noqa: E402
-from harness import bench, cli, metadata, procs, resources  # noqa: E402
-from harness.bench import Failure, log, tail  # noqa: E402
 
 NAME = "bench_cluster"
 CLUSTER = ROOT / "scripts" / "cluster.sh"

@@ -4,7 +4,7 @@ scripts/bench_cluster.py run: the balance of keys and requests over the nodes, a
 the nginx front per connection count (medians over the rounds). bench_cluster.py calls write();
 the command line re-renders a run directory.
 
-Usage: python3 scripts/bench_cluster_report.py OUT CLK_TCK DURATION ROUNDS
+Usage: python3 -m scripts.bench_cluster_report OUT CLK_TCK DURATION ROUNDS
 OUT holds raw/balance-stats.txt ("node I ADDR STATS-JSON" lines), raw/balance-zipf.json,
 raw/cost-ticks.txt ("VIA CONNS ROUND NGINX_TICKS NODE_TICKS" lines) and the bench_client JSON
 of every cost point (raw/cost-VIA-cCONNS-rROUND.json).

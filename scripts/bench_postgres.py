@@ -56,12 +56,12 @@ import sys
 import time
 from pathlib import Path
 
+from scripts import bench_postgres_report as pgreport  # pg_ticks, pgbench_latency
+from scripts.harness import bench, cli, metadata, postgres, procs, resources
+from scripts.harness.bench import Failure, log, split_conns, tail
+from scripts.harness.procs import HarnessError
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import bench_postgres_report as pgreport  # noqa: E402  (pg_ticks, pgbench_latency)
-from harness import bench, cli, metadata, postgres, procs, resources  # noqa: E402
-from harness.bench import Failure, log, split_conns, tail  # noqa: E402
-from harness.procs import HarnessError  # noqa: E402
 
 NAME = "bench_postgres"
 TABLE_DDL = ("(key bytea primary key, value bytea not null, "
@@ -586,7 +586,7 @@ def measure(a, bins: tuple[Path, Path, Path]) -> Path:
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
     return bench.run_main(NAME, lambda: measure(a, (*binaries(a), check_tools(a))),
-                          "bench_postgres_report.py")
+                          "bench_postgres_report")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 """bench_postgres_report.py — summary.md and summary.json of a scripts/bench_postgres.py run,
 and the PostgreSQL measurements that script (and scripts/bench_board_source.sh) use.
 
-Usage: python3 scripts/bench_postgres_report.py DIR [--quiet]
-       python3 scripts/bench_postgres_report.py pg-start DIR MAX_CONNECTIONS
-       python3 scripts/bench_postgres_report.py pg-ticks POSTMASTER_PID
+Usage: python3 -m scripts.bench_postgres_report DIR [--quiet]
+       python3 -m scripts.bench_postgres_report pg-start DIR MAX_CONNECTIONS
+       python3 -m scripts.bench_postgres_report pg-ticks POSTMASTER_PID
 
 DIR: reads DIR/meta.json, DIR/points.jsonl (one line per measured point, written by
 bench_postgres.py), DIR/commands.txt and the raw files those name (bench_client JSON, pgbench
@@ -44,10 +44,10 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import report  # noqa: E402
-from harness.report import cpu_pct, div, fnum, fratio, read_json, row, table_head  # noqa: E402
-from harness.resources import disk_delta, tree_ticks_count  # noqa: E402
+from scripts.harness import report
+from scripts.harness.report import cpu_pct, div, read_json
+from scripts.harness.resources import disk_delta, tree_ticks_count
+from scripts.harness.tables import fnum, fratio, listed, row, slashed, table_head
 
 TARGET_VS_PGBENCH = 4.0       # write-through PUT/s ÷ pgbench per-request-commit tps ...
 TARGET_VS_PGBENCH_CONNS = 64  # ... at this many connections
@@ -363,7 +363,7 @@ def render_header(run, m):
 
 
 def put_table_row(r):
-    sl = report.slashed
+    sl = slashed
     return row([
         r["conns"], fnum(r["postgres"]), fnum(r["pgbench"]), fratio(r["postgres_vs_pgbench"]),
         fnum(r["rocksdb"]), *(sl([r["p50_us"][k], r["p99_us"][k]]) for k in SYSTEMS),
@@ -404,10 +404,10 @@ def render_get(g):
         "## GET-POPULAR (cache hits): postgres behind vs --store none\n",
         f"GET-hit ratio (medians of {len(g['none_rps'])}, {g['conns']} conns, get-popular): "
         f"postgres ÷ none = **{fratio(g['ratio'])}** (postgres {fnum(g['postgres_median'])} "
-        f"req/s [{report.listed(g['postgres_rps'])}] vs none {fnum(g['none_median'])} req/s "
-        f"[{report.listed(g['none_rps'])}], run in the order {', '.join(g['order'])}; store "
+        f"req/s [{listed(g['postgres_rps'])}] vs none {fnum(g['none_median'])} req/s "
+        f"[{listed(g['none_rps'])}], run in the order {', '.join(g['order'])}; store "
         f"reads during the postgres runs: {g['store_reads']}; PG CPU% during them: "
-        f"{report.listed(g['pg_cpu'], 1)})\n"]
+        f"{listed(g['pg_cpu'], 1)})\n"]
 
 
 def render_cold(c):
@@ -520,7 +520,7 @@ def render(run, s):
 def cmd_pg_start(directory, max_connections):
     import atexit
 
-    from harness.postgres import PgCluster, PgClusterError
+    from scripts.harness.postgres import PgCluster, PgClusterError
 
     try:
         # Room for pgbench's connections, and buffers that hold the whole key space (the tests'

@@ -40,10 +40,10 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.harness import bench, cli, metadata, peers, procs, resources
+from scripts.harness.bench import Failure, log, split_conns
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, cli, metadata, peers, procs, resources  # noqa: E402
-from harness.bench import Failure, log, split_conns  # noqa: E402
 
 NAME = "bench_store"
 GET_CONNS = 8
@@ -341,7 +341,7 @@ def run_all(a) -> Path:
 
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
-    return bench.run_main(NAME, lambda: run_all(a), "bench_store_report.py")
+    return bench.run_main(NAME, lambda: run_all(a), "bench_store_report")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_store_report.py — summary.md and summary.json of a scripts/bench_store.py run.
 
-Usage: python3 scripts/bench_store_report.py DIR [--quiet]
+Usage: python3 -m scripts.bench_store_report DIR [--quiet]
 
 Reads DIR/meta.json, DIR/points.jsonl (one line per measured point, written by bench_store.py),
 DIR/commands.txt and the raw files those name (redis-benchmark CSV and `time` output,
@@ -26,11 +26,10 @@ Figures:
 """
 import statistics
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import report  # noqa: E402
-from harness.report import div, fnum, fratio, read_json, row, table_head  # noqa: E402
+from scripts.harness import report
+from scripts.harness.report import div, read_json
+from scripts.harness.tables import fnum, fratio, listed, row, slashed, table_head
 
 TARGET_THROUGH_VS_REDIS = 1.0
 TARGET_THROUGH_CONNS = (8, 50, 200)
@@ -286,7 +285,7 @@ def render_put(rows):
                        "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",
                        "behind÷none", "none PUT/s", "server CPU% thr/beh/none",
                        "client CPU% thr/beh/none", "disk util% thr/beh/none"], "r" * 13)
-    sl = report.slashed
+    sl = slashed
     for r in rows:
         out.append(row([
             r["conns"], fnum(r["redis_always"]), fnum(r["redis_everysec"]), fnum(r["through"]),
@@ -297,7 +296,7 @@ def render_put(rows):
 
 
 def render_get(g):
-    runs = report.listed
+    runs = listed
     return [
         "",
         "## GET hit with and without a store\n",

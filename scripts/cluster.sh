@@ -40,7 +40,7 @@ die() { echo "cluster.sh: $*" >&2; exit 1; }
 bad_usage() { echo "cluster.sh: $* (see --help)" >&2; exit 2; }
 is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
 echo_cmd() { printf '%q ' "$@" | sed 's/ $//'; }
-harness() { PYTHONPATH="$ROOT/scripts" python3 -m harness "$@"; }  # scripts/harness/__main__.py
+harness() { PYTHONPATH="$ROOT" python3 -m scripts.harness "$@"; }  # scripts/harness/__main__.py
 free_port() { harness free-port; }
 
 DIR="${CLUSTER_DIR:-$ROOT/build/cluster}"
@@ -111,7 +111,7 @@ cmd_stats() {
     echo "node $i $addr $body"
     all+=("$body")
   done < <(state_nodes)
-  printf '%s\n' "${all[@]}" | python3 "$ROOT/scripts/cluster_tools.py" stats-sum
+  printf '%s\n' "${all[@]}" | PYTHONPATH="$ROOT" python3 -m scripts.cluster_tools stats-sum
 }
 
 cmd_reset() {
@@ -214,7 +214,7 @@ render() {
     read -r cert key < <(awk '$1 == "tls" { print $2, $3 }' "$STATE") || true
   fi
   [ -n "$cert" ] && tls=(--tls "$cert" "$key" "$DIR/front.pem")
-  python3 "$ROOT/scripts/cluster_tools.py" render "$1" "$2" "$3" "$4" "$DIR" "${tls[@]}"
+  PYTHONPATH="$ROOT" python3 -m scripts.cluster_tools render "$1" "$2" "$3" "$4" "$DIR" "${tls[@]}"
 }
 
 # start_front KIND: renders the front's configuration and starts it on a free 127.0.0.1 port;

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """cluster_tools.py — the Python scripts/cluster.sh needs (it embedded it until issue 31):
 
-  python3 scripts/cluster_tools.py stats-sum < LINES
+  python3 -m scripts.cluster_tools stats-sum < LINES
       LINES: one node's /stats JSON per line; prints "sum JSON", the field-by-field sum of the
       numeric fields every node has (booleans and strings dropped)
-  python3 scripts/cluster_tools.py render TEMPLATE OUT SERVERS-FILE LISTEN PREFIX
+  python3 -m scripts.cluster_tools render TEMPLATE OUT SERVERS-FILE LISTEN PREFIX
                                          [--tls CERT KEY PEM]
       fills a front template's @SERVERS@ (the file's lines), @LISTEN@, @PREFIX@ and @WORKERS@
       (1) tokens, outside comment lines (the header names the tokens), into OUT. A line ending in

@@ -34,10 +34,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from scripts.harness import bench, cli, metadata, peers, procs, resources
+from scripts.harness.bench import Failure
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, cli, metadata, peers, procs, resources  # noqa: E402
-from harness.bench import Failure  # noqa: E402
 
 NAME = "compare_nginx"
 LUA = ROOT / "scripts" / "lib" / "wrk_pipeline.lua"

@@ -48,11 +48,11 @@ import sys
 import time
 from pathlib import Path
 
+from scripts import compare_redis_boards_report as boards_report
+from scripts.harness import bench, cli, metadata, peers, procs, resources
+from scripts.harness.bench import Failure, Run, log, split_conns, tail
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import compare_redis_boards_report as boards_report  # noqa: E402
-from harness import bench, cli, metadata, peers, procs, resources  # noqa: E402
-from harness.bench import Failure, Run, log, split_conns, tail  # noqa: E402
 
 NAME = "compare_redis_boards"
 REDIS_CMD = {"update": "ZADD b0 __rand_int__ m__rand_int__", "rank": "ZREVRANK b0 m__rand_int__",
@@ -161,7 +161,7 @@ class Boards(Run):
         cmd = ["redis-cli", "-h", "127.0.0.1", "-p", self.servers[name].port, "--pipe"]
         self.record_cmd(f"{name} preload", f"{self.pinned(a.client_cpu, cmd)} < {resp.name}   "
                         f"({a.members} x ZADD b0 SCORE NAME, "
-                        "scripts/compare_redis_boards_report.py resp)")
+                        "python3 -m scripts.compare_redis_boards_report resp)")
         rc, secs, _, _ = self.client(cmd, out, timeout_s=a.preload_timeout, stdin=resp)
         if rc:
             raise Failure(f"redis-cli --pipe into {name} failed (exit {rc}): {tail(out)}")
@@ -406,7 +406,7 @@ def main(argv: list[str]) -> int:
         measure(a, out[0], server_bin, client_bin, redis_version)
         return out[0]
 
-    rc = bench.run_main(NAME, run, "compare_redis_boards_report.py")
+    rc = bench.run_main(NAME, run, "compare_redis_boards_report")
     if rc == 0:
         log(f"done in {time.monotonic() - t0:.0f} s; summary: {out[0]}/summary.md")
     return rc

@@ -2,8 +2,8 @@
 """compare_redis_boards_report.py — summary.md and summary.json of a
 scripts/compare_redis_boards.py run, and the Redis preload files that script feeds redis-cli.
 
-Usage: python3 scripts/compare_redis_boards_report.py DIR [--quiet]
-       python3 scripts/compare_redis_boards_report.py resp MEMBERS SAME.resp PADDED.resp
+Usage: python3 -m scripts.compare_redis_boards_report DIR [--quiet]
+       python3 -m scripts.compare_redis_boards_report resp MEMBERS SAME.resp PADDED.resp
 
 DIR: reads DIR/meta.json, DIR/memory.json, DIR/points.jsonl (one line per measured point) and
 the raw files those name. Writes DIR/summary.md (printed to stdout unless --quiet) and
@@ -30,9 +30,9 @@ Figures:
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import report  # noqa: E402
-from harness.report import cpu_pct, fnum, fratio, median, read_json, row, table_head  # noqa: E402
+from scripts.harness import report
+from scripts.harness.report import cpu_pct, median, read_json
+from scripts.harness.tables import NONE, fnum, fratio, row, table_head
 
 # The issue's targets: ours ÷ Redis at 50 connections, and memory per member at 1M members.
 TARGETS = {"update": 1.0, "rank": 1.0, "top": 2.0}
@@ -323,7 +323,7 @@ def render_throughput(m, s):
     if w:
         r = s["ops"]["top"]["redis"] or {}
         out.append(row(["top 100, ours by wrk (context)", fnum(r.get("rps")), fnum(w["rps"]),
-                        fratio(s["ops"]["top"]["wrk_ratio"]), "–", "–", *side_cells(r, w)]))
+                        fratio(s["ops"]["top"]["wrk_ratio"]), NONE, NONE, *side_cells(r, w)]))
     out += ["", "Bound by (medians):\n"]
     for op, rcmd, ours_req, label in OPS:
         e = s["ops"][op]
@@ -352,7 +352,7 @@ MEMORY_INTRO = (
 
 def memory_row(label, names, x):
     alloc = x.get("used_memory_per_member", x.get("board_bytes_per_member"))
-    mb = lambda k: fnum(x[k] / 1024, 1) if x.get(k) is not None else "n/a"  # noqa: E731
+    mb = lambda k: fnum(x[k] / 1024, 1) if x.get(k) is not None else NONE  # noqa: E731
     return row([label, f"`{names}`", mb("rss_before_kb"), mb("rss_after_kb"), mb("rss_settled_kb"),
                 fnum(x.get("rss_per_member"), 1), fnum(x.get("rss_per_member_at_preload"), 1),
                 fnum(alloc, 1), fnum(x.get("preload_s"), 2), fnum(x.get("preload_members_per_s")),
@@ -391,7 +391,7 @@ def render_runs(points):
             f["op"], f["rep"], f["order"], f["system"], fnum(f["rps"]), fnum(f["p50_us"]),
             fnum(f["p99_us"]), f["errors"], f["misses"], fnum(f["server_cpu"]),
             fnum(f["client_cpu"]), f"{fnum(f['server_core_busy'])}/{fnum(f['client_core_busy'])}",
-            fnum(f["n"]) if f.get("n") else "–"]))
+            fnum(f["n"]) if f.get("n") else NONE]))
     return out + [""]
 
 
@@ -434,7 +434,7 @@ def render(run, s):
 
 def describe_bound(x, server, client):
     if not x:
-        return "n/a"
+        return NONE
     b = x.get("bound")
     figs = f"{server} {fnum(x.get('server_cpu'))}%, {client} {fnum(x.get('client_cpu'))}%"
     if b == "server":
@@ -448,7 +448,8 @@ def describe_bound(x, server, client):
 
 def cmd_resp(members, same, padded):
     if not members.isdigit():
-        print("usage: compare_redis_boards_report.py resp MEMBERS SAME.resp PADDED.resp",
+        print("usage: python3 -m scripts.compare_redis_boards_report resp MEMBERS SAME.resp "
+              "PADDED.resp",
               file=sys.stderr)
         return 2
     write_resp(int(members), same, padded)

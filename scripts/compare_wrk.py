@@ -28,7 +28,7 @@ be within +-10% of wrk's. RESULT: PASS when every row (and that p50) meets its t
 Exit status: 0 targets met, 1 targets missed, 2 setup failure (a tool or binary missing, a
 client failing or answering errors, a bad option).
 
-Run it alone on the machine: flock /tmp/bench.lock python3 scripts/compare_wrk.py --runs 5
+Run it alone on the machine: flock /tmp/bench.lock python3 -m scripts.compare_wrk --runs 5
 --duration 5. On a machine others share, their processes take turns on the two CPUs: every time
 the server or a client waits for the other, the CPU goes to someone else's work and the wake-up
 waits for it, and the run measures that, not the clients (server and client both at 30-50% CPU).
@@ -47,11 +47,11 @@ import statistics
 import sys
 from pathlib import Path
 
+from scripts.harness import bench, cli, peers, resources
+from scripts.harness.bench import Failure  # exit status 2 here: run_main(failed=2)
+from scripts.harness.tables import fnum, md_table
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, cli, peers, resources  # noqa: E402
-from harness.bench import Failure  # noqa: E402  (exit status 2 here: run_main(failed=2))
-from harness.tables import fnum, md_table  # noqa: E402
 
 NAME = "compare_wrk"
 ROWS = ("board", "big", "nginx")
@@ -246,7 +246,7 @@ def measure(a, clients: Clients, rows: list[Row]) -> None:
             for client in clients.order[k:] + clients.order[:k]:
                 r = clients.one(row, client)
                 row.runs[client].append(r)
-                srv = "–" if r["server_cpu_pct"] is None else f"{r['server_cpu_pct']:.1f}"
+                srv = fnum(r["server_cpu_pct"], 1)
                 print(f"{i:<6}{row.name:<7}{client:<7}{r['rps']:11.1f}{r['cpu_us']:13.2f}"
                       f"{srv:>13}{r['p50_us']:10.2f}", flush=True)
 

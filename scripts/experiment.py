@@ -11,12 +11,12 @@ scripts/compare_nginx.py measures cache_server beside nginx with wrk at pipeline
 points at the newest run), followed by the figures (graphs/plot.py) and REPORT.md
 (scripts/report.py).
 
-  python scripts/experiment.py                     default: -t 1,2,4 (x baseline/optimized
+  python3 -m scripts.experiment                    default: -t 1,2,4 (x baseline/optimized
                                                    when the server has variants) plus -t 1 -P 16,
                                                    ~4 minutes, then nginx vs cache_server, ~1 minute
-  python scripts/experiment.py --full              longer points, 3 repetitions each
-  python scripts/experiment.py --target H:P        measure an already-running server instead
-  python scripts/experiment.py -- --workload zipf --theta 1.1    options after -- go to bench_client
+  python3 -m scripts.experiment --full             longer points, 3 repetitions each
+  python3 -m scripts.experiment --target H:P       measure an already-running server instead
+  python3 -m scripts.experiment -- --workload zipf --theta 1.1    options after -- go to bench_client
 
 Ctrl-C stops the servers (and the nginx comparison) it started and keeps (and reports) the
 finished configurations.
@@ -36,16 +36,14 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.harness import cli, metadata
+from scripts.harness.procs import CacheServer, free_port, python_module
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "graphs"))
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import cli, metadata  # noqa: E402
-from harness.procs import CacheServer, free_port  # noqa: E402
 
 SERVER_STOP_TIMEOUT_S = 5
 POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
 DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
-COMPARE_NGINX = ROOT / "scripts" / "compare_nginx.py"
 NGINX_POINT_OVERHEAD_S = 0.3  # wrk start-up and connect per point: for the time estimate only
 NGINX_STOP_TIMEOUT_S = 10
 
@@ -60,7 +58,7 @@ def parse_args(argv: list[str]):
         i = argv.index("--")
         argv, client_args = argv[:i], argv[i + 1:]
     p = cli.Parser(
-        "experiment", prog="experiment.py", allow_abbrev=True,
+        "experiment", allow_abbrev=True,
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Options after -- are passed to bench_client unchanged (see bench_client --help).")
@@ -237,7 +235,7 @@ def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool
     cache_server and nginx in its process group; on Ctrl-C that whole group (wrk, cache_server,
     nginx) gets SIGINT, then SIGKILL if still there."""
     depths = nginx_depths(args)
-    argv = [sys.executable, str(COMPARE_NGINX), "--json", str(out / "nginx.json"),
+    argv = [*python_module("compare_nginx"), "--json", str(out / "nginx.json"),
             "--cache-server", args.server_bin, "--cache-server-flags", "",
             "--duration", str(args.nginx_duration), "--warmup", "1",
             "--conns", " ".join(map(str, args.nginx_connection_list)),
@@ -379,7 +377,7 @@ def main(argv: list[str]) -> int:
         log(notes[-1])
     progress = Progress([point_s] * n_points + nginx_costs)
     run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
-           "command": " ".join(["python scripts/experiment.py", *map(shlex.quote, argv)]),
+           "command": " ".join(["python3 -m scripts.experiment", *map(shlex.quote, argv)]),
            "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
            "repetitions": args.repetitions, "client_args": args.client_args,
            "point_duration_s": args.duration, "warmup": args.warmup,
@@ -420,7 +418,7 @@ def main(argv: list[str]) -> int:
     if not args.no_plots:
         subprocess.run([sys.executable, str(ROOT / "graphs/plot.py"), str(out)], check=False,
                        stdout=subprocess.DEVNULL)
-    rep = subprocess.run([sys.executable, str(ROOT / "scripts/report.py"), str(out)],
+    rep = subprocess.run(python_module("report", out),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if rep.returncode != 0:
         log(f"REPORT.md not written: {rep.stderr.strip()}")

@@ -19,7 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 STUDIES_ALL=(crank kv-db leaderboard threadpool)
-case "${1:-}" in -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; python scripts/experiment.py --help; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; python -m scripts.experiment --help; exit 0 ;; esac
 
 study=all full=0 crank_args=()
 while [ $# -gt 0 ]; do
@@ -41,7 +41,7 @@ form=(--quick); [ "$full" = 1 ] && form=(--full)
 bash scripts/setup.sh --peers --build release
 status=0
 if [ "${studies[0]}" = crank ]; then
-  python scripts/experiment.py "${crank_args[@]}" || status=$?
+  python -m scripts.experiment "${crank_args[@]}" || status=$?
   run_dir="$(readlink -f results/latest)"
   if [ "$status" != 130 ] && [ -d "$run_dir" ]; then
     if [ "$full" = 1 ]; then REPS=3 MIN_TIME=0.5 bash scripts/microbench.sh "$run_dir"
@@ -56,12 +56,12 @@ if [ "${studies[0]}" = crank ]; then
     target=0
     for a in "${crank_args[@]}"; do [ "$a" = "--" ] && break; case "$a" in --target|--target=*) target=1 ;; esac; done
     if [ "$target" = 0 ]; then
-      python scripts/profile_server.py "$run_dir/profile" > /dev/null \
+      python -m scripts.profile_server "$run_dir/profile" > /dev/null \
         || echo "experiment: the server profile failed; REPORT.md goes without it" >&2
-      python scripts/studies/crank.py --out "$run_dir/crank" --run "$run_dir" "${form[@]}" \
+      python -m scripts.studies.crank --out "$run_dir/crank" --run "$run_dir" "${form[@]}" \
         || { echo "scripts/studies/crank.py failed (see its output)" > "$run_dir/crank/FAILED"; status=1; }
     fi
-    python scripts/report.py "$run_dir" > /dev/null
+    python -m scripts.report "$run_dir" > /dev/null
   fi
   studies=("${studies[@]:1}")
 else
@@ -75,14 +75,14 @@ if [ "$status" != 130 ] && [ -d "$run_dir" ]; then
     mkdir -p "$run_dir/$s"
     rm -f "$run_dir/$s/FAILED"
     echo "[experiment] study $s" >&2
-    python "scripts/studies/${s//-/_}.py" --out "$run_dir/$s" "${form[@]}" || {
+    python -m "scripts.studies.${s//-/_}" --out "$run_dir/$s" "${form[@]}" || {
       rc=$?
       echo "scripts/studies/${s//-/_}.py exited with status $rc (see its output)" > "$run_dir/$s/FAILED"
       status=1
       [ "$rc" = 130 ] && { status=130; break; }
     }
   done
-  python scripts/studies/assemble.py "$run_dir" > /dev/null
+  python -m scripts.studies.assemble "$run_dir" > /dev/null
 fi
 echo
 echo "Report:  $run_dir/REPORT.md"

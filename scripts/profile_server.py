@@ -16,7 +16,7 @@ and writes DIR/PROFILE.md (tables), DIR/profile.json, DIR/rows.jsonl (a row per 
 configuration, kept when a later one fails) and DIR/meta.json, plus the raw perf/callgrind
 outputs beside them.
 
-Usage: scripts/profile_server.py [options] [DIR]        (default results/profile-<stamp>)
+Usage: python3 -m scripts.profile_server [options] [DIR] (default results/profile-<stamp>)
 Every option defaults to the environment variable the shell version (profile_server.sh) read:
 VARIANTS ("baseline optimized"), PIPELINES ("1 16"), CONNS (16), DURATION (s, 3),
 CALLGRIND_DURATION (s, 3), CACHE_SERVER (build/release/server/cache_server), SERVER_CPU (0),
@@ -36,11 +36,12 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.compare_nginx import LUA, http, store_value
+from scripts.harness import bench, cli, metadata, procs, resources
+from scripts.harness.bench import Failure
+from scripts.harness.tables import fnum, fratio, row, table_head
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from compare_nginx import LUA, http, store_value  # noqa: E402
-from harness import bench, cli, metadata, procs, resources  # noqa: E402
-from harness.bench import Failure  # noqa: E402
 
 NAME = "profile_server"
 SYSCALL_EVENTS = ["raw_syscalls:sys_enter"] + [
@@ -218,7 +219,7 @@ def profile(a, variant: str, depth: int) -> dict:
         print(f"[profile] {tag}: callgrind", file=sys.stderr, flush=True)
         instr = callgrind(a, variant, depth, a.out / f"{tag}.callgrind.out")
     syscalls = syscall_counts(a.out / f"{tag}.perfstat.csv")
-    return row(tag, variant, depth, (s0, s1), syscalls, wrk_out, instr)
+    return config_figures(tag, variant, depth, (s0, s1), syscalls, wrk_out, instr)
 
 
 # --- the report ----------------------------------------------------------------------------------
@@ -233,8 +234,8 @@ def syscall_counts(perfcsv: Path) -> dict:
     return syscalls
 
 
-def row(tag: str, variant: str, depth: int, window: tuple, syscalls: dict, wrk_out: str,
-        instr: dict | None) -> dict:
+def config_figures(tag: str, variant: str, depth: int, window: tuple, syscalls: dict,
+                   wrk_out: str, instr: dict | None) -> dict:
     """One configuration's figures over the counted window."""
     s0, s1 = window
     a, b = s0["stats"], s1["stats"]
@@ -260,10 +261,6 @@ def row(tag: str, variant: str, depth: int, window: tuple, syscalls: dict, wrk_o
     return out
 
 
-def fmt(x):
-    return "n/a" if x is None else f"{x:.3f}"
-
-
 def table(rows: list[dict], conns: int, dur: int) -> list[str]:
     lines = [
         "# Server profile: cost per GET hit",
@@ -275,17 +272,15 @@ def table(rows: list[dict], conns: int, dur: int) -> list[str]:
         "only) from a separate run under `valgrind --tool=callgrind`, so its rate is not the "
         "table's. Pipeline N = wrk sends N GETs per write.",
         "",
-        "| variant | pipeline | req/s | server CPU % | user µs/req | sys µs/req | syscalls/req "
-        "| reads/req | writes/req | instructions/req |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *table_head(["variant", "pipeline", "req/s", "server CPU %", "user µs/req", "sys µs/req",
+                     "syscalls/req", "reads/req", "writes/req", "instructions/req"], "l" * 10),
     ]
     for r in rows:
-        ins = f"{r['instr_per_req']:,.0f}" if "instr_per_req" in r else "n/a"
-        lines.append(
-            f"| {r['variant']} | {r['pipeline']} | {r['req_per_s']:,.0f} "
-            f"| {r['server_cpu_pct']:.0f} | {r['user_us_per_req']:.2f} "
-            f"| {r['sys_us_per_req']:.2f} | {r['syscalls_per_req']:.2f} "
-            f"| {fmt(r['reads_per_req'])} | {fmt(r['writes_per_req'])} | {ins} |")
+        lines.append(row([
+            r["variant"], r["pipeline"], fnum(r["req_per_s"]), fnum(r["server_cpu_pct"]),
+            fratio(r["user_us_per_req"]), fratio(r["sys_us_per_req"]),
+            fratio(r["syscalls_per_req"]), fnum(r["reads_per_req"], 3, grouped=False),
+            fnum(r["writes_per_req"], 3, grouped=False), fnum(r.get("instr_per_req"))]))
     return lines
 
 

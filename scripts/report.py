@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes REPORT.md for one experiment directory (results/<stamp>/).
 
-usage: python scripts/report.py RESULTS_DIR
+usage: python3 -m scripts.report RESULTS_DIR
 
 Reads the bench_client JSON files (one per server configuration), run.json (written by
 scripts/experiment.py: machine, pinning, git revision, server flags) and, when present,
@@ -19,10 +19,10 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "graphs"))
-import mrc  # noqa: E402
-from results import (SATURATION_RULE, NginxComparison, ResultError, Series,  # noqa: E402
-                     find_result_files, load_nginx_in, load_series, usable)
+from graphs import mrc
+from graphs.results import (SATURATION_RULE, NginxComparison, ResultError, Series,
+                            find_result_files, load_nginx_in, load_series, usable)
+from scripts.harness.tables import NONE, fnum, fratio, row, table_head
 
 FIGURES = (("throughput_vs_threads", "Throughput against client threads"),
            ("p95_vs_threads", "p95 latency against client threads"),
@@ -37,31 +37,25 @@ NGINX_STRETCH = 1.3
 NGINX_FIGURE = ("nginx_vs_connections", "cache_server and nginx: req/s against wrk connections")
 
 
-def fmt(value, digits=0):
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}"
-
-
 def with_spread(p, name: str) -> str:
     """The median, plus the min–max range over repetitions when there were several."""
     if p.repetitions < 2 or p.low.get(name) is None:
-        return fmt(p.get(name))
-    return f"{fmt(p.get(name))} ({fmt(p.low[name])}–{fmt(p.high[name])})"
+        return fnum(p.get(name))
+    return f"{fnum(p.get(name))} ({fnum(p.low[name])}–{fnum(p.high[name])})"
 
 
 def point_row(p) -> str:
     hit = p.get("hit_rate")
-    return (f"| {p.threads} | {with_spread(p, 'throughput_rps')} | {fmt(p.get('p50_us'))} | "
-            f"{with_spread(p, 'p95_us')} | {fmt(p.get('p99_us'))} | {fmt(p.get('p999_us'))} | "
-            f"{fmt(p.get('max_us'))} | {fmt(hit * 100 if hit is not None else None, 1)} | "
-            f"{fmt(p.get('errors'))} | {fmt(p.get('server_cpu_pct'))} | {fmt(p.get('client_cpu_pct'))} | "
-            f"{', '.join(p.notes)} |")
+    return row([p.threads, with_spread(p, "throughput_rps"), fnum(p.get("p50_us")),
+                with_spread(p, "p95_us"), fnum(p.get("p99_us")), fnum(p.get("p999_us")),
+                fnum(p.get("max_us")), fnum(hit * 100 if hit is not None else None, 1),
+                fnum(p.get("errors")), fnum(p.get("server_cpu_pct")),
+                fnum(p.get("client_cpu_pct")), ", ".join(p.notes)])
 
 
-TABLE_HEAD = ("| client threads | req/s | p50 µs | p95 µs | p99 µs | p99.9 µs | max µs | hit % | "
-              "errors | server CPU % | client CPU % | notes |\n"
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+TABLE_HEAD = "\n".join(table_head(
+    ["client threads", "req/s", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs", "max µs", "hit %",
+     "errors", "server CPU %", "client CPU %", "notes"], "rrrrrrrrrrrl"))
 
 
 def cpu_count(spec: str | None) -> int | None:
@@ -82,7 +76,7 @@ def bottleneck(s: Series, run: dict) -> str:
     srv, cli = sat.get("server_cpu_pct"), sat.get("client_cpu_pct")
     server_full = srv is not None and server_cores and srv >= SATURATED_SHARE * 100 * server_cores
     client_full = cli is not None and client_cores and cli >= SATURATED_SHARE * 100 * client_cores
-    usage = f"server CPU {fmt(srv)}% of {(server_cores or 0) * 100}%, client CPU {fmt(cli)}% of {(client_cores or 0) * 100}%"
+    usage = f"server CPU {fnum(srv)}% of {(server_cores or 0) * 100}%, client CPU {fnum(cli)}% of {(client_cores or 0) * 100}%"
     if server_full and client_full:
         return (f"**both sides saturated** ({usage}): the machine is the limit; the server's own "
                 "ceiling is at least this high and needs a faster client or more cores to find")
@@ -106,21 +100,17 @@ def variant_of(s: Series) -> str | None:
     return m.group(1) if m else None
 
 
-def fmt_ratio(r: float | None) -> str:
-    return f"{r:.2f}×" if r is not None else "–"
-
-
 def verdict(ratio: float | None, target: float) -> str:
     """'met' or 'missed by X%' (how far below the target, relative to it)."""
     if ratio is None:
         return "not measured"
     if ratio >= target:
-        return f"**met** ({fmt_ratio(ratio)} ≥ {target:.1f}×)"
-    return f"**missed by {(1 - ratio / target) * 100:.1f}%** ({fmt_ratio(ratio)} < {target:.1f}×)"
+        return f"**met** ({fratio(ratio, '×')} ≥ {target:.1f}×)"
+    return f"**missed by {(1 - ratio / target) * 100:.1f}%** ({fratio(ratio, '×')} < {target:.1f}×)"
 
 
 def peak_cell(s: Series, p) -> str:
-    return f"{fmt(p.get('get_rps'))} ({s.label}, {p.threads} threads)"
+    return f"{fnum(p.get('get_rps'))} ({s.label}, {p.threads} threads)"
 
 
 def render_headline(series: list[Series], nginx: NginxComparison | None) -> list[str]:
@@ -152,7 +142,7 @@ def render_headline(series: list[Series], nginx: NginxComparison | None) -> list
                                                 for v in ("baseline", "optimized")):
                 continue  # -t 1 is the only depth-1 configuration: the row above says it all
             rows.append(f"| {d} | {scope} | {peak_cell(*best['baseline'])} | "
-                        f"{peak_cell(*best['optimized'])} | {fmt_ratio(o / b if b else None)} |")
+                        f"{peak_cell(*best['optimized'])} | {fratio(o / b if b else None, '×')} |")
     if rows:
         lines += ["Peak GET throughput (GETs answered per second: `gets / duration_s`; the highest "
                   "median over every client thread count and configuration in scope, aborted points "
@@ -163,7 +153,7 @@ def render_headline(series: list[Series], nginx: NginxComparison | None) -> list
         for dep in nginx.depths:
             r = dep.peak_ratio()
             lines.append(f"- cache_server ÷ nginx peak req/s at pipeline depth {dep.pipeline} (wrk): "
-                         f"{fmt_ratio(r)}; target ≥ {NGINX_TARGET:.1f}×: {verdict(r, NGINX_TARGET)}; "
+                         f"{fratio(r, '×')}; target ≥ {NGINX_TARGET:.1f}×: {verdict(r, NGINX_TARGET)}; "
                          f"stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(r, NGINX_STRETCH)} "
                          "(see [cache_server vs nginx](#cache_server-vs-nginx))")
         lines.append("")
@@ -182,7 +172,7 @@ def render(out_dir: Path, series: list[Series], run: dict,
     lines += render_headline(series, nginx)
     lines += ["## Machine and software", "",
               f"- CPU: {run.get('cpu', '?')}, {run.get('cores', '?')} cores; kernel {run.get('kernel', '?')}",
-              f"- Pinning: server on CPU {run.get('server_cpus', '–')}, client on CPU {run.get('client_cpus', '–')} (taskset)",
+              f"- Pinning: server on CPU {run.get('server_cpus', NONE)}, client on CPU {run.get('client_cpus', NONE)} (taskset)",
               f"- Git revision: {run.get('git_revision', '?')}",
               ""]
     wl = series[0].meta.get("workload") if series else None
@@ -210,9 +200,9 @@ def render(out_dir: Path, series: list[Series], run: dict,
               "|---|---|---:|---:|---:|---:|---|"]
     for s in series:
         sat = s.saturation()
-        flags = s.meta.get("server_flags", "–")
-        lines.append(f"| {s.label} | `{flags}` | {s.pipeline} | {sat.threads} | {fmt(sat.get('throughput_rps'))} | "
-                     f"{fmt(sat.get('p95_us'))} | {bottleneck(s, run)} |")
+        flags = s.meta.get("server_flags", NONE)
+        lines.append(f"| {s.label} | `{flags}` | {s.pipeline} | {sat.threads} | {fnum(sat.get('throughput_rps'))} | "
+                     f"{fnum(sat.get('p95_us'))} | {bottleneck(s, run)} |")
     lines.append("")
 
     for s in series:
@@ -291,10 +281,10 @@ def embed(path: Path, title: str) -> list[str]:
 
 def nginx_cell(m: dict | None, key: str, digits: int = 0) -> str:
     if m is None:
-        return "–"
+        return NONE
     if key == "rps" and not usable(m):
-        return "failed" if m.get("failed") else f"{fmt(m.get('rps'), digits)} ({m.get('errors')} errors)"
-    return fmt(m.get(key), digits)
+        return "failed" if m.get("failed") else f"{fnum(m.get('rps'), digits)} ({m.get('errors')} errors)"
+    return fnum(m.get(key), digits)
 
 
 def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> list[str]:
@@ -309,8 +299,8 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
     stats = cs.get("stats") or {}
     srv = ", ".join(f"{k} {stats[k]}" for k in ("variant", "lock", "value_path", "dispatch", "threads") if k in stats)
     lines = ["## cache_server vs nginx", "",
-             f"{doc.get('description', '')}; {fmt(doc.get('duration_s'))} s per point after a "
-             f"{fmt(doc.get('warmup_s'))} s warm-up per server and depth (`scripts/compare_nginx.py`, "
+             f"{doc.get('description', '')}; {fnum(doc.get('duration_s'))} s per point after a "
+             f"{fnum(doc.get('warmup_s'))} s warm-up per server and depth (`scripts/compare_nginx.py`, "
              f"{doc.get('wrk', 'wrk')}; {doc.get('nginx', 'nginx')}).",
              f"cache_server: {srv or 'variant not reported'}"
              + (f", extra flags `{cs['extra_flags']}`" if cs.get("extra_flags") else "") + ". "
@@ -334,20 +324,20 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
             c, n = r.by_server["cache_server"], r.by_server["nginx"]
 
             def lat(m):
-                return f"{m.get('p50', '–')} / {m.get('p99', '–')}" if m else "–"
+                return f"{m.get('p50', NONE)} / {m.get('p99', NONE)}" if m else NONE
 
             lines.append(f"| {r.connections} | {nginx_cell(c, 'rps')} | {nginx_cell(n, 'rps')} | "
-                         f"{fmt_ratio(r.ratio())} | {nginx_cell(c, 'server_cpu_pct', 1)} | "
+                         f"{fratio(r.ratio(), '×')} | {nginx_cell(c, 'server_cpu_pct', 1)} | "
                          f"{nginx_cell(n, 'server_cpu_pct', 1)} | {lat(c)} | {lat(n)} | "
                          f"{nginx_cell(c, 'wrk_cpu_pct', 1)} / {nginx_cell(n, 'wrk_cpu_pct', 1)} |")
         a, b, ratio = dep.peak("cache_server"), dep.peak("nginx"), dep.peak_ratio()
 
         def at(peak):
-            return f"{fmt(peak[0])} req/s ({peak[1]} connection{'s' if peak[1] != 1 else ''})" if peak else "–"
+            return f"{fnum(peak[0])} req/s ({peak[1]} connection{'s' if peak[1] != 1 else ''})" if peak else NONE
 
         lines += ["",
                   f"Peak ratio at depth {dep.pipeline}: cache_server {at(a)} ÷ nginx {at(b)}"
-                  + f" = **{fmt_ratio(ratio)}**. Target ≥ {NGINX_TARGET:.1f}×: {verdict(ratio, NGINX_TARGET)}. "
+                  + f" = **{fratio(ratio, '×')}**. Target ≥ {NGINX_TARGET:.1f}×: {verdict(ratio, NGINX_TARGET)}. "
                   f"Stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(ratio, NGINX_STRETCH)}."
                   + (" (The issue's target is stated for plain keep-alive, depth 1.)" if dep.pipeline > 1 else ""),
                   ""]
@@ -360,13 +350,13 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
 def render_peers(peers: dict) -> list[str]:
     lines = ["## Side by side with a peer (same run, same pinning)", "",
              peers.get("description", ""), "",
-             "| connections | " + " | ".join(f"{name} req/s" for name in peers["servers"]) + " | ratio |",
-             "|---:|" + "---:|" * (len(peers["servers"]) + 1)]
-    for row in peers["rows"]:
-        vals = [row.get(name) for name in peers["servers"]]
+             *table_head(["connections", *(f"{name} req/s" for name in peers["servers"]), "ratio"],
+                         "r" * (len(peers["servers"]) + 2))]
+    for point in peers["rows"]:
+        vals = [point.get(name) for name in peers["servers"]]
         ratio = (vals[0] / vals[1]) if len(vals) == 2 and vals[0] and vals[1] else None
-        lines.append(f"| {row['connections']} | " + " | ".join(fmt(v) for v in vals) +
-                     f" | {fmt(ratio, 2)}{'x' if ratio else ''} |")
+        lines.append(row([point["connections"], *(fnum(v) for v in vals),
+                          f"{fnum(ratio, 2)}{'x' if ratio else ''}"]))
     return lines + [""]
 
 

@@ -20,7 +20,11 @@ the things it measures (issue 31). Stdlib only.
              `run_main` (the exit status, the load average at the end, the report)
 - report:    what the benchmark report scripts share (DIR [--quiet], cells, the targets)
 
-Scripts import it with `sys.path.insert(0, "<repo>/scripts")` then `import harness`.
+scripts/ is a package: the scripts run as `python3 -m scripts.NAME` from the repository root
+and import this one as `scripts.harness` (`from scripts.harness import bench`); inside it the
+imports are relative, so the Python tests that still put scripts/ itself on their path (tests/
+server, tests/client) import it as `harness`. procs.python_module() is the command line that
+runs another script of the package.
 """
 from pathlib import Path
 

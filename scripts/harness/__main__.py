@@ -1,7 +1,7 @@
 """The harness from the shell scripts that still exist (issue 31 turns them into Python):
 
-    PYTHONPATH=scripts python3 -m harness free-port     prints a port free on 127.0.0.1
-    PYTHONPATH=scripts python3 -m harness listening LOG [PID [SECONDS]]
+    python3 -m scripts.harness free-port     prints a port free on 127.0.0.1
+    python3 -m scripts.harness listening LOG [PID [SECONDS]]
         waits (default 20 s) for the listening line of the process PID (which writes LOG) and
         prints its HOST:PORT; exits 1 without it (PID exited, or the time is up)
 """

@@ -14,7 +14,7 @@ and its end (`run_main`: the exit status, the load average, the report).
             srv = run.start_ours("memory", ["--board-maxmem", "64M"])
             rc, real, user, sys_ = run.client([...], out / "raw" / "x.txt")
         return out
-    return bench.run_main("bench_x", measure, "bench_x_report.py")
+    return bench.run_main("bench_x", measure, "bench_x_report")
 """
 from __future__ import annotations
 
@@ -60,9 +60,9 @@ def run_main(name: str, measure: Callable[[], Path | None], report: str | None =
              failed: int = 1) -> int:
     """A script's main once its options are parsed: measure() runs (SIGTERM and SIGHUP stop what
     it started, see procs.stop_all_at_exit) and returns its results directory, or None; the
-    load average at the end goes into it (loadavg_end.txt), then scripts/REPORT DIR, when
-    given, writes and prints summary.md; the last line on stderr names the directory (or the
-    summary). Exit status: 0, `failed` (1) when something failed
+    load average at the end goes into it (loadavg_end.txt), then the report, when given
+    (`python3 -m scripts.REPORT DIR`), writes and prints summary.md; the last line on stderr
+    names the directory (or the summary). Exit status: 0, `failed` (1) when something failed
     ("NAME: why" on stderr), 130 interrupted."""
     procs.stop_all_at_exit()
     try:
@@ -75,7 +75,7 @@ def run_main(name: str, measure: Callable[[], Path | None], report: str | None =
     except KeyboardInterrupt:
         return 130
     if report:
-        if subprocess.run([sys.executable, str(ROOT / "scripts" / report), str(out)]).returncode:
+        if subprocess.run(procs.python_module(report, out)).returncode:
             print(f"{name}: the report failed (raw files are in {out})", file=sys.stderr)
             return failed
         log(f"summary: {out}/summary.md")

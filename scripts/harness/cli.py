@@ -3,7 +3,7 @@ one line, "NAME: message (see --help)", and exit status 2, as the shell scripts'
 the options every benchmark shares (--duration, --conns, whole numbers in a range, the CPUs it
 pins to); option types; the environment variables that give options their defaults.
 
-    p = cli.Parser("bench_x", __doc__)       # prog scripts/bench_x.py, the docstring as --help
+    p = cli.Parser("bench_x", __doc__)    # prog python3 -m scripts.bench_x, the docstring as --help
     p.add_argument("--duration", metavar="S")
     a = p.parse_args(argv)
     a.duration = p.duration(a.duration or "5")                # "bench_x: --duration ..." exit 2
@@ -29,11 +29,12 @@ class Parser(argparse.ArgumentParser):
     """argparse with the shell scripts' usage errors: one line on stderr, "NAME: what (see
     --help)", exit 2; a missing value "needs a value", an unknown option is an "unknown argument
     'X'". `doc` (a script's docstring) is the help text: its first paragraph the description, the
-    rest the epilog. prog defaults to scripts/NAME.py; options are never abbreviated."""
+    rest the epilog. prog defaults to `python3 -m scripts.NAME`, the command that runs the
+    script; options are never abbreviated."""
 
     def __init__(self, name: str, doc: str | None = None, **kw):
         self.script_name = name
-        kw.setdefault("prog", f"scripts/{name}.py")
+        kw.setdefault("prog", f"python3 -m scripts.{name}")
         kw.setdefault("allow_abbrev", False)
         if doc:
             head, _, rest = doc.partition("\n\n")

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -50,6 +51,14 @@ def taskset(cpu: int | str | None) -> list[str]:
     if isinstance(cpu, int) and (os.cpu_count() or 1) <= cpu:
         return []
     return ["taskset", "-c", str(cpu)]
+
+
+def python_module(module: str, *args) -> list[str]:
+    """The command line that runs the script scripts.MODULE ("report", "studies.crank") with
+    ARGS in this interpreter: `python3 -m scripts.MODULE ARGS`. The child finds the package as
+    its parent did, both inheriting the working directory (the repository root) or the root on
+    PYTHONPATH."""
+    return [sys.executable, "-m", f"scripts.{module}", *map(str, args)]
 
 
 def pin_running(pid: int, cpus: set[int]) -> None:

@@ -1,7 +1,8 @@
 """report — what the benchmark report scripts (bench_store_report.py, bench_postgres_report.py,
 compare_redis_boards_report.py) share: the command line (DIR [--quiet] plus a script's own
 subcommands), reading a run directory (meta.json, points.jsonl, raw JSON, loadavg_end.txt,
-commands.txt), the figures' formatting, Markdown table lines and the targets block.
+commands.txt), the figures' arithmetic, a report's sections and the targets block. Numbers and
+table lines are harness.tables' (fnum, fratio, row, table_head), as in every other report.
 
 A report script defines summarize(run) -> dict and render(run, summary) -> str, and ends with
     sys.exit(report.main(sys.argv, "NAME", __doc__, summarize, render, {"sub": (usage, fn)}))
@@ -15,29 +16,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .tables import fnum as _fnum
+from .tables import fratio, table_head
 
 
-# --- figures -----------------------------------------------------------------------------------
-
-def fnum(x, digits: int = 0) -> str:
-    """A figure as the reports print it ("12,345", "1.5"); "n/a" when not measured."""
-    return "n/a" if x is None else _fnum(x, digits)
-
-
-def fratio(x) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
-
-
-def slashed(xs, digits: int = 0) -> str:
-    """Several figures in one cell: "1,200/3,400"."""
-    return "/".join(fnum(x, digits) for x in xs)
-
-
-def listed(xs, digits: int = 0) -> str:
-    """Figures in a sentence: "1,200, 3,400"."""
-    return ", ".join(fnum(x, digits) for x in xs)
-
+# --- figures (their formatting is harness.tables') ---------------------------------------------
 
 def div(a, b):
     if a is None or b is None or b == 0:
@@ -89,17 +71,7 @@ def commands_block(run: Path, intro: str) -> list[str]:
     return [intro, "```", *cmds, "```"] if cmds else []
 
 
-# --- Markdown ----------------------------------------------------------------------------------
-
-def table_head(headers: list[str], align: str) -> list[str]:
-    """A table's header and alignment lines; `align` has one letter per column, l or r."""
-    assert len(headers) == len(align), (headers, align)
-    return [row(headers), "|" + "".join("---|" if a == "l" else "---:|" for a in align)]
-
-
-def row(cells) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
-
+# --- Markdown (tables and cells: harness.tables) -----------------------------------------------
 
 def section(title: str, intro: str, headers: list[str], align: str, rows: list[str]) -> list[str]:
     """A report section: "## TITLE", its intro paragraph, a table (table_head, then `rows`) and
@@ -138,13 +110,14 @@ def targets_block(targets: list[dict], results: tuple) -> list[str]:
 
 def main(argv: list[str], name: str, doc: str, summarize: Callable, render: Callable,
          subcommands: dict | None = None) -> int:
-    """`NAME DIR [--quiet]`, or `NAME SUB ARGS...` for a script's subcommands ({SUB: (usage,
-    min_args, max_args, fn(*args) -> exit code)}; max_args None: no limit)."""
+    """`python3 -m scripts.NAME DIR [--quiet]`, or `python3 -m scripts.NAME SUB ARGS...` for a
+    script's subcommands ({SUB: (usage, min_args, max_args, fn(*args) -> exit code)}; max_args
+    None: no limit)."""
     for sub, (usage, lo, hi, fn) in (subcommands or {}).items():
         if len(argv) >= 2 and argv[1] == sub:
             args = argv[2:]
             if len(args) < lo or (hi is not None and len(args) > hi):
-                print(f"usage: {name}.py {usage}", file=sys.stderr)
+                print(f"usage: python3 -m scripts.{name} {usage}", file=sys.stderr)
                 return 2
             return fn(*args)
     args = [a for a in argv[1:] if a != "--quiet"]

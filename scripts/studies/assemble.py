@@ -7,7 +7,7 @@ line of its own. Everything from the marker line on is rewritten on each call, s
 again (or report.py again) and then this script gives one report, not two. Without crank the
 report starts with a short header of its own.
 
-  python scripts/studies/assemble.py RUN_DIR
+  python3 -m scripts.studies.assemble RUN_DIR
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ bottleneck from those figures. What they share lives here:
   measured_the_client(): whether such a verdict names the client while the server had more than
   15% of its CPU left (the row measured bench_client, not the server: flagged in the report);
 - slo_figures(), fnum(), md_table(), write_section(): reading bench_client --slo and writing a
-  study's section.md + summary.json.
+  study's section.md + summary.json (fnum, md_table and NONE, the mark of a figure not
+  measured, are harness.tables', the one formatter of every report).
 
 The arithmetic (diskstats deltas, /proc/PID/stat ticks, the verdict) is pure and unit-tested
 (tests/scripts/test_studies_common.py). Starting processes, /proc and the tables live in the
@@ -30,15 +31,15 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.harness.postgres import PgCluster, pinned_cluster, psql  # noqa: F401
+from scripts.harness.procs import HarnessError, ListeningServer, taskset  # noqa: F401
+from scripts.harness.resources import (CLK_TCK, Resources, child_pids, disk_delta,  # noqa: F401
+                                       diskstats_fields, diskstats_line, find_disk,
+                                       pid_cpu_seconds, pid_ticks, stat_ppid, stat_ticks,
+                                       tree_ticks)
+from scripts.harness.tables import NONE, fnum, md_table  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness.postgres import PgCluster, pinned_cluster, psql  # noqa: E402,F401
-from harness.procs import HarnessError, ListeningServer, taskset  # noqa: E402,F401
-from harness.resources import (CLK_TCK, Resources, child_pids, disk_delta,  # noqa: E402,F401
-                               diskstats_fields, diskstats_line, find_disk, pid_cpu_seconds,
-                               pid_ticks, stat_ppid,
-                               stat_ticks, tree_ticks)
-from harness.tables import fnum, md_table  # noqa: E402,F401
 
 BOUND_PCT = 85.0  # a resource this busy (% of its cores, % of the disk's time) is saturated
 HEADROOM_PCT = 15.0  # a server with more CPU left than this was not measured by a client-bound row

@@ -14,7 +14,7 @@ run's files plus one measurement per configuration:
   - the bottleneck verdict at that point from the server's and the client's CPU.
 Writes RUN_DIR/crank/section.md and summary.json.
 
-  python scripts/studies/crank.py --out RUN_DIR/crank --run RUN_DIR [--slo p99=1ms]
+  python3 -m scripts.studies.crank --out RUN_DIR/crank --run RUN_DIR [--slo p99=1ms]
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common as c  # noqa: E402
+from scripts.studies import common as c
 
 STUDY = "crank"
 DEFAULT_SLO = "p99=1ms"
@@ -37,7 +36,8 @@ PUBLISHED = [
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="crank.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m scripts.studies.crank",
+                                description=__doc__.split("\n\n")[0])
     c.add_common_args(p)
     p.add_argument("--run", type=Path, required=True, help="the experiment's run directory")
     return p.parse_args(argv)
@@ -128,7 +128,7 @@ def render(rows: dict, spec: str) -> str:
         ours = rows.get(label)
         pub = f"{c.fnum(rps)} req/s" + (f" at p95 {p95} µs" if p95 else "") + \
               (f", saturating at {sat_threads} client threads" if sat_threads else "")
-        mine = "–" if ours is None else (
+        mine = c.NONE if ours is None else (
             f"{c.fnum(ours['saturation_rps'])} req/s at p95 {c.fnum(ours['saturation_p95_us'])} µs, "
             f"saturating at {ours['saturation_threads']} client threads (peak "
             f"{c.fnum(ours['peak_rps'])} req/s)")
@@ -140,7 +140,7 @@ def render(rows: dict, spec: str) -> str:
         slo = a["slo"]
         trow.append([label, c.fnum(a["peak_rps"]), a["saturation_threads"], c.fnum(a["saturation_rps"]),
                      c.fnum(a["saturation_p95_us"]), slo["spec"] if slo else "not searched",
-                     c.fnum(slo["capacity_rps"]) if slo else "–", c.fnum(a["server_cpu_pct"], 1),
+                     c.fnum(slo["capacity_rps"]) if slo else c.NONE, c.fnum(a["server_cpu_pct"], 1),
                      c.fnum(a["client_cpu_pct"], 1),
                      c.bottleneck_cell(a["verdict"], a["measured_client"])])
     L.append(c.md_table(["configuration", "peak req/s", "saturation (client threads)", "req/s",

@@ -12,7 +12,7 @@ p99 latency, the server's, PostgreSQL's and the client's CPU, the disk's %util; 
 (store x workload): the saturation point, the capacity at the SLO (bench_client --slo at the
 saturation level) and the bottleneck verdict.
 
-  python scripts/studies/kv_db.py --out DIR [--quick | --full] [--levels 1,5,20] [--duration S]
+  python3 -m scripts.studies.kv_db --out DIR [--quick | --full] [--levels 1,5,20] [--duration S]
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common as c  # noqa: E402
+from scripts.studies import common as c
 
 STUDY = "kv-db"
 QUICK_LEVELS, FULL_LEVELS = [1, 5, 20], [1, 2, 3, 5, 10, 15, 20]
@@ -43,7 +42,8 @@ PUBLISHED_RESOURCE = {"GET-POPULAR": "CPU", "PUT-ALL": "disk busy"}
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="kv_db.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m scripts.studies.kv_db",
+                                description=__doc__.split("\n\n")[0])
     c.add_common_args(p)
     p.add_argument("--levels", help="client connections per point, e.g. 1,5,20 "
                                     f"(quick {QUICK_LEVELS}, full {FULL_LEVELS})")
@@ -159,11 +159,11 @@ def render(results: dict, levels: list[int], args, duration: str, figures: dict)
         for n in all_levels:
             pub = PUBLISHED[wl].get(n)
             row = [n] + ([c.fnum(pub[0], 2 if pub[0] < 100 else 0), c.fnum(pub[1], 3),
-                          c.fnum(pub[2], 1)] if pub else ["–", "–", "–"])
+                          c.fnum(pub[2], 1)] if pub else [c.NONE] * 3)
             for store in results:
                 pt = next((p for p in results[store][wl]["points"] if p["connections"] == n), None)
                 if pt is None:
-                    row += ["–"] * 4
+                    row += [c.NONE] * 4
                     continue
                 res = pt["server_cpu_pct"] if wl == "GET-POPULAR" else pt["disk_util_pct"]
                 row += [c.fnum(pt["throughput_rps"], 0), c.fnum(pt["mean_us"] / 1000, 3),

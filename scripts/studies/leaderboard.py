@@ -17,7 +17,7 @@ saturation point, the capacity at the SLO and the bottleneck verdict from measur
 PostgreSQL, client) and disk %util. The Redis+MongoDB service's three tests map to update-only
 (insert), leaderboard-only (top-100) and mixed (both).
 
-  python scripts/studies/leaderboard.py --out DIR [--quick | --full] [--levels 4,64]
+  python3 -m scripts.studies.leaderboard --out DIR [--quick | --full] [--levels 4,64]
 """
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common as c  # noqa: E402
+from scripts.studies import common as c
 
 STUDY = "leaderboard"
 MODES = {
@@ -70,7 +69,8 @@ PUBLISHED_REDIS_MONGO = {"update-only": ("insert", 580, 681), "leaderboard-only"
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="leaderboard.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m scripts.studies.leaderboard",
+                                description=__doc__.split("\n\n")[0])
     c.add_common_args(p)
     p.add_argument("--levels", help=f"connections per point (quick {QUICK_LEVELS}, full {FULL_LEVELS})")
     p.add_argument("--members", type=int, help=f"players (quick {QUICK_MEMBERS}, full {FULL_MEMBERS})")

@@ -13,7 +13,7 @@ point (-d, after a warm-up) over the same connections. Three endpoints: a tiny G
 server (GET of PATH, e.g. nginx), beside ours. Per configuration: the peak, the saturation point,
 the capacity at the SLO (bench_client --slo at the saturation level) and the bottleneck verdict.
 
-  python scripts/studies/threadpool.py --out DIR [--quick | --full] [--levels 100,1000,3000]
+  python3 -m scripts.studies.threadpool --out DIR [--quick | --full] [--levels 100,1000,3000]
       [--server-threads 8,64] [--requests-total 9000] [--steady-duration 1]
       [--target http://127.0.0.1:8081/]
 """
@@ -25,8 +25,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common as c  # noqa: E402
+from scripts.studies import common as c
 
 STUDY = "threadpool"
 QUICK_LEVELS = [100, 1000, 2000, 3000]
@@ -44,7 +43,8 @@ PUBLISHED = [("index page (static)", "~42,000 req/s peak, pool of 8"),
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="threadpool.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m scripts.studies.threadpool",
+                                description=__doc__.split("\n\n")[0])
     c.add_common_args(p)
     p.add_argument("--levels", help=f"connections per point (quick {QUICK_LEVELS}, full "
                                      "100..3000 in steps of 250, and 3000)")

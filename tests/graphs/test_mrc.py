@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from graphs import mrc
+from scripts import report
+from scripts.harness.procs import python_module
+
+ROOT = Path(__file__).resolve().parents[2]  # scripts/report.py runs from here (python3 -m)
 FIXTURE = Path(__file__).parent / "fixture"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-sys.path.insert(0, str(ROOT / "graphs"))
-sys.path.insert(0, str(ROOT / "scripts"))
-import mrc  # noqa: E402
-import report  # noqa: E402
 
 
 def doc(libcachesim=True):
@@ -56,7 +56,7 @@ def test_plot_and_report_embed_the_figure_and_table(tmp_path):
     png = d / f"{mrc.FIGURE_NAME}.png"
     assert str(png) in r.stdout.split() and png.read_bytes().startswith(PNG_SIGNATURE)
     assert (d / f"{mrc.FIGURE_NAME}.svg").exists()
-    r = subprocess.run([sys.executable, str(ROOT / "scripts/report.py"), str(d)], capture_output=True, text=True,
+    r = subprocess.run(python_module("report", d), cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     md = (d / "REPORT.md").read_text()

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from scripts.harness.procs import ListeningServer
+
 SOURCE = Path(os.environ.get("CACHE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD = Path(os.environ.get("CACHE_BUILD_DIR", SOURCE / "build" / "release"))
-sys.path.insert(0, str(SOURCE / "scripts"))
-from harness.procs import ListeningServer  # noqa: E402
 
 UNIT = "usr/lib/systemd/system/cache-server.service"
 ENV_FILE = "etc/default/cache-server"

@@ -1,21 +1,21 @@
-"""What the end-to-end tests of the benchmark scripts share: where the scripts and the build are
+"""What the end-to-end tests of the benchmark scripts share: where the build is
 (EXPERIMENT_TEST_BUILD, default build/release), whether the build (and the machine, and
-PostgreSQL) can run them, running one in --quick mode, checking that every server it started is
-gone afterwards, and the GET-hit line of the store reports. The scripts log each server they
-start as "... PID N on 127.0.0.1:PORT ..." on stderr."""
-import importlib.util
+PostgreSQL) can run them, running one (`python3 -m scripts.NAME` from the repository root), in
+--quick mode too, checking that every server it started is gone afterwards, the table of one
+row per connection count, and the GET-hit line of the store reports. The scripts log each
+server they start as "... PID N on 127.0.0.1:PORT ..." on stderr."""
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from md_tables import table
+from scripts.harness import postgres
+from scripts.harness.procs import python_module
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "scripts"
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
 CLIENT = BUILD / "client" / "bench_client"
@@ -37,11 +37,16 @@ def build_missing(server: Path, client: Path, flags: tuple, lacks: str):
     return None
 
 
-def run_script(script: Path, args: list, timeout: float) -> subprocess.CompletedProcess:
-    """Runs a benchmark script (bash for .sh, this Python for .py); it must succeed."""
-    interpreter = "bash" if script.suffix == ".sh" else sys.executable
-    p = subprocess.run([interpreter, str(script), *map(str, args)], capture_output=True,
-                       text=True, timeout=timeout)
+def run_module(module: str, args: list, timeout: float = 30, **kw) -> subprocess.CompletedProcess:
+    """`python3 -m scripts.MODULE ARGS` from the repository root (where the package is found),
+    its output captured as text."""
+    return subprocess.run(python_module(module, *args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def run_script(module: str, args: list, timeout: float) -> subprocess.CompletedProcess:
+    """Runs a benchmark script (run_module); it must succeed."""
+    p = run_module(module, args, timeout)
     assert p.returncode == 0, p.stderr[-3000:]
     return p
 
@@ -64,8 +69,6 @@ def servers_gone(stderr: str, names: tuple) -> int:
 def postgres_missing():
     """None when PostgreSQL can run here; else why not, as a skip reason when PG_OPTIONAL=1, or
     the calling test fails."""
-    sys.path.insert(0, str(SCRIPTS))
-    from harness import postgres
     try:
         postgres.find_bindir()
     except postgres.PgClusterError as e:
@@ -77,9 +80,9 @@ def postgres_missing():
 
 
 def quick_run(name: str, args: list, timeout: float, missing):
-    """A module-scoped fixture: scripts/NAME.py ARGS --build BUILD run once into a fresh
-    NAME/out directory, (out, CompletedProcess); a skip when missing() says why it cannot run
-    here.
+    """A module-scoped fixture: `python3 -m scripts.NAME ARGS --build BUILD` run once into a
+    fresh NAME/out directory, (out, CompletedProcess); a skip when missing() says why it cannot
+    run here.
 
         run = quick_run("bench_store", ["--quick"], 120, missing)"""
     @pytest.fixture(scope="module")
@@ -88,9 +91,14 @@ def quick_run(name: str, args: list, timeout: float, missing):
         if why:
             pytest.skip(why)
         out = tmp_path_factory.mktemp(name) / "out"
-        return out, run_script(SCRIPTS / f"{name}.py", [*args, "--build", BUILD, "--out", out],
-                               timeout)
+        return out, run_script(name, [*args, "--build", BUILD, "--out", out], timeout)
     return run
+
+
+def quick_conns_run(name: str, conns: tuple, timeout: float, missing):
+    """quick_run of the store benchmarks: NAME --quick, 0.5 s points at each of `conns`."""
+    return quick_run(name, ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, conns))],
+                     timeout, missing)
 
 
 def printed_summary(run) -> str:
@@ -108,22 +116,43 @@ def summary_table(run, first: str):
     return (md, *table(md, first))
 
 
-def help_text(script: Path) -> str:
-    """SCRIPT --help: it exits 0; what it printed."""
-    h = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
-                       timeout=30)
+def conns_rows(run, header: list[str], conns: tuple) -> list[dict]:
+    """The printed summary's table with exactly `header` (found by its first two cells), one row
+    per connection count of `conns` in order, each row {column: cell}."""
+    _, found, rows = summary_table(run, f"| {header[0]} | {header[1]}")
+    assert found == header
+    assert [int(r[0]) for r in rows] == list(conns)
+    return [dict(zip(header, r)) for r in rows]
+
+
+def targets_block(md: str) -> list[str]:
+    """The lines of the report's "## Targets" code block (blank lines skipped)."""
+    block = md.split("## Targets", 1)[1].split("```")[1]
+    return [l for l in block.splitlines() if l.strip()]
+
+
+def target_results(md: str) -> tuple[dict, str]:
+    """The targets block as {target: its result (PASS, FAIL, MISS, SKIP)} and its last line,
+    the counts ("targets: 3 PASS, 1 FAIL, 2 SKIP")."""
+    lines = targets_block(md)
+    return {re.sub(r":.*", "", l.split(" ", 1)[1]): l.split(" ", 1)[0] for l in lines[:-1]}, \
+        lines[-1]
+
+
+def help_text(module: str) -> str:
+    """python3 -m scripts.MODULE --help: it exits 0; what it printed."""
+    h = run_module(module, ["--help"])
     assert h.returncode == 0, h.stderr
     return h.stdout
 
 
-def usage_error(script: Path, args: list) -> str:
-    """SCRIPT ARGS, a usage error: exit 2, nothing on stdout, one line on stderr, "NAME: what
-    (see --help)"; that line."""
-    p = subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True,
-                       text=True, timeout=30)
+def usage_error(module: str, args: list) -> str:
+    """python3 -m scripts.MODULE ARGS, a usage error: exit 2, nothing on stdout, one line on
+    stderr, "NAME: what (see --help)"; that line."""
+    p = run_module(module, args)
     assert p.returncode == 2 and p.stdout == "", (args, p.stderr)
     lines = p.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{script.stem}: "), (args, p.stderr)
+    assert len(lines) == 1 and lines[0].startswith(f"{module}: "), (args, p.stderr)
     assert lines[0].endswith(" (see --help)"), (args, p.stderr)
     return lines[0]
 
@@ -143,11 +172,3 @@ def check_get_hit_line(md: str, ratio: str, store: str) -> None:
     assert len(runs_with) == len(runs_without) == 3
     assert with_store == sorted(runs_with)[1] and without == sorted(runs_without)[1]
     assert found == pytest.approx(with_store / without, abs=0.01, rel=0.01)
-
-
-def load_script(path: Path):
-    """A script (a report) imported as a module, for its functions."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod

@@ -5,29 +5,28 @@ or database is left running."""
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
+from scripts.harness import postgres
+from scripts.harness.procs import python_module
+from scripts.studies import common
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "studies"))
-import common  # noqa: E402
 
 
 def need_postgres() -> None:
     """Skips the test, naming the package, when PostgreSQL's server binaries are missing."""
-    import pytest
-    sys.path.insert(0, str(ROOT / "tests" / "support"))
-    import pg_cluster
     try:
-        pg_cluster.find_bindir()
-    except pg_cluster.PgClusterError as e:
+        postgres.find_bindir()
+    except postgres.PgClusterError as e:
         pytest.skip(str(e))
 
 
 def run_study(name: str, out: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    script = ROOT / "scripts" / "studies" / f"{name}.py"
-    r = subprocess.run([sys.executable, str(script), "--out", str(out), *args],
+    """python3 -m scripts.studies.NAME --out OUT ARGS, from the repository root; it must succeed."""
+    r = subprocess.run(python_module(f"studies.{name}", "--out", out, *args), cwd=ROOT,
                        capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stderr[-3000:]
     return r

@@ -10,20 +10,17 @@ missing is a skip, as is the build (EXPERIMENT_TEST_BUILD, default build/release
 """
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench_checks import (CLIENT, SCRIPTS, SERVER, build_missing, help_text, postgres_missing,
-                          quick_run, summary_table, usage_error)
+from bench_checks import (CLIENT, SERVER, build_missing, help_text, postgres_missing, quick_run,
+                          summary_table, usage_error)
 from md_tables import number, table
+from scripts.harness.procs import parse_listening
 
-SCRIPT = SCRIPTS / "bench_board_source.py"
+SCRIPT = "bench_board_source"
 MEMBERS = 2000
-
-sys.path.insert(0, str(SCRIPTS))
-from harness.procs import parse_listening  # noqa: E402
 
 
 def missing():

@@ -10,14 +10,13 @@ within 1.10 for any, see docs/cluster.md). Skipped without nginx, the build or a
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench_checks import BUILD, CLIENT, SCRIPTS, help_text, usage_error
+from bench_checks import BUILD, CLIENT, help_text, run_module, usage_error
 
-SCRIPT = SCRIPTS / "bench_cluster.py"
+SCRIPT = "bench_cluster"
 
 
 def missing():
@@ -65,8 +64,7 @@ def test_quick_run_end_to_end(tmp_path):
     before = running("cache_server") | running("nginx")
     out = tmp_path / "out"
     env = dict(os.environ, BUILD=str(BUILD))
-    p = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300, env=env)
+    p = run_module(SCRIPT, ["--quick", "--out", out], timeout=300, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     b = summary["balance"]

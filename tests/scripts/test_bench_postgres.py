@@ -13,26 +13,25 @@ build/release) without the PostgreSQL store, wrk or a second CPU is a skip. The 
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench_checks import (CLIENT, SCRIPTS, SERVER, build_missing, check_get_hit_line, help_text,
-                          load_script, postgres_missing, quick_run, servers_gone, summary_table,
-                          usage_error)
+from bench_checks import (CLIENT, SERVER, build_missing, check_get_hit_line, conns_rows,
+                          help_text, postgres_missing, quick_conns_run, run_module, servers_gone,
+                          summary_table, target_results, usage_error)
 from md_tables import number, table
+from scripts import bench_postgres_report as report
+from scripts.harness import resources  # the /proc and diskstats arithmetic the report uses
 
-SCRIPT = SCRIPTS / "bench_postgres.py"
-HELPER = SCRIPTS / "bench_postgres_report.py"
+SCRIPT = "bench_postgres"
 CONNS = (1, 4)
 KEYS = 2000  # --quick's default
-
-
-report = load_script(HELPER)
-sys.path.insert(0, str(SCRIPTS))
-from harness import resources  # noqa: E402  (the /proc and diskstats arithmetic the report uses)
+HEADER = ["conns", "ours postgres PUT/s", "pgbench tps", "ours÷pgbench", "ours rocksdb PUT/s",
+          "p50/p99 postgres", "p50/p99 pgbench", "p50/p99 rocksdb", "PG CPU% ours/pgbench",
+          "srv CPU% postgres/rocksdb", "client CPU% pg/pgbench/rocks",
+          "disk util% pg/pgbench/rocks", "server-core µs/req pg/pgbench/rocks", "commits/s",
+          "writes/commit"]
 
 
 def missing():
@@ -49,21 +48,12 @@ def missing():
 
 # --- end to end ----------------------------------------------------------------------------------
 
-run = quick_run("bench_postgres",
-                ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS))], 240,
-                missing)
+run = quick_conns_run(SCRIPT, CONNS, 240, missing)
 
 
 def test_put_table_rows_and_ratios(run):
-    md, header, rows = summary_table(run, "| conns | ours postgres PUT/s")
-    assert header == ["conns", "ours postgres PUT/s", "pgbench tps", "ours÷pgbench",
-                      "ours rocksdb PUT/s", "p50/p99 postgres", "p50/p99 pgbench",
-                      "p50/p99 rocksdb", "PG CPU% ours/pgbench", "srv CPU% postgres/rocksdb",
-                      "client CPU% pg/pgbench/rocks", "disk util% pg/pgbench/rocks",
-                      "server-core µs/req pg/pgbench/rocks", "commits/s", "writes/commit"]
-    assert [int(r[0]) for r in rows] == list(CONNS)
-    for r in rows:
-        v = dict(zip(header, r))
+    rows = conns_rows(run, HEADER, CONNS)
+    for v in rows:
         for col in ("ours postgres PUT/s", "pgbench tps", "ours rocksdb PUT/s", "commits/s"):
             assert number(v[col]) > 0, col
         # the ratio of the unrounded figures: within what the shown (whole) numbers allow
@@ -94,7 +84,7 @@ def test_put_table_rows_and_ratios(run):
         util = [number(x) for x in v["disk util% pg/pgbench/rocks"].split("/")]
         assert len(util) == 3 and all(0 <= x <= 100 for x in util)
         assert number(v["writes/commit"]) >= 1.0  # a commit carries at least one write
-    assert int(rows[0][0]) == 1 and number(dict(zip(header, rows[0]))["writes/commit"]) == \
+    assert rows[0]["conns"] == "1" and number(rows[0]["writes/commit"]) == \
         pytest.approx(1.0, abs=0.05)  # one connection: nothing to group
 
 
@@ -151,20 +141,17 @@ def test_cold_read_of_every_key(run):
 def test_targets(run):
     out, _ = run
     md = (out / "summary.md").read_text()
-    block = md.split("## Targets", 1)[1].split("```")[1]
-    lines = [l for l in block.splitlines() if l.strip()]
-    results = {re.sub(r":.*", "", l.split(" ", 1)[1]): l.split(" ", 1)[0] for l in lines[:-1]}
+    results, counts = target_results(md)
     assert results["write-through >= 4x pgbench per-request-commit tps at 64 conns"] == "SKIP"
     best = next(k for k in results if k.startswith("write-through >= 28,000 PUT/s"))
     assert results[best] in ("PASS", "MISS")
     assert any(k.startswith("GET hit with postgres behind >= 0.97x") for k in results)
-    assert re.fullmatch(r"targets: \d+ PASS, \d+ MISS, 1 SKIP", lines[-1])
+    assert re.fullmatch(r"targets: \d+ PASS, \d+ MISS, 1 SKIP", counts)
 
 
 def test_detail_raw_files_commands_and_cleanup(run):
+    md, header, rows = summary_table(run, "| part | conns | system |")
     out, p = run
-    md = (out / "summary.md").read_text()
-    header, rows = table(md, "| part | conns | system |")
     got = [(r[0], int(r[1]), r[2]) for r in rows]
     expected = [("put", c, s) for c in CONNS for s in ("ours postgres", "pgbench", "ours rocksdb")]
     expected += [("get", 8, s) for s in ("ours none", "ours postgres", "ours postgres",
@@ -322,8 +309,7 @@ def write_synthetic_run(d, ours_runs, pgbench_runs, rocks_runs, conns=64):
 
 
 def run_report(d):
-    p = subprocess.run([sys.executable, str(HELPER), str(d), "--quiet"], capture_output=True,
-                       text=True, timeout=30)
+    p = run_module("bench_postgres_report", [d, "--quiet"])
     assert p.returncode == 0, p.stderr
     return json.loads((d / "summary.json").read_text()), (d / "summary.md").read_text()
 

@@ -10,18 +10,22 @@ skips without them. The usage tests need nothing.
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench_checks import (BUILD, CLIENT, SCRIPTS, SERVER, build_missing, check_get_hit_line,
-                          help_text, quick_run, servers_gone, summary_table, usage_error)
+from bench_checks import (BUILD, CLIENT, SERVER, build_missing, check_get_hit_line, conns_rows,
+                          help_text, quick_conns_run, run_module, servers_gone, summary_table,
+                          target_results, usage_error)
 from md_tables import number, table
+from scripts.harness.tables import NONE
 
-SCRIPT = SCRIPTS / "bench_store.py"
+SCRIPT = "bench_store"
 CONNS = (1, 8)
+HEADER = ["conns", "Redis always SET/s", "Redis everysec SET/s", "ours through PUT/s",
+          "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",
+          "behind÷none", "none PUT/s", "server CPU% thr/beh/none", "client CPU% thr/beh/none",
+          "disk util% thr/beh/none"]
 
 
 def missing():
@@ -31,32 +35,23 @@ def missing():
     return build_missing(SERVER, CLIENT, ("--store",), "no --store flag")
 
 
-run = quick_run("bench_store",
-                ["--quick", "--duration", "0.5", "--conns", " ".join(map(str, CONNS))], 120,
-                missing)
+run = quick_conns_run(SCRIPT, CONNS, 120, missing)
 
 
 def test_summary_has_every_row_and_the_ratios(run):
-    md, header, rows = summary_table(run, "| conns | Redis always SET/s")
-    assert header == ["conns", "Redis always SET/s", "Redis everysec SET/s", "ours through PUT/s",
-                      "through÷Redis-always", "commits/s", "writes/commit", "ours behind PUT/s",
-                      "behind÷none", "none PUT/s", "server CPU% thr/beh/none",
-                      "client CPU% thr/beh/none", "disk util% thr/beh/none"]
-    assert [int(r[0]) for r in rows] == list(CONNS)
-    for r in rows:
-        v = dict(zip(header, r))
-        for col in header[1:10]:
+    for v in conns_rows(run, HEADER, CONNS):
+        for col in HEADER[1:10]:
             assert number(v[col]) > 0, col
         assert number(v["through÷Redis-always"]) == pytest.approx(
             number(v["ours through PUT/s"]) / number(v["Redis always SET/s"]), abs=0.01, rel=0.01)
         assert number(v["behind÷none"]) == pytest.approx(
             number(v["ours behind PUT/s"]) / number(v["none PUT/s"]), abs=0.01, rel=0.01)
         assert number(v["writes/commit"]) >= 1.0  # a group commit carries at least one write
-        for col in header[10:12]:
+        for col in HEADER[10:12]:
             cpu = [number(x) for x in v[col].split("/")]
             assert len(cpu) == 3 and all(0 <= x <= 250 for x in cpu), col
         util = v["disk util% thr/beh/none"].split("/")
-        assert len(util) == 3 and all(x == "n/a" or number(x) >= 0 for x in util)
+        assert len(util) == 3 and all(x == NONE or number(x) >= 0 for x in util)
 
 
 def test_get_hit_line_and_targets(run):
@@ -64,9 +59,7 @@ def test_get_hit_line_and_targets(run):
     md = (out / "summary.md").read_text()
     check_get_hit_line(md, "with store ÷ without", "rocksdb")
 
-    block = md.split("## Targets", 1)[1].split("```")[1]
-    lines = [l for l in block.splitlines() if l.strip()]
-    results = {re.sub(r":.*", "", l.split(" ", 1)[1]): l.split(" ", 1)[0] for l in lines[:-1]}
+    results, counts = target_results(md)
     assert set(results.values()) <= {"PASS", "FAIL", "SKIP"}
     assert results["through >= 1.0x Redis always at 8 conns"] in ("PASS", "FAIL")
     assert results["through >= 1.0x Redis always at 50 conns"] == "SKIP"  # not in --conns
@@ -75,13 +68,12 @@ def test_get_hit_line_and_targets(run):
         assert results[f"behind >= 0.9x none at {c} conns"] in ("PASS", "FAIL")
     assert any(k.startswith("GET hit with store >= 0.97x without") for k in results)
     assert any(k.startswith("through >= 55,900 PUT/s at its best point") for k in results)
-    assert re.fullmatch(r"targets: \d+ PASS, \d+ FAIL, 2 SKIP", lines[-1])
+    assert re.fullmatch(r"targets: \d+ PASS, \d+ FAIL, 2 SKIP", counts)
 
 
 def test_detail_table_raw_files_and_cleanup(run):
+    md, header, rows = summary_table(run, "| conns | system |")
     out, p = run
-    md = (out / "summary.md").read_text()
-    header, rows = table(md, "| conns | system |")
     systems = [(int(r[0]), r[1]) for r in rows]
     expected = [(c, s) for c in CONNS for s in ("Redis always", "ours through", "Redis everysec",
                                                   "ours behind", "ours none")]
@@ -153,8 +145,7 @@ def write_synthetic_run(d):
 def test_perf_cost_table_arithmetic(tmp_path):
     """The --perf section's figures from known inputs (no processes started)."""
     write_synthetic_run(tmp_path)
-    p = subprocess.run(["python3", str(SCRIPTS / "bench_store_report.py"), str(tmp_path),
-                        "--quiet"], capture_output=True, text=True, timeout=30)
+    p = run_module("bench_store_report", [tmp_path, "--quiet"])
     assert p.returncode == 0, p.stderr
     cost = json.loads((tmp_path / "summary.json").read_text())["cost"]
     assert len(cost) == 1
@@ -184,8 +175,7 @@ def test_no_perf_section_without_perf(tmp_path):
     for rec in lines:
         rec.pop("perf", None)
     (tmp_path / "points.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    p = subprocess.run(["python3", str(SCRIPTS / "bench_store_report.py"), str(tmp_path),
-                        "--quiet"], capture_output=True, text=True, timeout=30)
+    p = run_module("bench_store_report", [tmp_path, "--quiet"])
     assert p.returncode == 0, p.stderr
     assert "Where a PUT's server CPU goes" not in (tmp_path / "summary.md").read_text()
     assert json.loads((tmp_path / "summary.json").read_text())["cost"] == []
@@ -200,9 +190,8 @@ def test_perf_run_end_to_end(tmp_path):
     if not shutil.which("perf"):
         pytest.skip("perf not installed (apt-get install linux-perf)")
     out = tmp_path / "out"
-    p = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--duration", "0.5", "--conns", "8", "--perf",
-         "--build", str(BUILD), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    p = run_module(SCRIPT, ["--quick", "--duration", "0.5", "--conns", "8", "--perf",
+                            "--build", BUILD, "--out", out], timeout=120)
     if p.returncode == 1 and "perf record -e cpu-clock does not work here" in p.stderr:
         pytest.skip(p.stderr.strip())
     assert p.returncode == 0, p.stderr[-3000:]

@@ -13,25 +13,22 @@ unit tests need nothing.
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench_checks import (CLIENT, SCRIPTS, SERVER, build_missing, help_text, load_script, quick_run,
-                          servers_gone, summary_table, usage_error)
+from bench_checks import (CLIENT, SERVER, build_missing, help_text, quick_run, run_module,
+                          servers_gone, summary_table, targets_block, usage_error)
 from md_tables import number, table
+from scripts import compare_redis_boards_report as report
 
-SCRIPT = SCRIPTS / "compare_redis_boards.py"
-HELPER = SCRIPTS / "compare_redis_boards_report.py"
+SCRIPT = "compare_redis_boards"
+HELPER = "compare_redis_boards_report"
 MEMBERS = 2000
 TARGET_NAMES = ("update >= 1.0x ZADD at 50 conns", "rank >= 1.0x ZREVRANK at 50 conns",
                 "top-100 >= 2.0x ZREVRANGE 0 99 WITHSCORES at 50 conns",
                 "resident memory per member <= Redis's")
 
-
-report = load_script(HELPER)
 
 
 def missing():
@@ -43,11 +40,6 @@ def missing():
         if not shutil.which(tool):
             return f"{tool} not installed (apt-get install curl util-linux)"
     return build_missing(SERVER, CLIENT, ("--board-maxmem",), "no boards")
-
-
-def targets_block(md):
-    block = md.split("## Targets", 1)[1].split("```")[1]
-    return [l for l in block.splitlines() if l.strip()]
 
 
 # --- end to end ----------------------------------------------------------------------------------
@@ -171,8 +163,7 @@ def test_preload_scores_are_bench_clients():
 
 def test_resp_files(tmp_path):
     same, padded = tmp_path / "a.resp", tmp_path / "b.resp"
-    assert subprocess.run([sys.executable, str(HELPER), "resp", "3", str(same), str(padded)],
-                          timeout=30).returncode == 0
+    assert run_module(HELPER, ["resp", "3", same, padded]).returncode == 0
     a, b = same.read_bytes().decode(), padded.read_bytes().decode()  # CR LF kept
     assert a.count("ZADD") == b.count("ZADD") == 3
     assert "$2\r\nm2\r\n" in a and "$13\r\nm000000000002\r\n" in b
@@ -234,8 +225,7 @@ def test_report_ratios_targets_and_memory(tmp_path):
               {"update": 66000, "rank": 70000, "top": 39000},
               {"redis_same": (12000, 125000), "redis_load": (12000, 126000),
                "ours": (17000, 124000)})
-    p = subprocess.run([sys.executable, str(HELPER), str(tmp_path), "--quiet"],
-                       capture_output=True, text=True, timeout=30)
+    p = run_module(HELPER, [tmp_path, "--quiet"])
     assert p.returncode == 0, p.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["ops"]["update"]["ratio"] == pytest.approx(1.1)

@@ -16,11 +16,12 @@ import sys
 
 import pytest
 
-from bench_checks import (CLIENT, SCRIPTS, SERVER, build_missing, help_text, load_script,
-                          servers_gone, usage_error)
+from bench_checks import (CLIENT, SERVER, build_missing, help_text, run_module, servers_gone,
+                          usage_error)
 from md_tables import number, table
+from scripts import compare_wrk
 
-SCRIPT = SCRIPTS / "compare_wrk.py"
+SCRIPT = "compare_wrk"
 LABELS = {"board": "board top-100 (1,000 members), 50 conns", "big": "100 KiB GET, 16 conns",
           "nginx": "100-byte GET, nginx, 1 conn"}
 TARGETS = {"board": ">= 0.9", "big": ">= 0.9", "nginx": ">= 0.95"}
@@ -38,10 +39,9 @@ def needs_tools():
 
 
 def tiny(args, tmp_path):
-    p = subprocess.run([sys.executable, str(SCRIPT), "--duration", "1", "--runs", "1",
-                        "--members", "1000", "--port", "0", "--bench", str(CLIENT),
-                        "--cache-server", str(SERVER), "--json", str(tmp_path / "runs.json"),
-                        *args], capture_output=True, text=True, timeout=180)
+    p = run_module(SCRIPT, ["--duration", "1", "--runs", "1", "--members", "1000", "--port", "0",
+                            "--bench", CLIENT, "--cache-server", SERVER,
+                            "--json", tmp_path / "runs.json", *args], timeout=180)
     assert p.returncode in (0, 1), p.stderr[-3000:]
     assert re.search(r"^RESULT: (PASS|FAIL)$", p.stdout, re.M)
     assert ("RESULT: PASS" in p.stdout) == (p.returncode == 0)
@@ -94,9 +94,8 @@ def test_one_row_with_an_old_bench_client(tmp_path):
 
 def test_realtime_runs_sched_fifo_or_says_why_not(tmp_path):
     needs_tools()
-    args = [sys.executable, str(SCRIPT), "--duration", "1", "--runs", "1", "--rows", "nginx",
-            "--port", "0", "--bench", str(CLIENT), "--realtime"]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    p = run_module(SCRIPT, ["--duration", "1", "--runs", "1", "--rows", "nginx", "--port", "0",
+                            "--bench", CLIENT, "--realtime"], timeout=60)
     allowed = subprocess.run([sys.executable, "-c", "import os; os.sched_setscheduler(0, "
                               "os.SCHED_FIFO, os.sched_param(1))"], capture_output=True)
     if allowed.returncode:  # not allowed here: the script must fail cleanly
@@ -120,8 +119,7 @@ def test_help_and_usage_errors(tmp_path):
 
 def missing(args, path=None):
     env = dict(os.environ, PATH=path) if path else None
-    p = subprocess.run([sys.executable, str(SCRIPT), "--duration", "1", "--runs", "1", *args],
-                       capture_output=True, text=True, timeout=60, env=env)
+    p = run_module(SCRIPT, ["--duration", "1", "--runs", "1", *args], timeout=60, env=env)
     assert p.returncode == 2 and p.stdout == "", (args, p.stdout, p.stderr)
     return p.stderr.strip().splitlines()[-1]
 
@@ -149,7 +147,7 @@ def run_of(rps, cpu=5.0, p50=100.0):
 
 
 def test_the_verdict_from_known_runs(capsys):
-    mod = load_script(SCRIPT)
+    mod = compare_wrk
     a = mod.parse_args(["--rows", "board,nginx", "--members", "10"])
     board, nginx = mod.make_rows(a)
     board.runs = {"wrk": [run_of(100), run_of(300), run_of(200)],

@@ -12,15 +12,16 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-EXPERIMENT = ROOT / "scripts" / "experiment.py"
-REPORT = ROOT / "scripts" / "report.py"
+from scripts.harness.procs import python_module
+
+ROOT = Path(__file__).resolve().parents[2]  # the scripts run from here: python3 -m scripts.NAME
+EXPERIMENT = python_module("experiment")
+REPORT = python_module("report")
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build/release"))  # a local override
 SERVER = BUILD / "server/cache_server"
 CLIENT = BUILD / "client/bench_client"
@@ -46,10 +47,10 @@ def binaries(tmp_path):
 
 
 def experiment(out, server, client, *extra, nginx=False, **kw):
-    cmd = [sys.executable, str(EXPERIMENT), "--server-bin", str(server), "--client-bin", str(client),
+    cmd = [*EXPERIMENT, "--server-bin", str(server), "--client-bin", str(client),
            "--out", str(out), "--duration", "0.5", "--warmup", "100", *extra,
            *([] if nginx else ["--no-nginx"])]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT, **kw)
 
 
 def servers_running(path):
@@ -109,10 +110,11 @@ def test_tiny_sweep_leaves_report_figures_and_matching_numbers(tmp_path, binarie
 
 def test_ctrl_c_stops_the_server_and_keeps_finished_configurations(tmp_path, binaries):
     server, client = binaries
-    cmd = [sys.executable, str(EXPERIMENT), "--server-bin", str(server), "--client-bin", str(client),
+    cmd = [*EXPERIMENT, "--server-bin", str(server), "--client-bin", str(client),
            "--out", str(tmp_path), "--server-threads", "1,2", "--client-threads", "1",
            "--duration", "0.5", "--warmup", "100", "--variants", "auto", "--no-nginx"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
     deadline = time.monotonic() + 60
     first = None
     while time.monotonic() < deadline and first is None:
@@ -131,10 +133,10 @@ def test_ctrl_c_stops_the_server_and_keeps_finished_configurations(tmp_path, bin
 
 
 def test_unknown_flag_and_missing_binary_are_clear_errors(tmp_path):
-    r = subprocess.run([sys.executable, str(EXPERIMENT), "--no-such-flag"], capture_output=True, text=True)
+    r = subprocess.run([*EXPERIMENT, "--no-such-flag"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "unknown argument" in r.stderr
-    r = subprocess.run([sys.executable, str(EXPERIMENT), "--client-bin", str(tmp_path / "nope"),
-                        "--out", str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run([*EXPERIMENT, "--client-bin", str(tmp_path / "nope"),
+                        "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "is not built" in r.stderr
 
 
@@ -149,7 +151,7 @@ def test_report_names_the_bottleneck(tmp_path):
     (tmp_path / "d.json").write_text(json.dumps(doc(95, 96)))
     (tmp_path / "e.json").write_text(json.dumps(doc(84, 99)))
     (tmp_path / "f.json").write_text(json.dumps(doc(86, 99)))
-    r = subprocess.run([sys.executable, str(REPORT), str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run([*REPORT, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "REPORT.md").read_text()
     line = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| s")}
@@ -171,7 +173,7 @@ def test_report_shows_median_and_spread_of_repetitions(tmp_path):
            for rps, p95 in ((900, 21), (1000, 20), (1200, 25))]
     (tmp_path / "a.json").write_text(json.dumps({"meta": {"label": "rep"}, "points": pts}))
     (tmp_path / "run.json").write_text(json.dumps({"repetitions": 3}))
-    r = subprocess.run([sys.executable, str(REPORT), str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run([*REPORT, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "REPORT.md").read_text()
     row = report_rows(md, "rep")[0]
@@ -241,12 +243,12 @@ def test_nginx_comparison_runs_and_its_numbers_reach_the_report(tmp_path, binari
 @needs_nginx
 def test_ctrl_c_during_the_nginx_comparison_stops_everything(tmp_path, binaries):
     server, client = binaries
-    cmd = [sys.executable, str(EXPERIMENT), "--server-bin", str(server), "--client-bin", str(client),
+    cmd = [*EXPERIMENT, "--server-bin", str(server), "--client-bin", str(client),
            "--out", str(tmp_path), "--server-threads", "1", "--client-threads", "1", "--duration", "0.5",
            "--warmup", "100", "--variants", "optimized", "--pipeline-depth", "0",
            "--nginx-connections", "1,2,4,8", "--nginx-duration", "3"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TMPDIR": str(tmp_path)})
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, cwd=ROOT)
     deadline = time.monotonic() + 90
     masters = []
     while time.monotonic() < deadline and not masters:

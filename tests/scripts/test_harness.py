@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from scripts.harness import bench, cli, metadata, peers, postgres, procs, resources, tables
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import bench, cli, metadata, peers, postgres, procs, resources, tables  # noqa: E402
 
 BUILD = Path(os.environ.get("EXPERIMENT_TEST_BUILD", ROOT / "build" / "release"))
 SERVER = BUILD / "server" / "cache_server"
@@ -196,7 +196,17 @@ def test_md_table_and_numbers():
     assert tables.md_table(["a", "b"], [[1, tables.fnum(1234.5, 1)]]) == \
         "| a | b |\n|---|---:|\n| 1 | 1,234.5 |\n"
     assert tables.md_table(["a", "b"], [], align="ll") == "| a | b |\n|---|---|\n"
-    assert tables.fnum(None) == "–"
+    assert tables.table_head(["a", "b"], "rl") == ["| a | b |", "|---:|---|"]
+    assert tables.row([1, "x"]) == "| 1 | x |"
+    # One mark for a figure not measured, whatever the formatting.
+    assert tables.NONE == "–"
+    for blank in (tables.fnum(None), tables.fnum(None, 2, unit="×"), tables.fratio(None),
+                  tables.slashed([None]), tables.listed([None])):
+        assert blank == tables.NONE
+    assert tables.fnum(12345.678) == "12,346" and tables.fnum(0.1184, 3) == "0.118"
+    assert tables.fnum(12345.678, 3, grouped=False) == "12345.678"
+    assert tables.fratio(1234.5) == "1234.50" and tables.fratio(1.156, "×") == "1.16×"
+    assert tables.slashed([1200, None], 0) == "1,200/–" and tables.listed([1, 2.5], 1) == "1.0, 2.5"
 
 
 # --- cli: a script's command line ---------------------------------------------------------------
@@ -224,7 +234,7 @@ def usage_error(capsys, call) -> str:
 
 def test_parser_help_is_the_docstring():
     p = demo_parser()
-    assert p.prog == "scripts/demo.py" and p.description == "demo.py — what it does."
+    assert p.prog == "python3 -m scripts.demo" and p.description == "demo.py — what it does."
     assert p.epilog == "More about it." and not p.allow_abbrev
     assert p.parse_args([]).n == 2
 

@@ -1,5 +1,5 @@
 """What issue 31's script conversions added to scripts/harness/: the listening line read from the
-log of a process started elsewhere (procs.listening_in_log and `python3 -m harness listening`,
+log of a process started elsewhere (procs.listening_in_log and `python3 -m scripts.harness listening`,
 which scripts/cluster.sh uses) and pinning a running process (procs.pin_running). No binaries
 needed: the processes are Python stand-ins. The scripts' command line and run (cli, bench) are
 tested in test_harness.py."""
@@ -9,9 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+from scripts.harness import procs
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-from harness import procs  # noqa: E402
+HARNESS = procs.python_module("harness")  # run from ROOT
 
 # Prints its "listening" line after a moment (as a server that binds, then says so).
 LATE_LINE = ("import socket, sys, time; time.sleep(0.3); s = socket.socket(); "
@@ -30,8 +31,8 @@ def test_listening_in_log_waits_for_the_line(tmp_path):
     try:
         host, port = procs.listening_in_log(log, p.pid, timeout_s=10)
         assert host == "127.0.0.1" and 0 < port < 65536
-        r = subprocess.run([sys.executable, "-m", "harness", "listening", str(log), str(p.pid),
-                            "5"], cwd=ROOT / "scripts", capture_output=True, text=True, timeout=30)
+        r = subprocess.run([*HARNESS, "listening", str(log), str(p.pid), "5"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=30)
         assert r.returncode == 0 and r.stdout == f"127.0.0.1:{port}\n"
     finally:
         p.kill()
@@ -46,11 +47,11 @@ def test_listening_in_log_gives_up_when_the_process_exits_or_time_is_up(tmp_path
     assert procs.listening_in_log(log, p.pid, timeout_s=10) is None
     assert time.monotonic() - t0 < 5  # gone: no waiting out the timeout
     assert procs.listening_in_log(tmp_path / "missing.log", None, timeout_s=0.2) is None
-    r = subprocess.run([sys.executable, "-m", "harness", "listening", str(log), str(p.pid), "1"],
-                       cwd=ROOT / "scripts", capture_output=True, text=True, timeout=30)
+    r = subprocess.run([*HARNESS, "listening", str(log), str(p.pid), "1"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and r.stdout == ""
-    bad = subprocess.run([sys.executable, "-m", "harness", "listening"], cwd=ROOT / "scripts",
-                         capture_output=True, text=True, timeout=30)
+    bad = subprocess.run([*HARNESS, "listening"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=30)
     assert bad.returncode == 2 and "listening LOG" in bad.stderr
 
 

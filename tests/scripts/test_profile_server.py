@@ -9,11 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from scripts.harness.procs import python_module
 from test_report_nginx import report, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,8 +37,8 @@ def test_profile_counts_writes_syscalls_and_instructions(tmp_path):
     env = dict(os.environ, CACHE_SERVER=str(SERVER), PIPELINES="16", DURATION="1",
                CALLGRIND_DURATION="1", NO_RECORD="1")
     out = tmp_path / "profile"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "profile_server.py"), str(out)], env=env,
-                   check=True, timeout=240, capture_output=True)
+    subprocess.run(python_module("profile_server", out), env=env, cwd=ROOT, check=True,
+                   timeout=240, capture_output=True)
     rows = {r["variant"]: r for r in json.loads((out / "profile.json").read_text())}
     assert set(rows) == {"baseline", "optimized"}
     for r in rows.values():

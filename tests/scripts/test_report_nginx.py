@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-REPORT = ROOT / "scripts" / "report.py"
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "graphs"))
-import experiment  # noqa: E402
-import results  # noqa: E402
+from graphs import results
+from scripts import experiment
+from scripts.harness.procs import python_module
+
+ROOT = Path(__file__).resolve().parents[2]  # the scripts run from here: python3 -m scripts.NAME
+REPORT = python_module("report")
 
 
 def measurement(depth, conns, server, rps, cpu, errors=0, failed=False):
@@ -77,7 +77,7 @@ def write_run(d, nginx=NGINX, run_extra=None):
 
 
 def report(d):
-    r = subprocess.run([sys.executable, str(REPORT), str(d)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*REPORT, str(d)], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     return (d / "REPORT.md").read_text()
 
@@ -177,7 +177,7 @@ def test_incomplete_nginx_json_is_flagged(tmp_path):
 
 def test_malformed_nginx_json_is_a_clear_error(tmp_path):
     write_run(tmp_path, nginx={"measurements": [{"pipeline": 1}]})
-    r = subprocess.run([sys.executable, str(REPORT), str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run([*REPORT, str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 1 and "nginx.json: measurement 0: missing connections, server, rps" in r.stderr
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from scripts.studies import common as c
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "studies"))
-import common as c  # noqa: E402
 
 BEFORE = "   8       0 sda 100 0 800 50 200 0 1600 300 0 1000 400 0 0 0 0 10 5"
 AFTER = "   8       0 sda 110 0 880 55 400 0 3200 600 0 1850 800 0 0 0 0 30 9"

@@ -4,22 +4,22 @@ section is the experiment's JSON's (and the --slo runs'), each verdict follows f
 and REPORT.md holds each section once however often it is assembled."""
 import json
 import subprocess
-import sys
 
 import pytest
 
 import md_tables
 import study_checks as sc
+from scripts.harness.procs import python_module
 
 pytestmark = pytest.mark.skipif(not (sc.ROOT / "build/release/client/bench_client").exists(),
                                 reason="build/release is not built (bash scripts/setup.sh)")
 
 
 def test_crank_section_and_the_assembled_report(tmp_path):
-    r = subprocess.run([sys.executable, str(sc.ROOT / "scripts/experiment.py"), "--out",
-                        str(tmp_path), "--server-threads", "1", "--client-threads", "1,2",
-                        "--duration", "0.5", "--warmup", "100", "--no-nginx", "--no-plots"],
-                       capture_output=True, text=True, timeout=240)
+    r = subprocess.run(python_module("experiment", "--out", tmp_path, "--server-threads", "1",
+                                     "--client-threads", "1,2", "--duration", "0.5", "--warmup",
+                                     "100", "--no-nginx", "--no-plots"),
+                       cwd=sc.ROOT, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr[-2000:]
     run_dir = (tmp_path / "latest").resolve()
     out = run_dir / "crank"
@@ -59,8 +59,8 @@ def test_crank_section_and_the_assembled_report(tmp_path):
                                    "21,042 req/s at p95 147 µs", "17,178 req/s"]
     # The report: crank's own part, then the studies once, however often assembled.
     for _ in range(2):
-        subprocess.run([sys.executable, str(sc.ROOT / "scripts/studies/assemble.py"), str(run_dir)],
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run(python_module("studies.assemble", run_dir), cwd=sc.ROOT, check=True,
+                       capture_output=True, timeout=60)
     report = (run_dir / "REPORT.md").read_text()
     assert report.startswith("# Load-test report")
     assert report.count("## Study: crank") == 1 and report.count("# Studies") == 1

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from graphs import mrc
+
 ROOT = Path(__file__).resolve().parents[2]
 CROSSCHECK = ROOT / "traces" / "crosscheck.py"
-sys.path.insert(0, str(ROOT / "graphs"))
-import mrc  # noqa: E402
 
 REPLAY = os.environ.get("TRACE_REPLAY", str(ROOT / "build/release/traces/trace_replay"))
 TRACES = {"zipf-0.6", "zipf-0.8", "zipf-0.99", "zipf-1.2", "zipf-0.99+scan"}
@@ -108,8 +108,8 @@ def test_the_split_given_to_libcachesim_is_our_default():
     """crosscheck.py configures libCacheSim's S3FIFO with our split; cache::Options is where the
     split lives, so a change there without one here would compare different algorithms."""
     import re
-    sys.path.insert(0, str(ROOT / "traces"))
-    import crosscheck
+
+    from traces import crosscheck
     header = (ROOT / "cache" / "cache.hh").read_text()
     small = int(re.search(r"unsigned s3fifo_small_percent = (\d+);", header).group(1))
     ghost = int(re.search(r"unsigned s3fifo_ghost_percent = (\d+);", header).group(1))
