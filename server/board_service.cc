@@ -170,7 +170,7 @@ BoardService::BoardService(boards::Registry& boards, StoreTier* tier, bool reads
                            StoreReadBounds bounds)
     : boards_(boards),
       tier_(tier),
-      source_(reads_from_store && tier != nullptr ? tier->board_source() : nullptr),
+      source_(reads_from_store && tier != nullptr ? tier->board_reader() : nullptr),
       max_store_read_bytes_(bounds.max_waiting),
       timeout_page_(board_timeout_page(bounds.timeout)),
       deadline_(source_ != nullptr ? std::make_unique<StoreDeadline>(bounds.timeout) : nullptr) {}

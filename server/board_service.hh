@@ -123,7 +123,7 @@ class BoardService {
 
   boards::Registry& boards_;
   StoreTier* const tier_;
-  store::BoardSource* const source_;  // the store's board reads, or nullptr (memory answers)
+  store::BoardReader* const source_;  // the store's board reads, or nullptr (memory answers)
   std::atomic<std::uint64_t> store_reads_{0};
   const std::size_t max_store_read_bytes_;  // --max-inflight
   // Bytes (names + kStoreReadOverhead each) of the reads handed to the store and not yet

@@ -1,4 +1,4 @@
-// postgres_boards.cc — PostgresStore's board reads: the BoardSource calls (one SQL statement
+// postgres_boards.cc — PostgresStore's board reads: the BoardReader calls (one SQL statement
 // each, served by the reader threads) and load_boards' binary COPY of the whole board table with
 // its stream parser. Apart from postgres_store.cc (the key-value store, the group commit that
 // also writes the board rows) because the ranking SQL and the COPY format are a concept of their
@@ -24,7 +24,7 @@ using namespace detail;  // postgres_internal.hh: the half both files share
 
 namespace {
 
-// Readers: one statement per BoardSource call, so each is one round trip. "Ranked above" a row
+// Readers: one statement per BoardReader call, so each is one round trip. "Ranked above" a row
 // (s, q) is `score > s OR (score = s AND seq < q)`, counted as two index-only range scans of
 // (board, score DESC, seq): written as one OR, PostgreSQL plans a BitmapOr and a heap scan
 // instead (102-121 ms against 81 ms for a member ranked 500,000th of 1M, EXPLAIN ANALYZE).

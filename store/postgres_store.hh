@@ -20,7 +20,7 @@
 //   transaction.
 // - the GroupCommitter's completer: runs write callbacks in commit order (as RocksStore's).
 // - connections-1 readers: each takes every read queued so far and serves them with one
-//   `SELECT key, value ... WHERE key = ANY($1)`, and one board read (BoardSource) at a time, each
+//   `SELECT key, value ... WHERE key = ANY($1)`, and one board read (BoardReader) at a time, each
 //   one SQL statement (one round trip).
 // load_boards() runs on the caller's thread, over a connection of its own (binary COPY).
 // - a timer thread: delayed reads (fault injection) and operations started after close().
@@ -71,7 +71,7 @@ struct PostgresOptions {
   std::size_t max_statement_bytes = kPostgresMaxStatementBytes;
 };
 
-class PostgresStore final : public detail::EngineStore, public BoardSource {
+class PostgresStore final : public detail::EngineStore, public BoardReader {
  public:
   // Connects every connection and creates the table if missing, or returns nullptr and a
   // one-line error: bad options (connections < 2, empty table name), the server cannot be
@@ -91,9 +91,9 @@ class PostgresStore final : public detail::EngineStore, public BoardSource {
 
   const char* scheme() const override { return "postgres"; }
   [[nodiscard]] Status load_boards(const BoardVisitor& visit) override;
-  BoardSource* board_source() override { return this; }
+  BoardReader* board_reader() override { return this; }
 
-  // BoardSource: each call is one SQL statement on a reader connection (store/README.md, "Board
+  // BoardReader: each call is one SQL statement on a reader connection (store/README.md, "Board
   // rows in PostgreSQL"). These, load_boards, enqueue_board, board_query and serve_board are in
   // postgres_boards.cc; the rest in postgres_store.cc.
   void board_top(std::string board, std::uint64_t offset, std::uint64_t n,

@@ -158,7 +158,7 @@ struct BoardEntry {
 struct BoardPage {
   // ok; not_found with message "board not found" or "member not found"; io_error; closed.
   Status status;
-  std::uint64_t members = 0;        // not filled by BoardSource (the caller keeps the count)
+  std::uint64_t members = 0;        // not filled by BoardReader (the caller keeps the count)
   std::vector<BoardEntry> entries;  // top: ranks offset+1..; around: the window; member: one
   double top_score = 0;             // info only
   double bottom_score = 0;          // info only
@@ -167,9 +167,9 @@ using BoardPageDone = std::function<void(BoardPage)>;
 
 // Every call completes once through done, on a thread the store owns (never inline), like
 // Store's reads, and sees every board write whose callback has run.
-class BoardSource {
+class BoardReader {
  public:
-  virtual ~BoardSource() = default;
+  virtual ~BoardReader() = default;
   // Ranks offset+1 .. offset+n (n >= 1): entries (members is not filled: counting the board per
   // page is what a top page must not cost). Past the end: no entries.
   virtual void board_top(std::string board, std::uint64_t offset, std::uint64_t n,
@@ -251,7 +251,7 @@ class Store {
   [[nodiscard]] virtual Status load_boards(const BoardVisitor& visit) = 0;
 
   // The store's own board reads, or nullptr when it has none (RocksStore).
-  virtual BoardSource* board_source() { return nullptr; }
+  virtual BoardReader* board_reader() { return nullptr; }
 
   // Completes every queued operation (committing queued writes), then stops the store's
   // threads. Idempotent. Operations started after close() complete with Code::closed.

@@ -106,7 +106,7 @@ class StoreTier {
     return core_.store->load_boards(visit);
   }
   // The store's own board reads (--board-source store), or nullptr.
-  store::BoardSource* board_source() { return core_.store->board_source(); }
+  store::BoardReader* board_reader() { return core_.store->board_reader(); }
 
   // POST /reset (reset.hh): empties the store, then the cache and the dirty writes made before
   // the call, then done(ok); settled(cleared) runs once the store has answered, before done:

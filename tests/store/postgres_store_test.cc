@@ -922,20 +922,20 @@ store::BoardPage board_sync(const std::function<void(store::BoardPageDone)>& sta
 store::BoardPage top(store::Store& s, const std::string& board, std::uint64_t offset,
                      std::uint64_t n) {
   return board_sync(
-      [&](store::BoardPageDone d) { s.board_source()->board_top(board, offset, n, std::move(d)); });
+      [&](store::BoardPageDone d) { s.board_reader()->board_top(board, offset, n, std::move(d)); });
 }
 store::BoardPage member(store::Store& s, const std::string& board, const std::string& m) {
   return board_sync(
-      [&](store::BoardPageDone d) { s.board_source()->board_member(board, m, std::move(d)); });
+      [&](store::BoardPageDone d) { s.board_reader()->board_member(board, m, std::move(d)); });
 }
 store::BoardPage around(store::Store& s, const std::string& board, const std::string& m,
                         std::uint64_t n) {
   return board_sync(
-      [&](store::BoardPageDone d) { s.board_source()->board_around(board, m, n, std::move(d)); });
+      [&](store::BoardPageDone d) { s.board_reader()->board_around(board, m, n, std::move(d)); });
 }
 store::BoardPage info(store::Store& s, const std::string& board) {
   return board_sync(
-      [&](store::BoardPageDone d) { s.board_source()->board_info(board, std::move(d)); });
+      [&](store::BoardPageDone d) { s.board_reader()->board_info(board, std::move(d)); });
 }
 
 // "rank:member:score ..." of a page's entries.
@@ -972,7 +972,7 @@ TEST_F(PostgresStoreTest, CreatesTheBoardTableWithItsRankingIndex) {
   {
     auto s = open();
     ASSERT_TRUE(s);
-    ASSERT_NE(s->board_source(), nullptr);
+    ASSERT_NE(s->board_reader(), nullptr);
     ASSERT_TRUE(write_sync(*s, {board_set("b", "m", 1.5, 7)}).status.ok());
   }
   EXPECT_EQ(exec_sql("SELECT board, member, score, seq FROM \"" + board_table_ + "\""), "");
@@ -1140,7 +1140,7 @@ TEST_F(PostgresStoreTest, BoardAndMemberNamesHoldArbitraryBytesApartFromKeys) {
   apply_row(model, board_drop("x"));
   EXPECT_EQ(value_of(*s, "x"), "kept");
   EXPECT_EQ(load_all(*s), model);
-  // Read back through the BoardSource too.
+  // Read back through the BoardReader too.
   const std::string nul_board(1, '\0');
   auto page = member(*s, nul_board, "'");
   ASSERT_TRUE(page.status.ok()) << page.status.message;
@@ -1604,16 +1604,16 @@ TEST_F(PostgresStoreTest, BoardReadsCompleteOffTheCallerAndClosedAfterClose) {
     };
     switch (i % 4) {
       case 0:
-        s->board_source()->board_top("b", 0, 10, done);
+        s->board_reader()->board_top("b", 0, 10, done);
         break;
       case 1:
-        s->board_source()->board_member("b", "m", done);
+        s->board_reader()->board_member("b", "m", done);
         break;
       case 2:
-        s->board_source()->board_around("b", "m", 3, done);
+        s->board_reader()->board_around("b", "m", 3, done);
         break;
       default:
-        s->board_source()->board_info("b", done);
+        s->board_reader()->board_info("b", done);
     }
     if (i % 5 == 0) s->read("k", [](store::ReadResult) {});  // mixed with key reads
   }
@@ -1629,10 +1629,10 @@ TEST_F(PostgresStoreTest, BoardReadsCompleteOffTheCallerAndClosedAfterClose) {
     auto done = [p, caller](store::BoardPage page) {
       p->set_value({page.status.code, std::this_thread::get_id() == caller});
     };
-    if (i == 0) s->board_source()->board_top("b", 0, 10, done);
-    if (i == 1) s->board_source()->board_member("b", "m", done);
-    if (i == 2) s->board_source()->board_around("b", "m", 1, done);
-    if (i == 3) s->board_source()->board_info("b", done);
+    if (i == 0) s->board_reader()->board_top("b", 0, 10, done);
+    if (i == 1) s->board_reader()->board_member("b", "m", done);
+    if (i == 2) s->board_reader()->board_around("b", "m", 1, done);
+    if (i == 3) s->board_reader()->board_info("b", done);
     auto [code, was_inline] = wait_for(f);
     EXPECT_EQ(code, Code::closed);
     EXPECT_FALSE(was_inline);
