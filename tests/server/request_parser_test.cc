@@ -3,7 +3,7 @@
 // it keeps survives the input it came from (values split across put() calls, the input overwritten
 // in between), that bodies (Content-Length and chunked) land in the request's reused storage, and
 // that a second request on the same storage starts clean.
-#include "server/request_parser.hh"
+#include "server/transport/request_parser.hh"
 
 #include <gtest/gtest.h>
 

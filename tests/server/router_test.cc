@@ -1,6 +1,6 @@
 // router_test.cc — unit tests of method/path routing, including 404/405/501 decisions, the query,
 // what route() and route_naive() derive from the route table, and the docs' route list.
-#include "server/router.hh"
+#include "server/api/router.hh"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/variant.hh"
+#include "server/api/variant.hh"
 
 namespace server {
 namespace {
@@ -512,7 +512,7 @@ TEST(RouteTable, DocsRouteListMatchesTheTable) {
   EXPECT_EQ(doc.find(begin, b + 1), std::string::npos) << "one routes block only";
   const std::string block = doc.substr(b + begin.size(), e - b - begin.size());
   EXPECT_EQ(block, expected) << path
-                             << " drifted from the route table (server/router.hh); replace its "
+                             << " drifted from the route table (server/api/router.hh); replace its "
                                 "block with:\n"
                              << begin << expected << end << "\n";
 }
