@@ -14,8 +14,8 @@
 #include "boards/score.hh"
 #include "server/api/board_json.hh"
 #include "server/api/board_service.hh"
-#include "server/api/handlers.hh"
 #include "server/api/reply.hh"
+#include "server/server_context.hh"
 #include "server/transport/inflight_budget.hh"
 #include "server/transport/json_escape.hh"
 

@@ -1,5 +1,5 @@
 // board_handlers.hh — the leaderboard endpoints (/board/..., docs/api.md "Boards"): decode the
-// board and member names (handlers.hh's decode_name, the key rules), parse the score
+// board and member names (request_view.hh's decode_name, the key rules), parse the score
 // (boards::parse_score) and the query, make one BoardService call (board_service.hh, which
 // decides: the registry, the store's rows, the store's reads with --board-source store) and
 // render its answer (now or later, reply.hh). Handlers::dispatch (handlers.cc) picks these like
@@ -8,13 +8,13 @@
 
 #include <string_view>
 
-#include "boards/registry.hh"
-#include "server/api/handlers.hh"
-#include "server/server_context.hh"
+#include "server/api/request_view.hh"
 #include "server/transport/handler_result.hh"
 #include "server/transport/response_writer.hh"
 
 namespace server {
+
+struct ServerContext;  // server_context.hh
 
 // The query bounds of the reads (docs/api.md).
 inline constexpr std::size_t kBoardTopDefault = 10;  // GET /board/{b}/top?n=

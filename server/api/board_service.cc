@@ -15,6 +15,10 @@
 #include <utility>
 
 #include "server/api/board_json.hh"
+#include "server/api/reply.hh"
+#include "store/store.hh"
+#include "tier/deadline.hh"
+#include "tier/tier.hh"
 
 namespace server {
 namespace {
@@ -172,8 +176,10 @@ BoardService::BoardService(boards::Registry& boards, StoreTier* tier, bool reads
       tier_(tier),
       source_(reads_from_store && tier != nullptr ? tier->board_reader() : nullptr),
       max_store_read_bytes_(bounds.max_waiting),
-      timeout_page_(board_timeout_page(bounds.timeout)),
+      timeout_page_(std::make_unique<const store::BoardPage>(board_timeout_page(bounds.timeout))),
       deadline_(source_ != nullptr ? std::make_unique<StoreDeadline>(bounds.timeout) : nullptr) {}
+
+BoardService::~BoardService() = default;
 
 std::optional<std::string> BoardService::admit_store_read(std::size_t cost) {
   std::size_t held = store_read_bytes_.load(std::memory_order_relaxed);
@@ -217,7 +223,7 @@ void BoardService::from_store(std::size_t name_bytes, Reply<BoardRead>& reply, b
         }
         deliver(BoardRead{BoardRead::Kind::ok, render(page)});
       },
-      timeout_page_);
+      *timeout_page_);
   // The bytes stay counted until the store answers, whoever answered the client: a read the
   // deadline answered still waits in the store's queue.
   ask([this, cost, answer](store::BoardPage page) {

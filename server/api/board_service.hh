@@ -34,17 +34,10 @@
 
 #include "boards/board.hh"
 #include "boards/registry.hh"
-#include "server/api/reply.hh"
+#include "server/api/tier_names.hh"
 #include "server/config.hh"
-#include "store/store.hh"
-#include "tier/deadline.hh"
-#include "tier/tier.hh"
 
 namespace server {
-
-using tier::KeyOutcome;
-using tier::StoreDeadline;
-using tier::StoreTier;
 
 // The 404 reason of a board route whose board does not exist.
 inline constexpr std::string_view kBoardNotFound = "board not found";
@@ -86,6 +79,7 @@ class BoardService {
   // thread runs only when the store answers reads).
   BoardService(boards::Registry& boards, StoreTier* tier, bool reads_from_store,
                StoreReadBounds bounds = {});
+  ~BoardService();
   BoardService(const BoardService&) = delete;
   BoardService& operator=(const BoardService&) = delete;
 
@@ -129,7 +123,8 @@ class BoardService {
   // Bytes (names + kStoreReadOverhead each) of the reads handed to the store and not yet
   // answered by it (those the deadline answered included).
   std::atomic<std::size_t> store_read_bytes_{0};
-  const store::BoardPage timeout_page_;      // what a read the deadline answers gets (outlives it)
+  // What a read the deadline answers gets (outlives it).
+  const std::unique_ptr<const store::BoardPage> timeout_page_;
   std::unique_ptr<StoreDeadline> deadline_;  // --store-timeout; only with source_
 };
 

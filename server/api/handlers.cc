@@ -14,30 +14,19 @@
 #include "server/api/percent_decode.hh"
 #include "server/api/reply.hh"
 #include "server/api/ttl.hh"
+#include "server/api/variant.hh"
+#include "server/server_context.hh"
 #include "server/transport/json_escape.hh"
+#include "server/transport/response_queue.hh"
+#include "server/transport/stats.hh"
+#include "store/store.hh"
+#include "tier/results.hh"
 
 namespace server {
 namespace http = boost::beast::http;
 using status = http::status;
 
 namespace {
-
-// The reasons decode_name gives, per kind of name (static: HandlerResult holds a view).
-struct NameErrors {
-  std::string_view empty;
-  std::string_view too_long;
-};
-constexpr NameErrors name_errors(NameKind kind) {
-  switch (kind) {
-    case NameKind::board:
-      return {"empty board name", "board name longer than 250 bytes"};
-    case NameKind::member:
-      return {"empty member name", "member name longer than 250 bytes"};
-    case NameKind::key:
-      break;
-  }
-  return {"empty key", "key longer than 250 bytes"};
-}
 
 struct DecodedKey {
   std::string_view key;
@@ -46,32 +35,9 @@ struct DecodedKey {
 
 using KeyBuffer = NameBuffer;
 
-// decode_name (handlers.hh), inlined where it is called here.
-[[gnu::always_inline]] inline DecodedName decode_name_inline(std::string_view raw,
-                                                             NameBuffer& storage, NameKind kind) {
-  const NameErrors reasons = name_errors(kind);
-  if (raw.empty()) return {{}, fail(status::bad_request, reasons.empty)};
-  // Most names carry no escape: then the raw bytes (in the request, which outlives the handler)
-  // are the name, not copied (callgrind: ~40 of a pipelined GET hit's ~2,600 instructions).
-  if (raw.size() <= storage.size() && std::memchr(raw.data(), '%', raw.size()) == nullptr) {
-    return {raw, {}};
-  }
-  const DecodeResult r = percent_decode(raw, storage);
-  switch (r.status) {
-    case DecodeStatus::bad_encoding:
-      return {{}, fail(status::bad_request, "invalid percent-encoding")};
-    case DecodeStatus::too_long:
-      return {{}, fail(status::uri_too_long, reasons.too_long)};
-    case DecodeStatus::ok:
-      break;
-  }
-  if (r.size == 0) return {{}, fail(status::bad_request, reasons.empty)};
-  return {std::string_view(storage.data(), r.size), {}};
-}
-
 // The key form of decode_name: the GET hit's, inlined with its kind known.
 DecodedKey decode_key(std::string_view raw, KeyBuffer& storage) {
-  const DecodedName d = decode_name_inline(raw, storage, NameKind::key);
+  const DecodedName d = decode_name(raw, storage, NameKind::key);
   return {d.name, d.error};
 }
 
@@ -239,10 +205,6 @@ bool iequals_ascii(char a, char b) {
 }
 
 }  // namespace
-
-DecodedName decode_name(std::string_view raw, NameBuffer& storage, NameKind kind) {
-  return decode_name_inline(raw, storage, kind);
-}
 
 bool accepts_json(std::string_view accept) {
   constexpr std::string_view needle = "application/json";

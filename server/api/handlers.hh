@@ -8,49 +8,21 @@
 // ctx.board_service: board_service.hh). A service answers a handler's Reply (reply.hh) now or
 // later: a miss, a write-through write and a reset wait on the store, and the handler returns
 // kDeferred without knowing which. A GET hit never leaves the cache. The board endpoints are
-// dispatched here too; their handlers are board_handlers.hh's.
+// dispatched here too; their handlers are board_handlers.hh's (the request and the names they
+// share with these are request_view.hh's).
 #pragma once
 
-#include <array>
 #include <string_view>
 
-#include "cache/cache.hh"
-
+#include "server/api/request_view.hh"
 #include "server/api/router.hh"
-#include "server/api/variant.hh"
-#include "server/server_context.hh"
 #include "server/transport/handler_result.hh"
-#include "server/transport/response_queue.hh"
 #include "server/transport/response_writer.hh"
-#include "server/transport/stats.hh"
 
 namespace server {
 
-// What the handlers need from the request besides the route.
-struct RequestView {
-  std::string_view accept;             // the Accept header (GET /key only)
-  std::string_view body;               // the request body (PUT /key/{k} only)
-  ResponseQueue* responses = nullptr;  // where a response that waits on the store is queued
-  // Key routes only (collect_key_headers, http_engine.cc): the query (a PUT's ttl) and the
-  // headers of expiry and conditional requests, each with whether it was sent at all.
-  std::string_view query;
-  std::string_view if_match, if_none_match, cache_control;
-  bool has_if_match = false, has_if_none_match = false;
-  // POST /reset only: the Authorization header (the admin token), and whether it was sent.
-  std::string_view authorization;
-  bool has_authorization = false;
-};
-
-// A name in the path — a key, a board or a member — percent-decoded into `storage`: 1..250
-// bytes (cache::kMaxKeyBytes), any byte. On failure `error` holds the result to return: 400 for
-// an empty name or a bad encoding, 414 for a long one (its reason names what was named).
-enum class NameKind { key, board, member };
-using NameBuffer = std::array<char, cache::kMaxKeyBytes>;
-struct DecodedName {
-  std::string_view name;  // in the caller's NameBuffer
-  HandlerResult error;
-};
-DecodedName decode_name(std::string_view raw, NameBuffer& storage, NameKind kind);
+struct ServerContext;  // server_context.hh: only named here, so the engine that holds the
+struct WorkerStats;    // handlers does not include the services (and the tier behind them)
 
 // Does an Accept header ask for JSON? (case-insensitive "application/json"; q-values ignored)
 bool accepts_json(std::string_view accept);

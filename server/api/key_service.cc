@@ -2,6 +2,11 @@
 // when it can, else later with the ordering its kind of wait needs).
 #include "server/api/key_service.hh"
 
+#include "server/api/reply.hh"
+#include "server/config.hh"
+#include "store/store.hh"
+#include "tier/tier.hh"
+
 namespace server {
 
 void KeyService::lookup(std::string_view key, Reply<KeyLookup>& reply) {
@@ -109,6 +114,10 @@ KeyOutcome KeyService::put_memory(std::string_view key, std::string_view value,
       break;
   }
   return {K::bad_key, {}};
+}
+
+TierStats KeyService::tier_stats() const {
+  return tier_ != nullptr ? tier_->stats() : TierStats{};
 }
 
 }  // namespace server

@@ -18,18 +18,10 @@
 
 #include "boards/registry.hh"
 #include "cache/cache.hh"
-#include "server/api/reply.hh"
+#include "server/api/tier_names.hh"
 #include "server/transport/etag.hh"
-#include "store/store.hh"
-#include "tier/tier.hh"
 
 namespace server {
-
-using tier::KeyLookup;
-using tier::KeyOutcome;
-using tier::StoreTier;
-using tier::TierStats;
-using tier::WriteMode;
 
 // What a PUT or DELETE asks beyond its key and value: a TTL (PUT) and a condition on the key's
 // current version (If-Match / If-None-Match), checked and applied in one step: by the cache
@@ -70,7 +62,7 @@ class KeyService {
   void reset(ResetScope scope, Reply<store::Status>& reply);
 
   // /stats and /metrics: the tier's counters (scheme "none", zeros, without a store).
-  TierStats tier_stats() const { return tier_ != nullptr ? tier_->stats() : TierStats{}; }
+  TierStats tier_stats() const;
 
  private:
   KeyOutcome put_memory(std::string_view key, std::string_view value, const WriteSpec& spec);

@@ -10,6 +10,12 @@ namespace {
 thread_local CompletionInbox* current_inbox = nullptr;
 }  // namespace
 
+// PendingResponse's hand-off (response_queue.hh) is defined here, with the inbox it goes
+// through, so that response_queue.cc need not include this file's header (which includes its).
+void PendingResponse::finished() {
+  if (route_ && route_->inbox) route_->inbox->push(route_->sink, shared_from_this());
+}
+
 CompletionInbox* CompletionInbox::current() {
   return current_inbox;
 }

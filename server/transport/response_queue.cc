@@ -1,7 +1,6 @@
 // response_queue.cc — see response_queue.hh.
 #include "server/transport/response_queue.hh"
 
-#include "server/transport/completion_inbox.hh"
 #include "server/transport/http_date.hh"
 
 namespace server {
@@ -14,10 +13,6 @@ class ReadyResponse final : public PendingResponse {
   HandlerResult render(ResponseWriter&) override { return {}; }  // never: it is done
 };
 }  // namespace
-
-void PendingResponse::finished() {
-  if (route_ && route_->inbox) route_->inbox->push(route_->sink, shared_from_this());
-}
 
 void ResponseQueue::defer(DeferKind kind, const ResponseWriter& writer,
                           std::shared_ptr<PendingResponse> response) {

@@ -73,7 +73,8 @@ struct ResponseRoute {
 class PendingResponse : public std::enable_shared_from_this<PendingResponse> {
  public:
   virtual ~PendingResponse() = default;
-  // Any thread, once the answer is known: hands this response to its connection's thread.
+  // Any thread, once the answer is known: hands this response to its connection's thread
+  // (through its route's inbox: defined in completion_inbox.cc).
   void finished();
 
  protected:
