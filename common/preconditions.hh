@@ -1,11 +1,11 @@
 // preconditions.hh — a write's If-Match and If-None-Match (RFC 9110 13.1.1-2; docs/api.md,
 // "Versions and conditional requests") as the version tests they are: parsed by the server's
-// handler (with server/etag.hh, which knows what a tag of this process looks like), tested by
-// whoever knows the key's current version: the cache under its shard's lock (memory only), or
-// the durable tier (tier/conditional_writes.hh), which may first have to ask the store whether
-// the key exists. Value types with no dependency beyond the standard library, so the tier can
-// keep one while it waits and neither tier/ nor the server's transport depends on the other
-// for them.
+// handler (with server/transport/etag.hh, which knows what a tag of this process looks like),
+// tested by whoever knows the key's current version: the cache under its shard's lock (memory
+// only), or the durable tier (tier/conditional_writes.hh), which may first have to ask the store
+// whether the key exists. Value types with no dependency beyond the standard library, so the tier
+// can keep one while it waits and neither tier/ nor the server's transport depends on the other for
+// them.
 #pragma once
 
 #include <cstdint>

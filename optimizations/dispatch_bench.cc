@@ -1,6 +1,6 @@
 // dispatch_bench.cc — the "ordered method dispatch" optimization against its baseline, in
-// isolation: the server's router (server/router.cc) over a pre-generated, realistic request mix,
-// once with the methods tested in frequency order and once in the unfavourable order.
+// isolation: the server's router (server/api/router.cc) over a pre-generated, realistic request
+// mix, once with the methods tested in frequency order and once in the unfavourable order.
 //   BM_Dispatch_Ordered  GET, PUT, DELETE, HEAD, POST; the GET key route first (the default)
 //   BM_Dispatch_Naive    POST, HEAD, DELETE, PUT, GET; the GET key route last (baseline)
 // Mix: 90% GET /key/k, 8% PUT /key/k, 1% DELETE /key/k, 0.9% HEAD /key/k, 0.1% POST /reset,
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "server/router.hh"
-#include "server/variant.hh"
+#include "server/api/router.hh"
+#include "server/api/variant.hh"
 
 namespace {
 using boost::beast::http::verb;

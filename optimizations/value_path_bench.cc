@@ -1,6 +1,6 @@
 // value_path_bench.cc — the "cstring value path" optimization against its baseline, in
 // isolation: the server's own GET handler (Handlers::get_key) answering a hit on a warm cache
-// into a reused response buffer, with each value-path policy (server/variant.hh).
+// into a reused response buffer, with each value-path policy (server/api/variant.hh).
 //   BM_ValuePath_CString  the value is copied from inside the cache's sink into the response
 //   BM_ValuePath_String   the value is first copied into a std::string built per GET (baseline)
 // Argument: value size in bytes (100, 4096). Besides ns/op, "allocs_per_op" counts calls to the
@@ -15,12 +15,12 @@
 #include <string>
 
 #include "cache/cache.hh"
+#include "server/api/handlers.hh"
+#include "server/api/variant.hh"
 #include "server/config.hh"
-#include "server/handlers.hh"
-#include "server/response_writer.hh"
 #include "server/server_context.hh"
-#include "server/stats.hh"
-#include "server/variant.hh"
+#include "server/transport/response_writer.hh"
+#include "server/transport/stats.hh"
 #include "tests/support/counting_new.hh"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "cache/cache.hh"
-#include "tier/options.hh"
+#include "common/write_mode.hh"
 
 namespace server {
 
@@ -75,8 +75,8 @@ const char* to_string(ValuePathKind v);
 const char* to_string(DispatchKind d);
 const char* to_string(WriteBatching b);
 
-// --write-mode: tier/options.hh.
-using tier::WriteMode;
+// --write-mode: common/write_mode.hh (the tier acts on it: tier/options.hh).
+using common::WriteMode;
 
 // Where board reads are answered from (--board-source).
 enum class BoardSource : std::uint8_t {

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/open_store.hh"
+
 namespace server {
 namespace asio = boost::asio;
 using asio::ip::tcp;

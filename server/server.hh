@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "cache/cache.hh"
-#include "server/completion_inbox.hh"
 #include "server/config.hh"
 #include "server/expiry_sweeper.hh"
-#include "server/listener.hh"
 #include "server/server_context.hh"
-#include "server/stats.hh"
+#include "server/transport/completion_inbox.hh"
+#include "server/transport/listener.hh"
+#include "server/transport/stats.hh"
 #include "tier/tier.hh"
 
 namespace server {

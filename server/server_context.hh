@@ -9,13 +9,13 @@
 
 #include "boards/registry.hh"
 #include "cache/cache.hh"
-#include "server/board_service.hh"
+#include "server/api/board_service.hh"
+#include "server/api/key_service.hh"
 #include "server/config.hh"
-#include "server/connection_limit.hh"
-#include "server/etag.hh"
-#include "server/inflight_budget.hh"
-#include "server/key_service.hh"
-#include "server/stats.hh"
+#include "server/transport/connection_limit.hh"
+#include "server/transport/etag.hh"
+#include "server/transport/inflight_budget.hh"
+#include "server/transport/stats.hh"
 
 namespace server {
 

@@ -87,13 +87,11 @@ std::string board_around_sql(const std::string& bt) {
 // $1 board -> (top score, bottom score), NULLs when the board has no row: each one entry of
 // the ranking index (PostgreSQL plans max() and min() on its leading order as one-entry
 // index-only scans). No count(*): members is not filled (the caller knows it, as for a page).
-std::string board_info_sql(const std::string& bt) {
-  return "SELECT max(score), min(score) FROM " + bt + " WHERE board = $1";
-}
+constexpr std::string_view kBoardInfoSql =
+    "SELECT max(score), min(score) FROM {table} WHERE board = $1";
 // load_boards(): the whole table, binary (no text conversion of the doubles either way).
-std::string board_copy_sql(const std::string& bt) {
-  return "COPY (SELECT board, member, score, seq FROM " + bt + ") TO STDOUT (FORMAT binary)";
-}
+constexpr std::string_view kBoardCopySql =
+    "COPY (SELECT board, member, score, seq FROM {table}) TO STDOUT (FORMAT binary)";
 // LIMIT/OFFSET are bigint: larger requests are clipped (no board has 2^40 members).
 constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
 
@@ -248,7 +246,7 @@ std::vector<PgConnection::Statement> board_read_statements(const std::string& bo
   return {{kBoardTop, board_top_sql(board_table), {kByteaOid, kInt8Oid, kInt8Oid}},
           {kBoardMember, board_member_sql(board_table), {kByteaOid, kByteaOid}},
           {kBoardAround, board_around_sql(board_table), {kByteaOid, kByteaOid, kInt8Oid}},
-          {kBoardInfo, board_info_sql(board_table), {kByteaOid}}};
+          {kBoardInfo, with_table(kBoardInfoSql, board_table), {kByteaOid}}};
 }
 
 }  // namespace detail
@@ -345,7 +343,7 @@ PostgresStore::BoardQuery PostgresStore::board_query(const BoardOp& op) const {
       break;
     case Kind::info:
       q.name = kBoardInfo;
-      q.sql = board_info_sql(board_table_);
+      q.sql = with_table(kBoardInfoSql, board_table_);
       break;
   }
   return q;
@@ -414,7 +412,7 @@ Status PostgresStore::load_boards(const BoardVisitor& visit) {
   PgConnection conn(conninfo_, false);
   std::string error;
   if (!conn.connect(error)) return fail(libpq_error(error));
-  const std::string sql = board_copy_sql(board_table_);
+  const std::string sql = with_table(kBoardCopySql, board_table_);
   PgResult r(PQexec(conn.get(), sql.c_str()));
   if (PQresultStatus(r.get()) != PGRES_COPY_OUT) {
     return fail(

@@ -105,6 +105,19 @@ inline std::string scrub_libpq_text(std::string_view text) {
 // one line on stderr) and stay whole.
 std::string libpq_error(std::string_view full);
 
+// A statement's SQL for one table: `sql` with each "{table}" replaced by `table` (a quoted
+// identifier, quote_identifier). The statements are written whole, as SQL, with the placeholder.
+inline std::string with_table(std::string_view sql, std::string_view table) {
+  constexpr std::string_view placeholder = "{table}";
+  std::string out;
+  out.reserve(sql.size() + 2 * table.size());
+  for (std::size_t at; (at = sql.find(placeholder)) != std::string_view::npos;) {
+    out.append(sql.substr(0, at)).append(table);
+    sql.remove_prefix(at + placeholder.size());
+  }
+  return out.append(sql);
+}
+
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
 };

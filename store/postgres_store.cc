@@ -58,21 +58,15 @@ constexpr const char* kSelectExisted = "cache_select_existed";
 constexpr const char* kUpsert = "cache_upsert";
 constexpr const char* kDelete = "cache_delete";
 constexpr const char* kRead = "cache_read";
-std::string select_existed_sql(const std::string& table) {
-  return "SELECT key, expires_at FROM " + table + " WHERE key = ANY($1::bytea[]) FOR UPDATE";
-}
-std::string upsert_sql(const std::string& table) {
-  return "INSERT INTO " + table +
-         "(key, value, expires_at) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::int8[])"
-         " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value,"
-         " expires_at = EXCLUDED.expires_at, updated_at = now()";
-}
-std::string delete_sql(const std::string& table) {
-  return "DELETE FROM " + table + " WHERE key = ANY($1::bytea[])";
-}
-std::string read_sql(const std::string& table) {
-  return "SELECT key, value, expires_at FROM " + table + " WHERE key = ANY($1::bytea[])";
-}
+constexpr std::string_view kSelectExistedSql =
+    "SELECT key, expires_at FROM {table} WHERE key = ANY($1::bytea[]) FOR UPDATE";
+constexpr std::string_view kUpsertSql =
+    "INSERT INTO {table}(key, value, expires_at) SELECT * FROM unnest($1::bytea[], "
+    "$2::bytea[], $3::int8[]) ON CONFLICT (key) DO UPDATE SET value = "
+    "EXCLUDED.value, expires_at = EXCLUDED.expires_at, updated_at = now()";
+constexpr std::string_view kDeleteSql = "DELETE FROM {table} WHERE key = ANY($1::bytea[])";
+constexpr std::string_view kReadSql =
+    "SELECT key, value, expires_at FROM {table} WHERE key = ANY($1::bytea[])";
 // Expired rows, by the partial index on expires_at (create_tables). The condition is on the
 // table itself, so a row a concurrent upsert gives a later expiry is re-checked and kept.
 std::string purge_sql(const std::string& table, std::uint64_t now_ms) {
@@ -84,20 +78,14 @@ std::string purge_sql(const std::string& table, std::uint64_t now_ms) {
 constexpr const char* kBoardUpsert = "cache_board_upsert";
 constexpr const char* kBoardRemove = "cache_board_remove";
 constexpr const char* kBoardDrop = "cache_board_drop";
-std::string board_upsert_sql(const std::string& bt) {
-  return "INSERT INTO " + bt +
-         "(board, member, score, seq)"
-         " SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::float8[], $4::int8[])"
-         " ON CONFLICT (board, member) DO UPDATE SET score = EXCLUDED.score, seq = EXCLUDED.seq";
-}
-std::string board_remove_sql(const std::string& bt) {
-  return "DELETE FROM " + bt +
-         " AS t USING unnest($1::bytea[], $2::bytea[]) AS d(board, member)"
-         " WHERE t.board = d.board AND t.member = d.member";
-}
-std::string board_drop_sql(const std::string& bt) {
-  return "DELETE FROM " + bt + " WHERE board = ANY($1::bytea[])";
-}
+constexpr std::string_view kBoardUpsertSql =
+    "INSERT INTO {table}(board, member, score, seq) SELECT * FROM "
+    "unnest($1::bytea[], $2::bytea[], $3::float8[], $4::int8[]) ON CONFLICT "
+    "(board, member) DO UPDATE SET score = EXCLUDED.score, seq = EXCLUDED.seq";
+constexpr std::string_view kBoardRemoveSql =
+    "DELETE FROM {table} AS t USING unnest($1::bytea[], $2::bytea[]) AS d(board, "
+    "member) WHERE t.board = d.board AND t.member = d.member";
+constexpr std::string_view kBoardDropSql = "DELETE FROM {table} WHERE board = ANY($1::bytea[])";
 // The board reads' statements are postgres_boards.cc's (board_read_statements).
 
 constexpr auto kIdleCheck = 200ms;  // an idle connection is checked this often
@@ -292,13 +280,13 @@ bool result_ok(const PGresult* r) {
 class GroupPlan {
  public:
   GroupPlan(const std::string& table, const std::string& board_table, std::size_t max_bytes)
-      : select_sql_(select_existed_sql(table)),
-        put_sql_(upsert_sql(table)),
-        del_sql_(delete_sql(table)),
+      : select_sql_(with_table(kSelectExistedSql, table)),
+        put_sql_(with_table(kUpsertSql, table)),
+        del_sql_(with_table(kDeleteSql, table)),
         truncate_sql_("TRUNCATE " + table + ", " + board_table),
-        board_put_sql_(board_upsert_sql(board_table)),
-        board_del_sql_(board_remove_sql(board_table)),
-        board_drop_sql_(board_drop_sql(board_table)),
+        board_put_sql_(with_table(kBoardUpsertSql, board_table)),
+        board_del_sql_(with_table(kBoardRemoveSql, board_table)),
+        board_drop_sql_(with_table(kBoardDropSql, board_table)),
         max_bytes_(max_bytes) {
     queries.push_back({"BEGIN", {}});
   }
@@ -610,16 +598,16 @@ void use_statements(std::vector<std::unique_ptr<PgConnection>>& conns, const Nam
   const std::vector<Oid> arr{kByteaArrayOid};
   const std::vector<Oid> arr2{kByteaArrayOid, kByteaArrayOid};
   conns[0]->use_statements(
-      {{kSelectExisted, select_existed_sql(n.table), arr},
-       {kUpsert, upsert_sql(n.table), {kByteaArrayOid, kByteaArrayOid, kInt8ArrayOid}},
-       {kDelete, delete_sql(n.table), arr},
+      {{kSelectExisted, with_table(kSelectExistedSql, n.table), arr},
+       {kUpsert, with_table(kUpsertSql, n.table), {kByteaArrayOid, kByteaArrayOid, kInt8ArrayOid}},
+       {kDelete, with_table(kDeleteSql, n.table), arr},
        {kBoardUpsert,
-        board_upsert_sql(n.board_table),
+        with_table(kBoardUpsertSql, n.board_table),
         {kByteaArrayOid, kByteaArrayOid, kFloat8ArrayOid, kInt8ArrayOid}},
-       {kBoardRemove, board_remove_sql(n.board_table), arr2},
-       {kBoardDrop, board_drop_sql(n.board_table), arr}});
+       {kBoardRemove, with_table(kBoardRemoveSql, n.board_table), arr2},
+       {kBoardDrop, with_table(kBoardDropSql, n.board_table), arr}});
   for (std::size_t i = 1; i < conns.size(); ++i) {
-    std::vector<PgConnection::Statement> reads{{kRead, read_sql(n.table), arr}};
+    std::vector<PgConnection::Statement> reads{{kRead, with_table(kReadSql, n.table), arr}};
     for (auto& st : board_read_statements(n.board_table)) reads.push_back(std::move(st));
     conns[i]->use_statements(std::move(reads));
   }
@@ -907,7 +895,7 @@ void PostgresStore::serve_reads(PgConnection& conn, std::vector<ReadOp>& reads) 
     }
   }
   const std::vector<Param> params{bytea_array(keys)};
-  const std::string sql = read_sql(table_);
+  const std::string sql = with_table(kReadSql, table_);
   PgResult res;
   const Status error = run_read(conn, [&](PGconn* c) {
     res.reset(exec_params(c, conn.prepared() ? kRead : nullptr, sql, params));

@@ -7,18 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/write_mode.hh"
 #include "store/store.hh"
 
 namespace tier {
 
-// When a write (PUT/DELETE) is answered, with a durable store (--store) behind the cache.
-enum class WriteMode : std::uint8_t {
-  through,  // once it is durable in the store
-  behind,   // once it is in the cache; it reaches the store within --flush-interval
-};
-inline const char* to_string(WriteMode m) {  // "through" / "behind"
-  return m == WriteMode::through ? "through" : "behind";
-}
+// When a write (PUT/DELETE) is answered (common/write_mode.hh: the server's Config names it too).
+using common::to_string;
+using common::WriteMode;
 
 struct TierOptions {
   WriteMode mode = WriteMode::through;

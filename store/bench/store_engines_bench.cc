@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/open_store.hh"
 #include "store/store.hh"
 
 namespace {

@@ -11,10 +11,10 @@
 
 #include "cache/cache.hh"
 #include "server/config.hh"
-#include "server/connection.hh"
-#include "server/http_engine.hh"
 #include "server/server_context.hh"
-#include "server/stats.hh"
+#include "server/transport/connection.hh"
+#include "server/transport/http_engine.hh"
+#include "server/transport/stats.hh"
 
 namespace {
 

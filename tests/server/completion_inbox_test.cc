@@ -1,6 +1,6 @@
 // completion_inbox_test.cc — CompletionInbox: what store threads hand a worker thread arrives
 // there in order and in one post per batch; a gone connection or a closed inbox gets nothing.
-#include "server/completion_inbox.hh"
+#include "server/transport/completion_inbox.hh"
 
 #include <gtest/gtest.h>
 

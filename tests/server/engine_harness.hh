@@ -9,9 +9,9 @@
 
 #include "cache/cache.hh"
 #include "server/config.hh"
-#include "server/http_engine.hh"
 #include "server/server_context.hh"
-#include "server/stats.hh"
+#include "server/transport/http_engine.hh"
+#include "server/transport/stats.hh"
 
 namespace server::testing {
 

@@ -2,7 +2,7 @@
 // versions, that a tag naming a version no ETag can carry (over 47 bits) is kept as none (so it
 // can never stand for Preconditions::kUnknowable, the tier's "exists, version unknowable"), and
 // what If-Match / If-None-Match then decide with it (common/preconditions.hh).
-#include "server/etag.hh"
+#include "server/transport/etag.hh"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // http_engine_test.cc — the parse → route → handle → respond path without sockets: status
 // codes, headers, pipelining, byte-at-a-time input, chunked bodies, malformed input.
-#include "server/http_engine.hh"
+#include "server/transport/http_engine.hh"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <ctime>
 
 #include "engine_harness.hh"
-#include "server/http_date.hh"
+#include "server/transport/http_date.hh"
 
 namespace server {
 namespace {

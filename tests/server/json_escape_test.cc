@@ -1,5 +1,5 @@
 // json_escape_test.cc — unit tests of the JSON string escaping (surrogateescape for bad UTF-8).
-#include "server/json_escape.hh"
+#include "server/transport/json_escape.hh"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// metrics_test.cc — the one list of counters (server/metrics.hh) and the request-duration
-// histograms (server/request_timing.hh): /stats keeps its historical fields, order and formats;
-// /metrics follows the Prometheus text format; the engine times each request in its route
+// metrics_test.cc — the one list of counters (server/api/metrics.hh) and the request-duration
+// histograms (server/transport/request_timing.hh): /stats keeps its historical fields, order and
+// formats; /metrics follows the Prometheus text format; the engine times each request in its route
 // class's histogram with the clock readings its connection hands it.
-#include "server/metrics.hh"
+#include "server/api/metrics.hh"
 #include "server/allocator.hh"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine_harness.hh"
-#include "server/router.hh"
+#include "server/api/router.hh"
 
 namespace server {
 namespace {

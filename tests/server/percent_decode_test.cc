@@ -1,5 +1,5 @@
 // percent_decode_test.cc — unit tests of path-segment percent-decoding.
-#include "server/percent_decode.hh"
+#include "server/api/percent_decode.hh"
 
 #include <gtest/gtest.h>
 

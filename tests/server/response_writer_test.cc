@@ -2,7 +2,7 @@
 // the general path it stands for (start + the ETag line + end_headers + body), byte for byte,
 // over value sizes on both sides of its one-append limit and versions of every digit count; and
 // which requests plain() lets take it.
-#include "server/response_writer.hh"
+#include "server/transport/response_writer.hh"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <limits>
 #include <string>
 
-#include "server/etag.hh"
-#include "server/http_date.hh"
+#include "server/transport/etag.hh"
+#include "server/transport/http_date.hh"
 
 namespace server {
 namespace {

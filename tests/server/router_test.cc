@@ -1,6 +1,6 @@
 // router_test.cc — unit tests of method/path routing, including 404/405/501 decisions, the query,
 // what route() and route_naive() derive from the route table, and the docs' route list.
-#include "server/router.hh"
+#include "server/api/router.hh"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/variant.hh"
+#include "server/api/variant.hh"
 
 namespace server {
 namespace {
@@ -49,41 +49,56 @@ TEST(Router, FixedRoutes) {
   EXPECT_EQ(route(verb::get, "/metrics/x").endpoint, Endpoint::not_found);
 }
 
+// Expects both dispatches to route (method, target) to endpoint with these board and member.
+void expect_board_route(verb method, const std::string& target, Endpoint endpoint,
+                        std::string_view board, std::string_view member) {
+  for (const Route& r : {route(method, target), route_naive(method, target)}) {
+    EXPECT_EQ(r.endpoint, endpoint) << target;
+    EXPECT_EQ(r.key, board) << target;
+    EXPECT_EQ(r.value, member) << target;
+  }
+}
+
 TEST(Router, BoardRoutesByMethod) {
-  struct Case {
+  // Each board path, with the endpoint of each method it takes; "B" and "M" stand for the
+  // board's and the member's segment.
+  struct MethodEndpoint {
     verb method;
-    const char* target;
     Endpoint endpoint;
-    std::string_view board;
-    std::string_view member;
   };
-  for (const Case& c : {
-           Case{verb::get, "/board/b/member/m", Endpoint::board_member_get, "b", "m"},
-           Case{verb::put, "/board/b/member/m", Endpoint::board_member_put, "b", "m"},
-           Case{verb::delete_, "/board/b/member/m", Endpoint::board_member_delete, "b", "m"},
-           Case{verb::get, "/board/b/top", Endpoint::board_top, "b", ""},
-           Case{verb::get, "/board/b/around/m", Endpoint::board_around, "b", "m"},
-           Case{verb::get, "/board/b", Endpoint::board_get, "b", ""},
-           Case{verb::delete_, "/board/b", Endpoint::board_delete, "b", ""},
-           // Segments come back percent-encoded; names that look like the path's words are names.
-           Case{verb::put, "/board/b%2F1/member/m%20x", Endpoint::board_member_put, "b%2F1",
-                "m%20x"},
-           Case{verb::get, "/board/top/member/member", Endpoint::board_member_get, "top", "member"},
-           Case{verb::get, "/board/top/top", Endpoint::board_top, "top", ""},
-           Case{verb::get, "/board/member", Endpoint::board_get, "member", ""},
-           Case{verb::get, "/board/around/around/top", Endpoint::board_around, "around", "top"},
-           // Empty names route: the handler answers 400, as for /key//v.
-           Case{verb::get, "/board//top", Endpoint::board_top, "", ""},
-           Case{verb::put, "/board/b/member/", Endpoint::board_member_put, "b", ""},
-           Case{verb::get, "/board/b/around/", Endpoint::board_around, "b", ""},
-           Case{verb::get, "http://h:1/board/b/top?n=3", Endpoint::board_top, "b", ""},
-       }) {
-    for (const Route& r : {route(c.method, c.target), route_naive(c.method, c.target)}) {
-      EXPECT_EQ(r.endpoint, c.endpoint) << c.target;
-      EXPECT_EQ(r.key, c.board) << c.target;
-      EXPECT_EQ(r.value, c.member) << c.target;
+  struct Shape {
+    std::string_view path;
+    std::vector<MethodEndpoint> endpoints;
+  };
+  const std::vector<Shape> shapes = {
+      {"/board/B/member/M",
+       {{verb::get, Endpoint::board_member_get},
+        {verb::put, Endpoint::board_member_put},
+        {verb::delete_, Endpoint::board_member_delete}}},
+      {"/board/B/top", {{verb::get, Endpoint::board_top}}},
+      {"/board/B/around/M", {{verb::get, Endpoint::board_around}}},
+      {"/board/B", {{verb::get, Endpoint::board_get}, {verb::delete_, Endpoint::board_delete}}},
+  };
+  // Segments come back percent-encoded; names that look like the path's words are names.
+  const std::vector<std::pair<std::string_view, std::string_view>> names = {
+      {"b", "m"},        {"b%2F1", "m%20x"}, {"top", "member"},
+      {"member", "top"}, {"around", "top"},  {"around", "around"}};
+  for (const Shape& shape : shapes) {
+    for (const auto& [board, member] : names) {
+      const bool has_member = shape.path.ends_with('M');
+      std::string target(shape.path);
+      target.replace(target.find('B'), 1, board);
+      if (has_member) target.replace(target.size() - 1, 1, member);
+      for (const MethodEndpoint& m : shape.endpoints) {
+        expect_board_route(m.method, target, m.endpoint, board, has_member ? member : "");
+      }
     }
   }
+  // Empty names route: the handler answers 400, as for /key//v.
+  expect_board_route(verb::get, "/board//top", Endpoint::board_top, "", "");
+  expect_board_route(verb::put, "/board/b/member/", Endpoint::board_member_put, "b", "");
+  expect_board_route(verb::get, "/board/b/around/", Endpoint::board_around, "b", "");
+  expect_board_route(verb::get, "http://h:1/board/b/top?n=3", Endpoint::board_top, "b", "");
   const Route top = route(verb::get, "/board/b/top?n=5&offset=10");
   EXPECT_EQ(top.endpoint, Endpoint::board_top);
   EXPECT_EQ(top.query, "n=5&offset=10");
@@ -512,7 +527,7 @@ TEST(RouteTable, DocsRouteListMatchesTheTable) {
   EXPECT_EQ(doc.find(begin, b + 1), std::string::npos) << "one routes block only";
   const std::string block = doc.substr(b + begin.size(), e - b - begin.size());
   EXPECT_EQ(block, expected) << path
-                             << " drifted from the route table (server/router.hh); replace its "
+                             << " drifted from the route table (server/api/router.hh); replace its "
                                 "block with:\n"
                              << begin << expected << end << "\n";
 }

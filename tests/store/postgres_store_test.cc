@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "store/open_store.hh"
 #include "store/postgres_internal.hh"
 #include "store/postgres_store.hh"
 #include "store/store.hh"

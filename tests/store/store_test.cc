@@ -34,6 +34,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 
+#include "store/open_store.hh"
 #include "store/rocksdb_store.hh"
 #include "store/rocksdb_values.hh"
 #include "store/store.hh"

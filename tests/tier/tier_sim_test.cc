@@ -1,5 +1,5 @@
 // tier_sim_test.cc — deterministic simulation of the keys' service layer
-// (server/key_service.hh over tier/tier.hh) over a store whose completions the test
+// (server/api/key_service.hh over tier/tier.hh) over a store whose completions the test
 // orders (sim_store.hh), as FoundationDB tests its core: the service's and the tier's own code
 // runs, answering a Reply (reply.hh) as it answers a handler's; the world around it (which read or
 // commit completes next, and how) is drawn from a seeded generator, and invariants are checked
@@ -35,9 +35,9 @@
 
 #include "boards/registry.hh"
 #include "cache/cache.hh"
-#include "server/key_service.hh"
-#include "server/reply.hh"
-#include "server/variant.hh"
+#include "server/api/key_service.hh"
+#include "server/api/reply.hh"
+#include "server/api/variant.hh"
 #include "tests/tier/sim_store.hh"
 #include "tier/tier.hh"
 
