@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "store/store.hh"
+#include "tier/options.hh"
 
 namespace server {
 

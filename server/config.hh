@@ -11,7 +11,10 @@
 #include <string_view>
 
 #include "cache/cache.hh"
-#include "common/write_mode.hh"
+
+namespace tier {
+enum class WriteMode : std::uint8_t;  // tier/options.hh
+}  // namespace tier
 
 namespace server {
 
@@ -75,8 +78,9 @@ const char* to_string(ValuePathKind v);
 const char* to_string(DispatchKind d);
 const char* to_string(WriteBatching b);
 
-// --write-mode: common/write_mode.hh (the tier acts on it: tier/options.hh).
-using common::WriteMode;
+// --write-mode: defined with the tier (tier/options.hh), declared here only, so that the
+// transport, which includes this file, reaches nothing in tier/ (tests/server/test_layers.py).
+using tier::WriteMode;
 
 // Where board reads are answered from (--board-source).
 enum class BoardSource : std::uint8_t {
@@ -102,8 +106,8 @@ struct Config {
   DispatchKind dispatch = DispatchKind::ordered;             // --dispatch / --variant
   WriteBatching write_batching = WriteBatching::on;          // --write-batching / --variant
   // The durable store behind the cache (docs/api.md, "Command line").
-  std::string store = kDefaultStore;          // --store: none, rocksdb:PATH or postgres:CONNINFO
-  WriteMode write_mode = WriteMode::through;  // --write-mode
+  std::string store = kDefaultStore;  // --store: none, rocksdb:PATH or postgres:CONNINFO
+  WriteMode write_mode{};             // --write-mode; {} is through (tier/options.hh)
   std::chrono::milliseconds flush_interval = kDefaultFlushInterval;  // --flush-interval
   std::size_t max_dirty = kDefaultMaxDirtyBytes;  // --max-dirty (write-behind bound)
   std::string store_faults;  // --store-faults: fault injection (tests); checked by store/

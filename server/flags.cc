@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/duration.hh"
+#include "tier/options.hh"
 
 namespace server {
 

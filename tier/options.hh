@@ -7,14 +7,21 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/write_mode.hh"
 #include "store/store.hh"
 
 namespace tier {
 
-// When a write (PUT/DELETE) is answered (common/write_mode.hh: the server's Config names it too).
-using common::to_string;
-using common::WriteMode;
+// When a write (PUT/DELETE) is answered, with a durable store (--store) behind the cache. The
+// server's Config names it by its declaration alone (server/config.hh: the transport includes
+// the config, and reaches nothing in tier/), and defaults to WriteMode{}: through.
+enum class WriteMode : std::uint8_t {
+  through,  // once it is durable in the store
+  behind,   // once it is in the cache; it reaches the store within --flush-interval
+};
+static_assert(WriteMode{} == WriteMode::through, "Config's default --write-mode");
+inline const char* to_string(WriteMode m) {  // "through" / "behind"
+  return m == WriteMode::through ? "through" : "behind";
+}
 
 struct TierOptions {
   WriteMode mode = WriteMode::through;

@@ -16,6 +16,7 @@
 
 #include "server/flags.hh"
 #include "server/server_context.hh"
+#include "tier/options.hh"
 
 namespace server {
 namespace {
