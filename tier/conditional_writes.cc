@@ -9,6 +9,14 @@
 
 namespace tier {
 
+namespace {
+// Gives back what a conditional write was admitted for (its key and body in read_bytes): once
+// it is decided, dropped or answered.
+void release_charge(TierCore& core, CondWrite& op) {
+  core.read_bytes -= std::exchange(op.charged, 0);
+}
+}  // namespace
+
 void ConditionalWrites::write_if(Kind kind, std::string_view key, std::string_view value,
                                  std::uint64_t expires_at_ms, const Preconditions& preconditions,
                                  Done<KeyOutcome> done) {
@@ -38,7 +46,7 @@ void ConditionalWrites::write_if(Kind kind, std::string_view key, std::string_vi
 void ConditionalWrites::decide_locked(const std::shared_ptr<CondWrite>& op,
                                       std::optional<bool> exists_in_store, DecidedList& decided) {
   if (op->done.answered()) {  // answered 503 at its deadline: dropped, never applied
-    p_.core.read_bytes -= std::exchange(op->charged, 0);
+    release_charge(p_.core, *op);
     return;
   }
   const auto answer = [&](KeyOutcome::Kind kind, std::string why = {}) {
@@ -109,7 +117,7 @@ void ConditionalWrites::decide_parked_locked(KeyState& state, DecidedList& decid
 // write. An outcome known at once has been settled: it is delivered through done.
 void ConditionalWrites::apply_locked(const std::shared_ptr<CondWrite>& op, DecidedList& decided) {
   // Its charge is given back: the write goes on as an unconditional one, under its bounds.
-  p_.core.read_bytes -= std::exchange(op->charged, 0);
+  release_charge(p_.core, *op);
   if (std::optional<KeyOutcome> now = write_locked(p_, op->write(), op->done)) {
     decided.push_back({op, std::move(*now), true});
   }
@@ -118,7 +126,7 @@ void ConditionalWrites::apply_locked(const std::shared_ptr<CondWrite>& op, Decid
 void ConditionalWrites::answer(DecidedList& decided) {
   for (Decided& d : decided) {
     d.op->value = {};  // the answer needs no body
-    p_.core.read_bytes -= std::exchange(d.op->charged, 0);
+    release_charge(p_.core, *d.op);
     if (d.settled) {
       d.op->done.deliver(d.outcome);
     } else {

@@ -151,7 +151,6 @@ class StoreDeadline {
     // For a caller that answers by itself (an outcome known at once, a waiting write about to
     // be applied): true if nobody had answered yet, and then nobody else will; the caller then
     // answers with deliver(). False: the request was answered already and must not take effect.
-    bool settle() const { return c_->claim(); }
     bool claim() const { return c_->claim(); }
     void deliver(const Outcome& outcome) const { c_->complete(outcome); }
     bool answered() const { return c_->answered(); }

@@ -91,7 +91,7 @@ void ReadThrough::on_done(const std::string& k, Inflight& entry, store::ReadResu
     // Whether nothing overtook the read (no write of the key, no reset): what it found is then
     // the key's state now, for a conditional write waiting on it.
     const bool unmoved = p_.keys.unmoved_locked(k, entry.version, entry.epoch);
-    result = answer_locked(k, r, entry);
+    result = answer_locked(k, r, unmoved);
     // A reset may have detached this read already (a later miss then started its own).
     if (KeyState* state = p_.keys.find_locked(k); state != nullptr && state->read.get() == &entry) {
       state->read.reset();
@@ -116,8 +116,8 @@ void ReadThrough::on_done(const std::string& k, Inflight& entry, store::ReadResu
   p_.conditional.answer(decided);
 }
 
-KeyLookup ReadThrough::answer_locked(const std::string& key, store::ReadResult& r,
-                                     const Inflight& entry) {
+// unmoved: nothing overtook the read (it may then fill the cache).
+KeyLookup ReadThrough::answer_locked(const std::string& key, store::ReadResult& r, bool unmoved) {
   KeyLookup result;
   // Write-behind: a write made while the read was under way is newer than what the store
   // returned (after a reset the store may hold no state the tier ever showed), so it answers.
@@ -139,7 +139,6 @@ KeyLookup ReadThrough::answer_locked(const std::string& key, store::ReadResult& 
   result.kind = KeyLookup::Kind::found;
   result.value = std::make_shared<const std::string>(std::move(r.value));
   result.expires_at_ms = r.expires_at_ms;
-  const bool unmoved = p_.keys.unmoved_locked(key, entry.version, entry.epoch);
   if (unmoved && p_.keys.may_fill_locked(key, p_.behind.dirty().contains(key))) {
     result.version = cache_value(p_.core.cache, key, *result.value, r.expires_at_ms);
     if (result.version != 0) ++p_.core.fills;

@@ -55,7 +55,7 @@ class ReadThrough {
   };
   std::optional<KeyLookup> read_parked_locked(const Parked& parked);
   void on_done(const std::string& key, Inflight& entry, store::ReadResult& r);
-  KeyLookup answer_locked(const std::string& key, store::ReadResult& r, const Inflight& entry);
+  KeyLookup answer_locked(const std::string& key, store::ReadResult& r, bool unmoved);
 
   const Parts& p_;
   std::vector<Parked> parked_;

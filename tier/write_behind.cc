@@ -33,12 +33,12 @@ std::optional<KeyOutcome> WriteBehindBuffer::try_del(std::string_view key) {
 // else queued for the flusher to admit. A failing store refuses every write.
 std::optional<KeyOutcome> WriteBehindBuffer::write_locked(const KeyWrite& w, const Answer& done) {
   if (flusher_.failing_locked()) {
-    if (!done.settle()) return std::nullopt;
+    if (!done.claim()) return std::nullopt;
     return failing_refusal_locked("writes");
   }
   if (waiting_.empty() && fits_locked(w.key, w.value)) {
     if (w.kind == Kind::del) return del_locked(w.key, done, false);
-    if (!done.settle()) return std::nullopt;
+    if (!done.claim()) return std::nullopt;
     return apply_locked(w);
   }
   return queue_waiting_locked(w, done);
@@ -64,7 +64,7 @@ std::optional<KeyOutcome> WriteBehindBuffer::queue_waiting_locked(const KeyWrite
                                                                   const Answer& done) {
   TierCore& core = p_.core;
   if (core.store_failed_locked()) {
-    if (!done.settle()) return std::nullopt;
+    if (!done.claim()) return std::nullopt;
     return core.refusal_locked("dirty buffer full and the store failed: " +
                                core.store->stats().last_error);
   }
@@ -72,7 +72,7 @@ std::optional<KeyOutcome> WriteBehindBuffer::queue_waiting_locked(const KeyWrite
   while (!waiting_.empty() && waiting_.front().done.answered()) pop_waiting_locked();
   const std::size_t bytes = dirty_size(w.key, w.value) + kOpOverhead;
   if (waiting_bytes_ > 0 && waiting_bytes_ + bytes > core.options.max_waiting) {
-    if (!done.settle()) return std::nullopt;
+    if (!done.claim()) return std::nullopt;
     return core.refusal_locked("write queue full: " + std::to_string(waiting_bytes_) +
                                " bytes of writes wait for the dirty buffer (--max-inflight " +
                                std::to_string(core.options.max_waiting) + ")");
@@ -129,7 +129,7 @@ KeyOutcome WriteBehindBuffer::apply_locked(const KeyWrite& w) {
 std::optional<KeyOutcome> WriteBehindBuffer::del_locked(std::string_view key, const Answer& done,
                                                         bool claimed) {
   if (delete_known_locked(key)) {
-    if (!claimed && !done.settle()) return std::nullopt;
+    if (!claimed && !done.claim()) return std::nullopt;
     return delete_dirty_locked(key);
   }
   if (!claimed && done.answered()) return std::nullopt;

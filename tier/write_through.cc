@@ -23,7 +23,7 @@ std::optional<KeyOutcome> WriteThrough::write_locked(const KeyWrite& kw, const A
   const std::string_view key = kw.key;
   Write w{kw.kind, nullptr, false, dirty_size(key, kw.value) + kOpOverhead};
   if (auto full = admit_locked(w.bytes)) {  // nothing counted in
-    if (!done.settle()) return std::nullopt;
+    if (!done.claim()) return std::nullopt;
     return full;
   }
   w.entry = &p_.keys.entry_locked(key);
