@@ -82,11 +82,21 @@ wait_built() {
 }
 
 passed=0; failed=0
+# failures: one line per failed test ("TREE: name"), printed again just above the last line, so the
+# tail of a long run names what failed.
+failures=()
+# note_failures TREE LOG: adds the names ctest (or pytest) listed as failed in LOG.
+note_failures() {
+  local line
+  while IFS= read -r line; do [ -n "$line" ] && failures+=("$1: $line"); done < <(
+    sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$2" | grep -E '^[[:space:]]+[0-9]+ - ' | sed -E 's/^[[:space:]]+//'
+    grep -E '^(FAILED|ERROR) ' "$2" | sed -E 's/ - .*//')
+}
 # ctest_counts LOG: adds ctest's "N% tests passed, F tests failed out of T" to the totals.
 ctest_counts() {
   local line total fails
   line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
+  if [ -z "$line" ]; then failed=$((failed + 1)); failures+=("$1: no ctest summary"); return; fi
   total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<< "$line")
   fails=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<< "$line")
   passed=$((passed + total - fails)); failed=$((failed + fails))
@@ -106,12 +116,12 @@ run_ctest() {
   local b=$1 log="build/$1/ctest.log" t0=$SECONDS
   echo "=== ctest: build/$b ==="
   ctest --test-dir "build/$b" --output-on-failure -j "$ctest_jobs" --timeout 300 -LE '^(fuzz|serial)$' 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
-  ctest_counts "$log"
+  ctest_counts "$log"; note_failures "$b" "$log"
   log="build/$b/ctest-serial.log"
   bg_signal STOP
   ctest --test-dir "build/$b" --output-on-failure --timeout 300 -L '^serial$' 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
   bg_signal CONT
-  grep -q "No tests were found" "$log" || ctest_counts "$log"
+  grep -q "No tests were found" "$log" || { ctest_counts "$log"; note_failures "$b serial" "$log"; }
   echo "=== ctest: build/$b took $((SECONDS - t0)) s ==="
 }
 
@@ -129,7 +139,8 @@ if [ ${#pytest_dirs[@]} -gt 0 ]; then
   p=$(grep -oE '[0-9]+ passed' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
   f=$(grep -oE '[0-9]+ (failed|error)' "$log" | awk '{s+=$1} END {print s+0}')
   passed=$((passed + p)); failed=$((failed + f))
-  [ "$p" -gt 0 ] || failed=$((failed + 1))
+  note_failures pytest "$log"
+  [ "$p" -gt 0 ] || { failed=$((failed + 1)); failures+=("pytest: nothing passed"); }
 else
   echo "(no Python tests yet)"
 fi
@@ -137,7 +148,7 @@ fi
 t0=$SECONDS; run_pytest; echo "=== pytest took $((SECONDS - t0)) s ==="
 
 for b in "${builds[@]:1}"; do
-  if wait_built "$b"; then run_ctest "$b"; else failed=$((failed + 1)); fi
+  if wait_built "$b"; then run_ctest "$b"; else failed=$((failed + 1)); failures+=("build/$b: build failed"); fi
 done
 
 if [ "$fuzz" = 1 ]; then
@@ -147,14 +158,18 @@ if [ "$fuzz" = 1 ]; then
     log="build/fuzz/ctest.log"
     # -j 2: the targets run side by side, each for its own FUZZ_SECONDS (one core each).
     ctest --test-dir build/fuzz --output-on-failure -L fuzz -j 2 --timeout 600 2>&1 | tee "$log" | tail -5
-    ctest_counts "$log"
+    ctest_counts "$log"; note_failures fuzz "$log"
     echo "=== fuzz took $((SECONDS - t0)) s ==="
   else
-    failed=$((failed + 1))
+    failed=$((failed + 1)); failures+=("build/fuzz: build failed")
   fi
 fi
 bg_pid=""
 
 echo "=== all of scripts/test.sh took $SECONDS s ==="
+if [ ${#failures[@]} -gt 0 ]; then
+  echo "failed:"
+  printf '  %s\n' "${failures[@]}"
+fi
 echo "tests: $passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
