@@ -80,14 +80,15 @@ if ! "$PY" -c 'import matplotlib, pytest' 2>/dev/null; then
   "$PY" -m pip install -q -r graphs/requirements.txt 2>/dev/null \
     || "$PY" -m pip install -q --break-system-packages -r graphs/requirements.txt
 fi
-# Test-only packages (tests/requirements.txt: libcachesim for the hit-ratio cross-check). A missing
+# Test-only packages (tests/requirements.txt: libcachesim for the hit-ratio cross-check, redis-py
+# for the RESP front's tests). A missing
 # wheel or no network is not fatal here (the experiment runs without it, and says so); the
 # cross-check test then fails and says why (tests/traces/test_crosscheck.py).
-if ! "$PY" -c 'import libcachesim' 2>/dev/null; then
+if ! "$PY" -c 'import libcachesim, redis' 2>/dev/null; then
   log "installing python packages from tests/requirements.txt"
   "$PY" -m pip install -q -r tests/requirements.txt 2>/dev/null \
     || "$PY" -m pip install -q --break-system-packages -r tests/requirements.txt \
-    || log "warning: tests/requirements.txt not installed; the libCacheSim cross-check test will fail"
+    || log "warning: tests/requirements.txt not installed; the libCacheSim cross-check and RESP tests will fail"
 fi
 if ! command -v python >/dev/null; then   # the design card's usage says `python graphs/plot.py`
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
