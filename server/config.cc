@@ -316,6 +316,7 @@ std::string describe(const Config& c) {
       << " board_top_cache=" << (c.board_top_cache ? "on" : "off")
       << " board_source=" << to_string(c.board_source);
   if (!c.served_by.empty()) out << " served_by=" << c.served_by;
+  if (c.resp_port) out << " resp_port=" << *c.resp_port;
   return out.str();
 }
 

@@ -93,6 +93,9 @@ struct Config {
   std::size_t maxmem = kDefaultMaxmemBytes;
   std::string host = kDefaultHost;
   std::uint16_t port = kDefaultPort;  // 0: the kernel picks one
+  // --resp-port: the Redis-protocol front's port on the same host (0: a free one); off when
+  // unset (docs/resp.md).
+  std::optional<std::uint16_t> resp_port;
   unsigned threads = kDefaultThreads;
   cache::Evictor evictor = cache::kDefaultEvictor;
   std::size_t max_value = kDefaultMaxValueBytes;

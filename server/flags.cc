@@ -108,6 +108,15 @@ bool apply_port(Config& c, std::string_view v, std::string& e) {
   if (!parse_int(v, c.port)) e = "invalid --port '" + std::string(v) + "' (want 0..65535)";
   return e.empty();
 }
+bool apply_resp_port(Config& c, std::string_view v, std::string& e) {
+  std::uint16_t port = 0;
+  if (!parse_int(v, port)) {
+    e = "invalid --resp-port '" + std::string(v) + "' (want 0..65535)";
+  } else {
+    c.resp_port = port;
+  }
+  return e.empty();
+}
 bool apply_threads(Config& c, std::string_view v, std::string& e) {
   if (!parse_int(v, c.threads)) e = "invalid --threads '" + std::string(v) + "'";
   return e.empty();
@@ -354,6 +363,10 @@ constexpr FlagSpec kFlags[] = {
     {kCacheGroup, "-s", "--host", "ADDR", "listen address (default 127.0.0.1)", apply_host},
     {kCacheGroup, "-p", "--port", "N", "listen port, 0 picks a free one (default 8080)",
      apply_port},
+    {kCacheGroup, "", "--resp-port", "N",
+     "also serve the Redis protocol (RESP2) on this port, 0 picks a free one\n"
+     "(default off; docs/resp.md)",
+     apply_resp_port},
     {kCacheGroup, "-t", "--threads", "N", "worker threads (default 1)", apply_threads},
     {kCacheGroup, "-e", "--evictor", "NAME",
      "none, fifo, lru, clock, sieve or s3fifo (default: the library's, s3fifo)", apply_evictor},

@@ -108,8 +108,16 @@ int main(int argc, char** argv) {
     const bool v6 = ep.address().is_v6();
     std::cout << server::describe(config) << "\n";
     if (!srv.boards_rebuilt().empty()) std::cout << srv.boards_rebuilt() << "\n";
+    // One line, the HTTP front first (tools read "listening on HOST:PORT"; scripts/harness/
+    // procs.py also reads the ", resp on HOST:PORT" that --resp-port adds).
     std::cout << "listening on " << (v6 ? "[" : "") << ep.address().to_string() << (v6 ? "]" : "")
-              << ":" << ep.port() << std::endl;
+              << ":" << ep.port();
+    if (config.resp_port) {
+      const auto resp = srv.resp_endpoint();
+      std::cout << ", resp on " << (v6 ? "[" : "") << resp.address().to_string() << (v6 ? "]" : "")
+                << ":" << resp.port();
+    }
+    std::cout << std::endl;
     warn_if_exposed(config, ep);
     int received = 0;
     while (sigwait(&shutdown_signals, &received) != 0) {

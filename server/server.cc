@@ -130,15 +130,50 @@ std::string Server::listen() {
     }
   }
   const ConnectionStarter start_connection = connection_starter(config_);  // the variant
+  if (std::string error = bind_front(tcp::endpoint(address, config_.port), start_connection,
+                                     Front::http, endpoint_);
+      !error.empty()) {
+    return error;
+  }
+  ctx_.http_port = endpoint_.port();
+  if (!config_.served_by.empty()) {
+    std::string& line = ctx_.served_by_line;
+    line = "X-Served-By: ";
+    if (config_.served_by != "on") {
+      line += config_.served_by;
+    } else {
+      const bool v6 = endpoint_.address().is_v6();
+      line += v6 ? "[" : "";
+      line += endpoint_.address().to_string();
+      line += v6 ? "]:" : ":";
+      line += std::to_string(endpoint_.port());
+    }
+    line += "\r\n";
+  }
+  if (config_.resp_port) {
+    if (std::string error = bind_front(tcp::endpoint(address, *config_.resp_port),
+                                       resp_connection_starter(), Front::resp, resp_endpoint_);
+        !error.empty()) {
+      return "--resp-port: " + error;
+    }
+    ctx_.resp_port = resp_endpoint_.port();
+  }
+  return {};
+}
+
+// One front's acceptors: one per context (SO_REUSEPORT) in the per-thread model, else one.
+std::string Server::bind_front(tcp::endpoint endpoint, ConnectionStarter start_connection,
+                               Front front, tcp::endpoint& bound) {
+  const bool per_thread = config_.io_model == IoModel::per_thread;
+  boost::system::error_code ec;
   std::string error;
-  tcp::endpoint endpoint(address, config_.port);
-  if (per_thread && config_.port != 0) {
+  if (per_thread && endpoint.port() != 0) {
     // SO_REUSEPORT would let us silently share a port another server holds: probe without it.
     auto probe = open_acceptor(contexts_[0]->get_executor(), endpoint, false, error);
     if (!error.empty()) return error;
     probe.close(ec);
   }
-  for (std::size_t i = 0; i < n_contexts; ++i) {
+  for (std::size_t i = 0; i < contexts_.size(); ++i) {
     // Shared model: the acceptor gets a strand, as its handlers may run on any thread.
     const asio::any_io_executor executor =
         per_thread ? asio::any_io_executor(contexts_[i]->get_executor())
@@ -148,24 +183,10 @@ std::string Server::listen() {
     if (i == 0) {
       endpoint = acceptor.local_endpoint(ec);  // with port 0: the port the kernel picked
       if (ec) return "cannot read the bound address: " + ec.message();
-      endpoint_ = endpoint;
-      if (!config_.served_by.empty()) {
-        std::string& line = ctx_.served_by_line;
-        line = "X-Served-By: ";
-        if (config_.served_by != "on") {
-          line += config_.served_by;
-        } else {
-          const bool v6 = endpoint.address().is_v6();
-          line += v6 ? "[" : "";
-          line += endpoint.address().to_string();
-          line += v6 ? "]:" : ":";
-          line += std::to_string(endpoint.port());
-        }
-        line += "\r\n";
-      }
+      bound = endpoint;
     }
     listeners_.push_back(std::make_shared<Listener>(*contexts_[i], std::move(acceptor), ctx_, i,
-                                                    !per_thread, start_connection));
+                                                    !per_thread, start_connection, front));
   }
   return {};
 }

@@ -44,6 +44,8 @@ class Server {
   std::string listen();
   // The address actually bound (the real port when the config asked for port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const { return endpoint_; }
+  // The Redis-protocol front's address (--resp-port), after listen(); port 0 without it.
+  boost::asio::ip::tcp::endpoint resp_endpoint() const { return resp_endpoint_; }
   void start();  // launches the worker threads
   void stop();   // graceful; idempotent; returns when every worker has exited and the store
                  // is closed (write-behind: after flushing every dirty write)
@@ -73,7 +75,13 @@ class Server {
   std::vector<std::shared_ptr<Listener>> listeners_;
   std::vector<std::thread> threads_;
   std::optional<ExpirySweeper> sweeper_;  // from start() to stop()
+  // One front's acceptors and listeners on every context; `bound` gets the address bound.
+  std::string bind_front(boost::asio::ip::tcp::endpoint endpoint,
+                         ConnectionStarter start_connection, Front front,
+                         boost::asio::ip::tcp::endpoint& bound);
+
   boost::asio::ip::tcp::endpoint endpoint_;
+  boost::asio::ip::tcp::endpoint resp_endpoint_;
   bool stopped_ = false;
   std::size_t unflushed_ = 0;
   std::string boards_rebuilt_;

@@ -4,6 +4,8 @@
 // Owned by Server (or by a test/fuzzer), passed by reference; nothing here is global.
 #pragma once
 
+#include <cstdint>
+
 #include <atomic>
 #include <chrono>
 
@@ -53,6 +55,8 @@ struct ServerContext {
   // --served-by: "X-Served-By: HOST:PORT\r\n", or empty (off). Set by Server::listen() before
   // any connection exists, read-only after.
   std::string served_by_line;
+  // The ports bound (set by Server::listen; resp_port 0 without --resp-port): INFO reports them.
+  std::uint16_t http_port = 0, resp_port = 0;
 };
 
 // The cache options the server uses for a config (sharded so workers rarely share a lock).

@@ -17,9 +17,9 @@ void KeyService::lookup(std::string_view key, Reply<KeyLookup>& reply) {
 
 namespace {
 // A TTL as the wall-clock time the store keeps (store.hh, "Expiry"); 0: none.
-std::uint64_t expires_at_ms(std::chrono::seconds ttl) {
+std::uint64_t expires_at_ms(std::chrono::milliseconds ttl) {
   if (ttl.count() == 0) return 0;
-  return store::unix_now_ms() + static_cast<std::uint64_t>(ttl.count()) * 1000;
+  return store::unix_now_ms() + static_cast<std::uint64_t>(ttl.count());
 }
 }  // namespace
 

@@ -29,7 +29,7 @@ namespace server {
 // (tier/conditional_writes.hh). With a store, the TTL is durable (its expiry time is stored with
 // the value).
 struct WriteSpec {
-  std::chrono::seconds ttl{0};                   // 0: no expiry (and the key loses any it had)
+  std::chrono::milliseconds ttl{0};  // 0: no expiry (and the key loses any it had); RESP's PX is ms
   const Preconditions* preconditions = nullptr;  // nullptr: unconditional
 };
 

@@ -1,6 +1,8 @@
 // metrics.cc — see metrics.hh. kMetrics is the list; the renderers below never name a field.
 #include "server/api/metrics.hh"
 
+#include "server/resp/commands.hh"
+
 #include <charconv>
 #include <cstdio>
 
@@ -142,6 +144,19 @@ constexpr MetricDef kMetrics[] = {
      [](const Snapshot& s) { return u64(s.boards.top_cache_bytes); }},
     {"expired", K::counter, "Entries the cache removed because their TTL had passed.",
      [](const Snapshot& s) { return u64(s.cache.expired); }},
+    {"http_connections", K::gauge, "HTTP connections open now.",
+     [](const Snapshot& s) {
+       return u64(s.totals.open_connections() - s.totals.open_resp_connections());
+     }},
+    {"resp_connections", K::gauge, "Redis-protocol (--resp-port) connections open now.",
+     [](const Snapshot& s) { return u64(s.totals.open_resp_connections()); }},
+    {"resp_total_connections", K::counter,
+     "Redis-protocol connections accepted since start (also in total_connections).",
+     [](const Snapshot& s) { return u64(s.totals.resp_connections_opened); },
+     "resp_connections_accepted"},
+    {"resp_unknown_commands", K::counter,
+     "Redis-protocol commands answered 'unknown command' (resp_commands counts the rest).",
+     [](const Snapshot& s) { return u64(s.totals.resp_unknown_commands); }},
 };
 
 // The renderers below rely on these (Prometheus: a HELP line is one line, and `\` would need
@@ -250,7 +265,16 @@ std::string render_stats_json(const Snapshot& snap) {
         break;
     }
   }
-  json += '}';
+  // The Redis-protocol front's commands, one field per command of its table (a fixed set).
+  json += ", \"resp_commands\": {";
+  for (const resp::Command& c : resp::command_table()) {
+    if (resp::command_slot(c) != 0) json += ", ";
+    json += '"';
+    json += c.name;
+    json += "\": ";
+    common::append_decimal(json, snap.totals.resp_commands[resp::command_slot(c)]);
+  }
+  json += "}}";
   return json;
 }
 
@@ -292,6 +316,19 @@ std::string render_prometheus(const Snapshot& snap, const TimingTotals& timings)
   out += info_labels;
   out += "} 1\n";
   append_duration_histograms(out, timings);
+  constexpr std::string_view resp_family = "cache_server_resp_commands_total";
+  append_family_header(out, resp_family,
+                       "Redis-protocol commands answered, by command (unknown ones are "
+                       "cache_server_resp_unknown_commands_total).",
+                       "counter");
+  for (const resp::Command& c : resp::command_table()) {
+    out += resp_family;
+    out += "{command=\"";
+    out += c.name;
+    out += "\"} ";
+    common::append_decimal(out, snap.totals.resp_commands[resp::command_slot(c)]);
+    out += '\n';
+  }
   return out;
 }
 

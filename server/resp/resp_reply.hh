@@ -24,9 +24,8 @@ class ReplyWriter {
   // `text` starts with the error's class ("ERR ...", "WRONGTYPE ...", "OOM ...").
   void error(std::string_view text) { line('-', text); }
   void integer(std::int64_t n) {
-    char buf[24];
     out_->push_back(':');
-    out_->append(buf, std::to_chars(buf, buf + sizeof buf, n).ptr);
+    append_number(n);
     out_->append("\r\n");
   }
   void bulk(std::string_view s) {
@@ -36,18 +35,16 @@ class ReplyWriter {
   }
   // "$<n>\r\n": the caller appends the n bytes, then bulk_end().
   void bulk_header(std::size_t n) {
-    char buf[24];
     out_->push_back('$');
-    out_->append(buf, std::to_chars(buf, buf + sizeof buf, n).ptr);
+    append_number(n);
     out_->append("\r\n");
   }
   void bulk_end() { out_->append("\r\n"); }
   void null() { out_->append("$-1\r\n"); }
   void null_array() { out_->append("*-1\r\n"); }
   void array(std::size_t n) {
-    char buf[24];
     out_->push_back('*');
-    out_->append(buf, std::to_chars(buf, buf + sizeof buf, n).ptr);
+    append_number(n);
     out_->append("\r\n");
   }
   // A score, as Redis 7.0 renders a double in RESP2 (util.c, d2string): "inf", "-inf", "0"
@@ -61,6 +58,12 @@ class ReplyWriter {
   }
 
  private:
+  template <class N>
+  void append_number(N n) {
+    char buf[24];
+    const char* end = std::to_chars(buf, buf + sizeof buf, n).ptr;
+    out_->append(buf, static_cast<std::size_t>(end - buf));
+  }
   void line(char type, std::string_view s) {
     out_->push_back(type);
     out_->append(s);

@@ -1,6 +1,7 @@
 // connection.cc — see connection.hh.
 #include "server/transport/connection.hh"
 
+#include "server/resp/resp_engine.hh"
 #include "server/transport/completion_inbox.hh"
 
 #include <boost/asio/post.hpp>
@@ -10,9 +11,9 @@ namespace server {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-template <class V>
-Connection<V>::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
-                          ConnectionLimit::Admission admission)
+template <class Engine>
+Connection<Engine>::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
+                               ConnectionLimit::Admission admission)
     : admission_(std::move(admission)),
       socket_(std::move(socket)),
       timer_(socket_.get_executor()),
@@ -23,14 +24,14 @@ Connection<V>::Connection(asio::ip::tcp::socket socket, ServerContext& ctx, Work
   WorkerStats::bump(stats_.connections_opened);
 }
 
-template <class V>
-Connection<V>::~Connection() {
+template <class Engine>
+Connection<Engine>::~Connection() {
   set_busy(false);
   WorkerStats::bump(stats_.connections_closed);
 }
 
-template <class V>
-void Connection<V>::start() {
+template <class Engine>
+void Connection<Engine>::start() {
   // A response that waited on the store is finished on a store thread; its rendering hops to
   // this connection's thread through the worker's inbox (per-thread model: a group's answers
   // cross in one post), or an inbox of its own over its strand (shared model). The weak
@@ -50,8 +51,8 @@ void Connection<V>::start() {
   read();
 }
 
-template <class V>
-void Connection<V>::read() {
+template <class Engine>
+void Connection<Engine>::read() {
   if (ctx_.stopping.load(std::memory_order_relaxed) && !busy_) return close();
   const std::size_t room = input_.max_size() - input_.size();
   if (room == 0) {  // the parser needs more bytes than the buffer can hold
@@ -67,8 +68,8 @@ void Connection<V>::read() {
                           });
 }
 
-template <class V>
-void Connection<V>::on_read(const error_code& ec, std::size_t n) {
+template <class Engine>
+void Connection<Engine>::on_read(const error_code& ec, std::size_t n) {
   reading_ = false;
   if (ec) return close();  // EOF, reset, or cancelled by a timeout
   WorkerStats::bump(stats_.reads);
@@ -77,8 +78,8 @@ void Connection<V>::on_read(const error_code& ec, std::size_t n) {
   process();
 }
 
-template <class V>
-void Connection<V>::process() {
+template <class Engine>
+void Connection<Engine>::process() {
   const auto data = input_.data();
   const std::size_t used =
       engine_.consume(std::string_view(static_cast<const char*>(data.data()), data.size()));
@@ -96,14 +97,14 @@ void Connection<V>::process() {
 
 // A response that waited on the store is ready (on this thread). While reading or writing, the
 // chain in progress picks it up (on_write → process); otherwise the connection was waiting.
-template <class V>
-void Connection<V>::on_response_ready() {
+template <class Engine>
+void Connection<Engine>::on_response_ready() {
   if (closed_ || lingering_ || reading_ || writing_) return;
   process();
 }
 
-template <class V>
-void Connection<V>::write(clock::time_point now) {
+template <class Engine>
+void Connection<Engine>::write(clock::time_point now) {
   WorkerStats::bump(stats_.writes);
   writing_ = true;
   written_ = 0;
@@ -114,8 +115,8 @@ void Connection<V>::write(clock::time_point now) {
 // read (which could be about to expire): a large value to a slow reader lives while bytes
 // move, and a reader that stops reading is cut off one idle timeout after it stopped. A small
 // response goes out in one write_some, as async_write would have sent it.
-template <class V>
-void Connection<V>::write_some(clock::time_point now) {
+template <class Engine>
+void Connection<Engine>::write_some(clock::time_point now) {
   deadline_ = now + ctx_.config.idle_timeout;
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
   const std::string& out = engine_.output();
@@ -125,16 +126,16 @@ void Connection<V>::write_some(clock::time_point now) {
                            });
 }
 
-template <class V>
-void Connection<V>::on_write_some(const error_code& ec, std::size_t n) {
+template <class Engine>
+void Connection<Engine>::on_write_some(const error_code& ec, std::size_t n) {
   if (ec) return close();
   written_ += n;
   if (written_ < engine_.output().size()) return write_some(clock::now());
   on_write();
 }
 
-template <class V>
-void Connection<V>::on_write() {
+template <class Engine>
+void Connection<Engine>::on_write() {
   writing_ = false;
   engine_.output_written();
   // Responses still waiting on the store go out before a closing connection lingers.
@@ -148,8 +149,8 @@ void Connection<V>::on_write() {
 // Half-close so the peer sees our last response and EOF, then discard what it still sends
 // (bounded in bytes and time) before closing: closing with unread input would send a reset
 // that can destroy the response in flight.
-template <class V>
-void Connection<V>::linger() {
+template <class Engine>
+void Connection<Engine>::linger() {
   if (!lingering_) {
     lingering_ = true;
     set_busy(false);
@@ -167,8 +168,8 @@ void Connection<V>::linger() {
                           });
 }
 
-template <class V>
-void Connection<V>::close() {
+template <class Engine>
+void Connection<Engine>::close() {
   if (closed_) return;
   closed_ = true;
   reading_ = writing_ = false;
@@ -178,8 +179,8 @@ void Connection<V>::close() {
   socket_.close(ignored);
 }
 
-template <class V>
-void Connection<V>::set_busy(bool busy) {
+template <class Engine>
+void Connection<Engine>::set_busy(bool busy) {
   if (busy == busy_) return;
   busy_ = busy;
   WorkerStats::bump(busy ? stats_.busy_started : stats_.busy_finished);
@@ -188,8 +189,8 @@ void Connection<V>::set_busy(bool busy) {
 // Idle between requests: the idle timeout from now. A request header in progress: the header
 // timeout from when that request's first bytes arrived (dribbling does not extend it). A body in
 // progress: the header timeout from the last progress.
-template <class V>
-void Connection<V>::update_deadline(clock::time_point now) {
+template <class Engine>
+void Connection<Engine>::update_deadline(clock::time_point now) {
   const bool in_header = (engine_.mid_request() && !engine_.header_complete()) || input_.size() > 0;
   if (in_header) {
     if (!in_header_ || header_request_ != engine_.answered()) {
@@ -206,29 +207,36 @@ void Connection<V>::update_deadline(clock::time_point now) {
   if (deadline_ < timer_.expiry()) arm_timer(deadline_);
 }
 
-template <class V>
-void Connection<V>::arm_timer(clock::time_point at) {
+template <class Engine>
+void Connection<Engine>::arm_timer(clock::time_point at) {
   timer_.expires_at(at);
   timer_.async_wait(
       [self = this->shared_from_this()](const error_code& ec) { self->on_timer(ec); });
 }
 
-template <class V>
-void Connection<V>::on_timer(const error_code& ec) {
+template <class Engine>
+void Connection<Engine>::on_timer(const error_code& ec) {
   if (ec == asio::error::operation_aborted || closed_) return;
   if (clock::now() >= deadline_) return close();
   arm_timer(deadline_);
 }
 
-SERVER_INSTANTIATE_VARIANTS(Connection);
+namespace {
+template <class Engine>
+void start_connection(asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
+                      ConnectionLimit::Admission admission) {
+  std::make_shared<Connection<Engine>>(std::move(socket), ctx, stats, std::move(admission))
+      ->start();
+}
+}  // namespace
 
 ConnectionStarter connection_starter(const Config& config) {
-  return with_variant(config, []<class V>(V) -> ConnectionStarter {
-    return [](asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
-              ConnectionLimit::Admission admission) {
-      std::make_shared<Connection<V>>(std::move(socket), ctx, stats, std::move(admission))->start();
-    };
-  });
+  return with_variant(
+      config, []<class V>(V) -> ConnectionStarter { return start_connection<BasicHttpEngine<V>>; });
+}
+
+ConnectionStarter resp_connection_starter() {
+  return start_connection<resp::RespEngine>;
 }
 
 }  // namespace server

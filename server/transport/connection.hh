@@ -9,8 +9,10 @@
 // once only when the deadline moves earlier (idle → header in progress), so a keep-alive GET costs
 // no timer operation.
 //
-// A template over the request-path Variant (variant.hh), like the engine it holds: the listener
-// starts connections through the ConnectionStarter picked once at start-up.
+// A template over its engine: BasicHttpEngine<V> for the HTTP front (V the request-path
+// Variant, variant.hh) or resp::RespEngine for the Redis-protocol front (server/resp/); both
+// have the same interface (consume, output, responses, ...). The listener starts connections
+// through the ConnectionStarter picked once at start-up.
 //
 // Request timing (/metrics): a completed read stamps the engine's arrival time (the one clock
 // read the histograms add); process() reads the clock once after the engine ran, records the
@@ -39,8 +41,8 @@ inline constexpr std::size_t kInputLimitBytes = 2 * kHeaderLimitBytes + kReadChu
 inline constexpr std::chrono::milliseconds kLingerTime{1000};
 inline constexpr std::size_t kLingerMaxBytes = 4 << 20;
 
-template <class V>
-class Connection final : public std::enable_shared_from_this<Connection<V>>, public SlotSink {
+template <class Engine>
+class Connection final : public std::enable_shared_from_this<Connection<Engine>>, public SlotSink {
  public:
   // admission: this connection's place under --max-connections, held until it is destroyed.
   Connection(boost::asio::ip::tcp::socket socket, ServerContext& ctx, WorkerStats& stats,
@@ -82,7 +84,7 @@ class Connection final : public std::enable_shared_from_this<Connection<V>>, pub
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer input_;
-  BasicHttpEngine<V> engine_;
+  Engine engine_;
   ServerContext& ctx_;
   WorkerStats& stats_;
   clock::time_point deadline_;
@@ -102,5 +104,7 @@ class Connection final : public std::enable_shared_from_this<Connection<V>>, pub
 using ConnectionStarter = void (*)(boost::asio::ip::tcp::socket, ServerContext&, WorkerStats&,
                                    ConnectionLimit::Admission);
 ConnectionStarter connection_starter(const Config& config);
+// The Redis-protocol front's (--resp-port).
+ConnectionStarter resp_connection_starter();
 
 }  // namespace server

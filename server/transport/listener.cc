@@ -90,11 +90,15 @@ class Rejection : public std::enable_shared_from_this<Rejection> {
 void Listener::reject(tcp::socket socket) {
   ctx_.stats.count_rejected_connection();
   std::string response;
-  refresh_http_date();
-  ResponseWriter writer(response);
-  writer.set_served_by(ctx_.served_by_line);
-  writer.begin_request(/*keep_alive=*/false, /*http10=*/false, /*head=*/false, 0);
-  writer.error(ResponseWriter::status::service_unavailable, "too many connections");
+  if (front_ == Front::resp) {
+    response = "-ERR max number of clients reached\r\n";
+  } else {
+    refresh_http_date();
+    ResponseWriter writer(response);
+    writer.set_served_by(ctx_.served_by_line);
+    writer.begin_request(/*keep_alive=*/false, /*http10=*/false, /*head=*/false, 0);
+    writer.error(ResponseWriter::status::service_unavailable, "too many connections");
+  }
   // A fresh socket's send buffer is empty: the ~150 bytes go out in one non-blocking send.
   error_code ec;
   socket.non_blocking(true, ec);
@@ -108,14 +112,16 @@ void Listener::reject(tcp::socket socket) {
 }
 
 Listener::Listener(asio::io_context& ioc, tcp::acceptor acceptor, ServerContext& ctx,
-                   std::size_t worker, bool strands, ConnectionStarter start_connection)
+                   std::size_t worker, bool strands, ConnectionStarter start_connection,
+                   Front front)
     : ioc_(ioc),
       acceptor_(std::move(acceptor)),
       backoff_(acceptor_.get_executor()),
       ctx_(ctx),
       next_worker_(worker),
       strands_(strands),
-      start_connection_(start_connection) {}
+      start_connection_(start_connection),
+      front_(front) {}
 
 void Listener::start() {
   accept();

@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,12 +37,18 @@ boost::asio::ip::tcp::acceptor open_acceptor(const boost::asio::any_io_executor&
                                              const boost::asio::ip::tcp::endpoint& endpoint,
                                              bool reuse_port, std::string& error);
 
+// Which protocol a listener's connections speak: it decides how a refused one is told.
+enum class Front : std::uint8_t {
+  http,  // 503 {"error": "too many connections"}
+  resp,  // -ERR max number of clients reached (Redis's words)
+};
+
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
   // worker: the stats block for accepted connections; strands: give each socket a strand.
   Listener(boost::asio::io_context& ioc, boost::asio::ip::tcp::acceptor acceptor,
-           ServerContext& ctx, std::size_t worker, bool strands,
-           ConnectionStarter start_connection);
+           ServerContext& ctx, std::size_t worker, bool strands, ConnectionStarter start_connection,
+           Front front = Front::http);
 
   void start();
   void stop();  // closes the acceptor; safe from any thread (runs on the acceptor's executor)
@@ -60,6 +67,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   std::size_t next_worker_;
   bool strands_;
   ConnectionStarter start_connection_;
+  Front front_;
   // Refused connections being drained (each on its own strand in the shared model).
   std::atomic<std::size_t> lingering_rejections_{0};
 };

@@ -13,6 +13,7 @@ StatsTotals StatsRegistry::sum() const {
     const WorkerStats& w = workers_[i];
     t.connections_closed += w.connections_closed.load(acquire);
     t.busy_finished += w.busy_finished.load(acquire);
+    t.resp_connections_closed += w.resp_connections_closed.load(acquire);
   }
   for (std::size_t i = 0; i < count_; ++i) {
     const WorkerStats& w = workers_[i];
@@ -25,10 +26,18 @@ StatsTotals StatsRegistry::sum() const {
     t.writes += w.writes.load(relaxed);
     t.connections_opened += w.connections_opened.load(relaxed);
     t.busy_started += w.busy_started.load(relaxed);
+    t.resp_connections_opened += w.resp_connections_opened.load(relaxed);
+    t.resp_unknown_commands += w.resp_unknown_commands.load(relaxed);
+    for (std::size_t c = 0; c < kRespCommandSlots; ++c) {
+      t.resp_commands[c] += w.resp_commands[c].load(relaxed);
+    }
   }
   t.rejected_connections = rejected_connections_.load(relaxed);
   if (t.connections_opened < t.connections_closed) t.connections_opened = t.connections_closed;
   if (t.busy_started < t.busy_finished) t.busy_started = t.busy_finished;
+  if (t.resp_connections_opened < t.resp_connections_closed) {
+    t.resp_connections_opened = t.resp_connections_closed;
+  }
   return t;
 }
 

@@ -9,6 +9,7 @@
 // worker's: they are one registry-wide counter.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,10 @@
 #include "server/transport/request_timing.hh"
 
 namespace server {
+
+// Room for the RESP front's per-command counters (server/resp/commands.hh: one slot per row of
+// its command table, which static_asserts that it fits).
+inline constexpr std::size_t kRespCommandSlots = 48;
 
 struct alignas(64) WorkerStats {
   using counter = std::atomic<std::uint64_t>;
@@ -31,7 +36,13 @@ struct alignas(64) WorkerStats {
   counter connections_closed{0};
   counter busy_started{0};   // a connection began receiving or answering a request
   counter busy_finished{0};  // ... and went back to idle (or closed)
-  RequestTimings timings;    // per route class (request_timing.hh)
+  // The RESP front (--resp-port): its connections (also counted in connections_opened/closed,
+  // which count both fronts) and its commands, one counter per command of its table.
+  counter resp_connections_opened{0};
+  counter resp_connections_closed{0};
+  counter resp_unknown_commands{0};
+  std::array<counter, kRespCommandSlots> resp_commands{};
+  RequestTimings timings;  // per route class (request_timing.hh)
 
   // Release, so that a reader that sees a "closed"/"finished" also sees the matching
   // "opened"/"started" (which was bumped earlier, possibly on another worker's block).
@@ -43,8 +54,14 @@ struct StatsTotals {
   std::uint64_t connections_opened = 0, connections_closed = 0;
   std::uint64_t busy_started = 0, busy_finished = 0;
   std::uint64_t rejected_connections = 0;
+  std::uint64_t resp_connections_opened = 0, resp_connections_closed = 0;
+  std::uint64_t resp_unknown_commands = 0;
+  std::array<std::uint64_t, kRespCommandSlots> resp_commands{};
   std::uint64_t open_connections() const { return connections_opened - connections_closed; }
   std::uint64_t busy_connections() const { return busy_started - busy_finished; }
+  std::uint64_t open_resp_connections() const {
+    return resp_connections_opened - resp_connections_closed;
+  }
 };
 
 class StatsRegistry {

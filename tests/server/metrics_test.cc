@@ -4,6 +4,7 @@
 // class's histogram with the clock readings its connection hands it.
 #include "server/api/metrics.hh"
 #include "server/allocator.hh"
+#include "server/resp/commands.hh"
 
 #include <gtest/gtest.h>
 
@@ -54,13 +55,31 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
   ASSERT_EQ(h.cache.set("k", "vv"), cache::SetResult::created);
   const std::string json = render_stats_json(take_snapshot(h.ctx));
   std::vector<std::string> expected = split_words(kLegacyStatsFields);
-  for (const char* added :
-       {"rejected_connections", "inflight_bytes", "inflight_high_water", "max_inflight",
-        "allocator", "boards", "board_members", "board_bytes", "board_maxmem", "board_updates",
-        "board_refused", "board_removals", "board_reads", "board_top_cache_hits",
-        "board_top_cache_misses", "board_top_cache_bytes", "expired"}) {
+  for (const char* added : {"rejected_connections",
+                            "inflight_bytes",
+                            "inflight_high_water",
+                            "max_inflight",
+                            "allocator",
+                            "boards",
+                            "board_members",
+                            "board_bytes",
+                            "board_maxmem",
+                            "board_updates",
+                            "board_refused",
+                            "board_removals",
+                            "board_reads",
+                            "board_top_cache_hits",
+                            "board_top_cache_misses",
+                            "board_top_cache_bytes",
+                            "expired",
+                            "http_connections",
+                            "resp_connections",
+                            "resp_total_connections",
+                            "resp_unknown_commands",
+                            "resp_commands"}) {
     expected.push_back(added);
   }
+  for (const resp::Command& c : resp::command_table()) expected.push_back(std::string(c.name));
   EXPECT_EQ(json_keys(json), expected) << json;
   EXPECT_TRUE(json.starts_with(R"({"items": 1, "space_used": 3, "maxmem": 67108864, "hits": 0, )"))
       << json;
@@ -68,17 +87,21 @@ TEST(MetricsList, StatsJsonKeepsItsFieldsOrderAndFormats) {
   const std::string evictor = cache::to_string(h.cache.evictor());  // whatever the default is
   EXPECT_NE(json.find("\"evictor\": \"" + evictor + "\", "), std::string::npos) << json;
   EXPECT_NE(json.find(R"("store": "none", "write_mode": "through", )"), std::string::npos) << json;
-  EXPECT_TRUE(
-      json.ends_with(R"("store_failed": false, "store_error": "", "store_connected": true, )"
-                     R"("store_reconnects": 0, "rejected_connections": 0, )"
-                     R"("inflight_bytes": 0, "inflight_high_water": 0, )"
-                     R"("max_inflight": 268435456, "allocator": ")" +
-                     std::string(allocator_name()) +
-                     R"(", "boards": 0, "board_members": 0, "board_bytes": 0, )"
-                     R"("board_maxmem": 67108864, "board_updates": 0, "board_refused": 0, )"
-                     R"("board_removals": 0, "board_reads": 0, "board_top_cache_hits": 0, )"
-                     R"("board_top_cache_misses": 0, "board_top_cache_bytes": 0, "expired": 0})"))
+  EXPECT_NE(json.find(R"("store_failed": false, "store_error": "", "store_connected": true, )"
+                      R"("store_reconnects": 0, "rejected_connections": 0, )"
+                      R"("inflight_bytes": 0, "inflight_high_water": 0, )"
+                      R"("max_inflight": 268435456, "allocator": ")" +
+                      std::string(allocator_name()) +
+                      R"(", "boards": 0, "board_members": 0, "board_bytes": 0, )"
+                      R"("board_maxmem": 67108864, "board_updates": 0, "board_refused": 0, )"
+                      R"("board_removals": 0, "board_reads": 0, "board_top_cache_hits": 0, )"
+                      R"("board_top_cache_misses": 0, "board_top_cache_bytes": 0, "expired": 0, )"
+                      R"("http_connections": 0, "resp_connections": 0, )"
+                      R"("resp_total_connections": 0, "resp_unknown_commands": 0, )"
+                      R"("resp_commands": {"get": 0, "set": 0, )"),
+            std::string::npos)
       << json;
+  EXPECT_TRUE(json.ends_with(R"("flushall": 0, "flushdb": 0}})")) << json;
 }
 
 TEST(MetricsList, RejectedConnectionsAreCountedAndRendered) {
