@@ -23,7 +23,8 @@ import time
 
 import pytest
 
-from resp_target import AGAINST_REDIS, Wire, shared_resp, start_redis, stop_checked  # noqa: F401
+from resp_target import Wire, start_redis, stop_checked
+from resp_target import shared_resp  # noqa: F401 (the fixture)
 
 SEEDS = int(os.environ.get("RESP_DIFF_SEEDS", "20"))
 COMMANDS = int(os.environ.get("RESP_DIFF_COMMANDS", "200"))
