@@ -2,8 +2,9 @@
 threads (so a pipe never fills) into lines and an optional log file, and stopped on every exit
 path (context manager; stop_all_at_exit() for scripts killed by a signal).
 
-It owns the one reading of cache_server's start-up line "listening on HOST:PORT" (LISTENING,
-parse_listening): every script and test that starts cache_server goes through CacheServer.
+It owns the one reading of cache_server's start-up line "listening on HOST:PORT", with
+", resp on HOST:RESPPORT" after it when --resp-port is given (LISTENING, parse_listening,
+parse_resp_port): every script and test that starts cache_server goes through CacheServer.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-# cache_server prints this line, alone, once its listener is bound (server/main.cc).
-LISTENING = re.compile(r"^listening on (\S+):(\d+)$")
+# cache_server prints this line, alone, once its listeners are bound (server/main.cc): the HTTP
+# one, then the RESP one when --resp-port is given.
+LISTENING = re.compile(r"^listening on (\S+):(\d+)(?:, resp on (\S+):(\d+))?$")
 READY_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 10
 
@@ -41,6 +43,15 @@ def parse_listening(line: str | bytes) -> tuple[str, int] | None:
         line = line.decode(errors="replace")
     m = LISTENING.match(line.strip())
     return (m.group(1), int(m.group(2))) if m else None
+
+
+def parse_resp_port(line: str | bytes) -> int | None:
+    """The RESP port of a "listening on HOST:PORT, resp on HOST:RESPPORT" line; None for a line
+    without the resp part, or another line."""
+    if isinstance(line, bytes):
+        line = line.decode(errors="replace")
+    m = LISTENING.match(line.strip())
+    return int(m.group(4)) if m and m.group(4) else None
 
 
 def taskset(cpu: int | str | None) -> list[str]:
@@ -275,17 +286,20 @@ class Process:
 
 class ListeningServer(Process):
     """A process ready once it prints "listening on HOST:PORT" (cache_server, and the test doubles
-    that mimic it): .host, .port, .address."""
+    that mimic it): .host, .port, .address; .resp_port when the line names a RESP listener too
+    (cache_server --resp-port), else None."""
 
     def __init__(self, argv: list, **kw):
         super().__init__(argv, **kw)
         self.host, self.port = "", 0
+        self.resp_port: int | None = None
 
     def ready(self) -> bool:
         for line in self.stdout_lines:
             found = parse_listening(line)
             if found:
                 self.host, self.port = found
+                self.resp_port = parse_resp_port(line)
                 return True
         return False
 

@@ -54,6 +54,27 @@ def test_listening_line_is_read_in_one_place():
     assert procs.parse_listening("not listening on 1.2.3.4:5") is None
 
 
+def test_listening_line_with_a_resp_port():
+    line = "listening on 127.0.0.1:8080, resp on 127.0.0.1:6379\n"
+    assert procs.parse_listening(line) == ("127.0.0.1", 8080)  # callers keep (host, HTTP port)
+    assert procs.parse_resp_port(line) == 6379
+    assert procs.parse_resp_port(b"listening on 10.0.0.2:1, resp on 10.0.0.2:2") == 2
+    assert procs.parse_resp_port("listening on 127.0.0.1:8080") is None
+    assert procs.parse_resp_port("config threads=1") is None
+    assert procs.parse_resp_port("listening on 127.0.0.1:8080, resp on") is None
+    assert procs.parse_listening("listening on 127.0.0.1:8080, resp on") is None
+
+
+def test_a_listening_server_reads_its_resp_port(tmp_path):
+    code = ("import time\nprint('listening on 127.0.0.1:1234, resp on 127.0.0.1:5678', "
+            "flush=True)\ntime.sleep(60)")
+    with procs.ListeningServer([sys.executable, "-c", code], name="fake") as p:
+        assert (p.port, p.resp_port) == (1234, 5678)
+    code = "import time\nprint('listening on 127.0.0.1:1234', flush=True)\ntime.sleep(60)"
+    with procs.ListeningServer([sys.executable, "-c", code], name="fake") as p:
+        assert (p.port, p.resp_port) == (1234, None)
+
+
 def test_a_process_that_exits_before_ready_says_so(tmp_path):
     p = procs.ListeningServer([sys.executable, "-c", "print('boom'); raise SystemExit(3)"],
                               name="fake")

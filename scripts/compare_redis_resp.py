@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""compare_redis_resp.py — our RESP front (cache_server --resp-port) beside Redis 7, both driven
+by redis-benchmark in the same run; and our RESP GET beside our HTTP GET (wrk) at the same load.
+
+Rows (--conns connections, 50 by default; ours and Redis on CPU $SERVER_CPU (0), redis-benchmark
+and wrk on CPU $CLIENT_CPU (1)):
+  GET, SET      100-byte values over --keys keys (-r), at -P 1 and at -P 16
+  ZADD          ZADD b0 __rand_int__ m__rand_int__ on a --members set (1,000,000)
+  ZREVRANK      ZREVRANK b0 m__rand_int__ on it
+  ZREVRANGE     ZREVRANGE b0 0 99 WITHSCORES on it
+  SET (durable) ours with --store rocksdb:DIR (write-through: +OK once committed) against Redis
+                with --appendonly yes --appendfsync always
+and the second table: our RESP `GET hot` (redis-benchmark, -P 1) beside our HTTP `GET /key/hot`
+(wrk -t 1), the same 100-byte value, the same connections.
+The keys are preloaded (SET key:%012d, the names redis-benchmark's -r gives) and the set too
+(ZADD b0 SCORE m%012d, the scores of scripts/compare_redis_boards.py), by redis-cli --pipe into
+both servers alike. Servers: redis-server --save '' --appendonly no (and the AOF one); ours
+cache_server -t --server-threads (1: Redis has one main thread) --resp-port 0.
+--rounds rounds (3), interleaved: in each round every row runs ours, then Redis. A run is
+--requests requests (default: sized from a short probe of each server to about 3 s). The report
+gives medians and ours ÷ Redis: a Markdown table on stdout and in --out DIR/resp.md, every figure
+in resp.json, every run in points.jsonl, the raw outputs in raw/, the commands in commands.txt.
+
+env: SERVER_CPU (0), CLIENT_CPU (1); CACHE_SERVER names the binary; RESP_TARGET=redis runs a
+redis-server in our place (Redis against Redis, to try the script before our front exists; the
+HTTP GET is then a cache_server without --resp-port). Needs redis-server, redis-benchmark and
+redis-cli (Redis 7), wrk and taskset. Exit status: 0 measured (whatever the ratios), 1 a failure
+(a message says which), 2 bad usage, 130 interrupted. Everything listens on 127.0.0.1, on free
+ports; every process started is stopped on exit, and the scratch directory is removed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import urllib.request
+from pathlib import Path
+
+from scripts import compare_redis_boards_report as boards
+from scripts.harness import bench, cli, metadata, peers, procs
+from scripts.harness.bench import Failure, log, tail
+from scripts.harness.tables import fnum, fratio, md_table
+
+NAME = "compare_redis_resp"
+VALUE = b"v" * 100
+TARGET = os.environ.get("RESP_TARGET", "ours")
+RUN_SECONDS = 3.0  # what a default run is sized to
+
+# id, command shown, load shown (CONNS and P filled in), our server, Redis's, redis-benchmark's
+# arguments after -c (KEYS and MEMBERS filled in).
+ROWS = [
+    ("get-p1", "GET", "-c {c} -P 1", "ours", "redis", ["-t", "get", "-d", "100", "-r", "{keys}", "-P", "1"]),
+    ("set-p1", "SET", "-c {c} -P 1", "ours", "redis", ["-t", "set", "-d", "100", "-r", "{keys}", "-P", "1"]),
+    ("get-p16", "GET", "-c {c} -P 16", "ours", "redis", ["-t", "get", "-d", "100", "-r", "{keys}", "-P", "16"]),
+    ("set-p16", "SET", "-c {c} -P 16", "ours", "redis", ["-t", "set", "-d", "100", "-r", "{keys}", "-P", "16"]),
+    ("zadd", "ZADD b0 __rand_int__ m__rand_int__", "-c {c}, {members} members", "ours", "redis",
+     ["-r", "{members}", "ZADD", "b0", "__rand_int__", "m__rand_int__"]),
+    ("zrevrank", "ZREVRANK b0 m__rand_int__", "-c {c}, {members} members", "ours", "redis",
+     ["-r", "{members}", "ZREVRANK", "b0", "m__rand_int__"]),
+    ("zrevrange", "ZREVRANGE b0 0 99 WITHSCORES", "-c {c}, {members} members", "ours", "redis",
+     ["ZREVRANGE", "b0", "0", "99", "WITHSCORES"]),
+    ("set-durable", "SET (rocksdb write-through ÷ appendfsync always)", "-c {c} -P 1",
+     "ours-store", "redis-aof", ["-t", "set", "-d", "100", "-r", "{keys}", "-P", "1"]),
+]
+
+
+# --- the command line --------------------------------------------------------------------------
+
+def parse_args(argv: list[str]):
+    p = cli.Parser(NAME, __doc__)
+    add = p.add_argument
+    add("--rounds", metavar="N", help="rounds, 1..20 (default 3; --quick: 1); medians reported")
+    add("--requests", metavar="N", help="requests per redis-benchmark run, 100..100000000 "
+        "(default: sized from a probe to about 3 s; --quick: 2000)")
+    add("--members", metavar="N", help="members of the set b0, 100..10000000 (default 1000000; "
+        "--quick: 2000)")
+    add("--keys", metavar="N", help="keys of GET and SET, 100..10000000 (default 100000; "
+        "--quick: 1000)")
+    add("--conns", metavar="N", default="50", help="connections of every run, 1..1000 (default 50)")
+    add("--server-threads", metavar="N", default="1", help="cache_server -t N (default 1)")
+    add("--out", metavar="DIR", help="results directory (default results/redis-resp-<stamp>/)")
+    add("--build", metavar="DIR", help="where cache_server is (default build/release; env "
+        "CACHE_SERVER names the binary)")
+    add("--quick", action="store_true", help="CI smoke: small sets, 2000 requests, one round")
+    a = p.parse_args(argv)
+    q = a.quick
+    a.rounds = p.whole("--rounds", a.rounds or ("1" if q else "3"), 1, 20, "1..20")
+    a.requests = None if not (a.requests or q) else p.whole(
+        "--requests", a.requests or "2000", 100, 100_000_000, "a whole number 100..100000000")
+    a.members = p.whole("--members", a.members or ("2000" if q else "1000000"), 100, 10_000_000,
+                        "a whole number 100..10000000")
+    a.keys = p.whole("--keys", a.keys or ("1000" if q else "100000"), 100, 10_000_000,
+                     "a whole number 100..10000000")
+    a.conns = p.whole("--conns", a.conns, 1, 1000, "a connection count 1..1000")
+    a.server_threads = p.whole("--server-threads", a.server_threads, 1, 256, "1..256")
+    a.server_cpu, a.client_cpu = p.cpus()
+    a.wrk_s = 1 if q else math.ceil(RUN_SECONDS)
+    a.probe_n = 5000
+    a.timeout = 600 if a.requests is None or a.requests > 100_000 else 120
+    return a
+
+
+def server_binary(build: str | None) -> Path:
+    path = Path(os.environ.get("CACHE_SERVER") or Path(build or bench.ROOT / "build" / "release")
+                / "server" / "cache_server")
+    if not os.access(path, os.X_OK):
+        raise Failure(f"no cache_server at {path} (build it, or pass --build DIR)")
+    return path
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+class Resp(bench.Run):
+    """The servers by name (ours, redis, ours-store, redis-aof, and ours-http when ours is not
+    ours), the preloads, and the points."""
+
+    def __init__(self, a, *args):
+        super().__init__(*args, server_cpu=a.server_cpu, client_cpu=a.client_cpu,
+                         server_threads=a.server_threads)
+        self.a = a
+        self.sizes: dict[tuple[str, str], int] = {}  # (row, server) -> requests per run
+
+    def resp_port(self, name: str) -> int:
+        srv = self.alive(name)
+        return getattr(srv, "resp_port", None) or srv.port
+
+    def start_redis(self, name: str, flags: list) -> None:
+        self.start(name, peers.Redis(self.work / name, flags, cpu=self.server_cpu,
+                                     stop_timeout_s=15), " ".join(flags))
+
+    def start_cache(self, name: str, flags: list) -> None:
+        srv = self.start_ours(name, flags)
+        if "--resp-port" in flags and not srv.resp_port:
+            raise Failure(f"cache_server ({name}) printed no resp port: "
+                          f"{srv.output()[-500:]}")
+
+    def start_all(self) -> None:
+        a = self.a
+        memory = ["--appendonly", "no"]
+        durable = ["--appendonly", "yes", "--appendfsync", "always"]
+        self.start_redis("redis", memory)
+        self.start_redis("redis-aof", durable)
+        if TARGET == "redis":
+            self.start_redis("ours", memory)
+            self.start_redis("ours-store", durable)
+            self.start_cache("ours-http", ["-m", "256M"])
+            return
+        maxmem = f"{max(a.members * 320 // 1048576 + 1, 512)}M"
+        self.start_cache("ours", ["--resp-port", "0", "-m", "1G", "--board-maxmem", maxmem])
+        self.start_cache("ours-store", ["--resp-port", "0", "-m", "1G", "--store",
+                                        f"rocksdb:{self.work / 'rocksdb'}", "--write-mode",
+                                        "through"])
+
+    def rcli(self, name: str, *args: str) -> str:
+        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.resp_port(name)),
+                            *args], capture_output=True, text=True, timeout=60)
+        if r.returncode:
+            raise Failure(f"redis-cli {' '.join(args)} against {name} failed: {r.stderr[-500:]}")
+        return r.stdout.strip()
+
+    def pipe(self, name: str, path: Path, count: int, what: str) -> None:
+        cmd = ["redis-cli", "-h", "127.0.0.1", "-p", self.resp_port(name), "--pipe"]
+        out = self.raw / f"{name}-preload-{what}.txt"
+        self.record_cmd(f"{name} preload {what}", f"{self.pinned(self.a.client_cpu, cmd)} < "
+                        f"{path.name}")
+        rc, secs, _, _ = self.client(cmd, out, timeout_s=count // 2000 + 120, stdin=path)
+        text = out.read_text(errors="replace")
+        if rc or f"errors: 0, replies: {count}" not in text:
+            raise Failure(f"redis-cli --pipe of {what} into {name} failed (exit {rc}): "
+                          f"{tail(out)}")
+        log(f"{name}: {count} {what} preloaded in {secs:.2f} s")
+
+    def preload(self) -> None:
+        a = self.a
+        keys, board = self.work / "keys.resp", self.work / "board.resp"
+        write_keys(keys, a.keys)
+        write_board(board, a.members)
+        for name in ("ours", "redis"):
+            self.pipe(name, keys, a.keys + 1, "keys")
+            self.pipe(name, board, a.members, "members")
+            n = int(self.rcli(name, "ZCARD", "b0") or 0)
+            if n != a.members:
+                raise Failure(f"{name}'s b0 holds {n} members after the preload, not {a.members}")
+        if TARGET == "redis":  # the HTTP GET's server has no RESP front: its key over HTTP
+            url = f"http://127.0.0.1:{self.alive('ours-http').port}/key/hot"
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, VALUE, method="PUT"),
+                                            timeout=10) as r:
+                    r.read()
+            except OSError as e:
+                raise Failure(f"PUT /key/hot into ours-http failed: {e}") from e
+        keys.unlink()
+        board.unlink()
+
+    # --- points -------------------------------------------------------------------------------
+
+    def benchmark(self, row: str, name: str, args: list, rnd: int) -> float:
+        """One redis-benchmark run of ARGS against the server NAME: its req/s."""
+        a = self.a
+        base = ["redis-benchmark", "-h", "127.0.0.1", "-p", self.resp_port(name), "-c", a.conns,
+                "--csv"]
+        fill = {"keys": a.keys, "members": a.members}
+        args = [str(x).format(**fill) for x in args]
+        tag = f"{row}-{name}-r{rnd}"
+        n = self.size(row, name, base, args, tag)
+        if rnd == 1:
+            self.record_cmd(f"{row} {name}", f"{self.pinned(a.client_cpu, base)} -n {n} "
+                            + " ".join(args))
+        out, err = self.raw / f"{tag}.csv", self.raw / f"{tag}.err"
+        rc, real, user, sys_ = self.client(base + ["-n", n, *args], out, err,
+                                           timeout_s=a.timeout)
+        if rc:
+            raise Failure(f"redis-benchmark {row} against {name} failed (exit {rc}): {tail(err)}")
+        rps = boards.redis_csv(out)[0]
+        if not rps:
+            raise Failure(f"redis-benchmark {row} against {name} printed no rate: {tail(out)}")
+        self.alive(name)
+        self.emit({"row": row, "server": name, "round": rnd, "requests": n, "rps": rps,
+                   "wall_s": round(real, 3), "client_cpu_s": round(user + sys_, 3),
+                   "raw": f"raw/{tag}.csv"})
+        log(f"{tag}: {rps:,.0f} req/s (n={n})")
+        return rps
+
+    def size(self, row: str, name: str, base: list, args: list, tag: str) -> int:
+        """--requests, else about RUN_SECONDS s at the rate of a probe (the first round's)."""
+        a = self.a
+        if a.requests:
+            return a.requests
+        if (row, name) not in self.sizes:
+            pipelined = "-P" in args and args[args.index("-P") + 1] != "1"
+            probe_n = a.probe_n * (10 if pipelined else 1)
+            out = self.raw / f"{tag}-probe.csv"
+            rc = self.client(base + ["-n", probe_n, *args], out, timeout_s=a.timeout)[0]
+            rate = boards.redis_csv(out)[0] if rc == 0 else None
+            if not rate:
+                raise Failure(f"redis-benchmark probe {row} against {name} failed: {tail(out)}")
+            self.sizes[(row, name)] = max(int(rate * RUN_SECONDS), 20 * a.conns, 1000)
+        return self.sizes[(row, name)]
+
+    def wrk(self, name: str, rnd: int) -> float:
+        """wrk -t 1 -c CONNS on GET /key/hot of the server NAME: its req/s."""
+        a, tag = self.a, f"http-get-{name}-r{rnd}"
+        cmd = ["wrk", "-t", 1, "-c", a.conns, "-d", f"{a.wrk_s}s", "--timeout", "10s", "--latency",
+               f"http://127.0.0.1:{self.alive(name).port}/key/hot"]
+        if rnd == 1:
+            self.record_cmd(f"http-get {name}", self.pinned(a.client_cpu, cmd))
+        out = self.raw / f"{tag}.txt"
+        rc, real, user, sys_ = self.client(cmd, out, timeout_s=a.wrk_s + 60)
+        rps, _, _, errors = boards.wrk_text(out)
+        if rc or not rps:
+            raise Failure(f"wrk against {name} failed (exit {rc}): {tail(out)}")
+        if errors:
+            raise Failure(f"wrk against {name}: {errors} non-2xx answers or socket errors")
+        self.emit({"row": "http-get", "server": name, "round": rnd, "rps": rps,
+                   "wall_s": round(real, 3), "client_cpu_s": round(user + sys_, 3),
+                   "raw": f"raw/{tag}.txt"})
+        log(f"{tag}: {rps:,.0f} req/s")
+        return rps
+
+
+def write_keys(path: Path, keys: int) -> None:
+    """SET key:%012d VALUE for every key of -r KEYS, then SET hot VALUE."""
+    def cmd(k: str) -> bytes:
+        return (f"*3\r\n$3\r\nSET\r\n${len(k)}\r\n{k}\r\n${len(VALUE)}\r\n".encode() + VALUE
+                + b"\r\n")
+    with open(path, "wb") as f:
+        for start in range(0, keys, 10000):
+            f.write(b"".join(cmd(f"key:{i:012d}") for i in range(start, min(keys, start + 10000))))
+        f.write(cmd("hot"))
+
+
+def write_board(path: Path, members: int) -> None:
+    """ZADD b0 SCORE m%012d for every member of -r MEMBERS (compare_redis_boards' scores)."""
+    with open(path, "w", newline="") as f:
+        for start in range(0, members, 10000):
+            f.write("".join(boards.resp_zadd(boards.score_text(boards.preload_score(0, i)),
+                                             f"m{i:012d}")
+                            for i in range(start, min(members, start + 10000))))
+
+
+def rounds(a, run: Resp) -> dict:
+    """Every round: each row, ours then Redis; then our RESP GET and our HTTP GET."""
+    got: dict[str, dict[str, list]] = {r[0]: {"ours": [], "redis": []} for r in ROWS}
+    got["http-get"] = {"resp": [], "http": []}
+    http_server = "ours-http" if TARGET == "redis" else "ours"
+    for rnd in range(1, a.rounds + 1):
+        log(f"round {rnd} of {a.rounds}")
+        for row, _, _, ours, redis, args in ROWS:
+            got[row]["ours"].append(run.benchmark(row, ours, args, rnd))
+            got[row]["redis"].append(run.benchmark(row, redis, args, rnd))
+        got["http-get"]["resp"].append(
+            run.benchmark("resp-get", "ours", ["-P", "1", "GET", "hot"], rnd))
+        got["http-get"]["http"].append(run.wrk(http_server, rnd))
+    return got
+
+
+# --- the report --------------------------------------------------------------------------------
+
+def ratio(x, y):
+    return None if not x or not y else x / y
+
+
+def summarize(a, got: dict) -> dict:
+    rows = []
+    for row, command, load, ours, redis, _ in ROWS:
+        o, r = got[row]["ours"], got[row]["redis"]
+        mo, mr = statistics.median(o), statistics.median(r)
+        rows.append({"row": row, "command": command,
+                     "load": load.format(c=a.conns, members=f"{a.members:,}"),
+                     "ours_server": ours, "redis_server": redis, "ours_rps": o, "redis_rps": r,
+                     "ours_median": mo, "redis_median": mr, "ratio": ratio(mo, mr)})
+    h = got["http-get"]
+    mresp, mhttp = statistics.median(h["resp"]), statistics.median(h["http"])
+    return {"target": TARGET, "rounds": a.rounds, "conns": a.conns, "members": a.members,
+            "keys": a.keys, "rows": rows,
+            "http_get": {"load": f"-c {a.conns}, depth 1, one 100-byte key", "resp_rps": h["resp"],
+                         "http_rps": h["http"], "resp_median": mresp, "http_median": mhttp,
+                         "ratio": ratio(mresp, mhttp)}}
+
+
+def markdown(s: dict) -> str:
+    ours = "ours" if s["target"] == "ours" else "ours (a redis-server: RESP_TARGET=redis)"
+    main = md_table(["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis"],
+                    [[r["command"], r["load"], fnum(r["ours_median"]), fnum(r["redis_median"]),
+                      fratio(r["ratio"])] for r in s["rows"]], "llrrr")
+    h = s["http_get"]
+    http = md_table(["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP"],
+                    [[h["load"], fnum(h["resp_median"]), fnum(h["http_median"]),
+                      fratio(h["ratio"])]], "lrrr")
+    return (f"# RESP front beside Redis\n\n{ours} and redis-server {s.get('redis_version', '')}, "
+            f"redis-benchmark; medians of {s['rounds']} round(s), {s['conns']} connections.\n\n"
+            f"{main}\nOur RESP GET beside our HTTP GET (redis-benchmark and wrk -t 1):\n\n{http}")
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+def measure(a) -> Path:
+    bench.require_tools(("redis-server", "redis-benchmark", "redis-cli", "wrk", "taskset"),
+                        "redis-server redis-tools wrk util-linux")
+    if TARGET not in ("ours", "redis"):
+        raise Failure(f"RESP_TARGET must be 'ours' or 'redis', not '{TARGET}'")
+    bench.require_cpus(a.server_cpu, a.client_cpu)
+    version = peers.redis7_version()
+    server_bin = server_binary(a.build)
+    if TARGET == "ours":
+        bench.require_help(server_bin, ("--resp-port",), "an older build, without the RESP front?")
+    out = bench.results_dir(a.out, f"redis-resp-{bench.stamp()}")
+    with bench.scratch_dir(NAME) as work:
+        log(f"{NAME}: ours={TARGET}, {a.rounds} round(s), {a.conns} conns, {a.members} members, "
+            f"{a.keys} keys; servers on CPU {a.server_cpu}, clients on CPU {a.client_cpu}; "
+            f"results in {out}; temporary files in {work}")
+        # No bench_client here: a client path that appears in no command (bench.Run names it).
+        run = Resp(a, out, work, server_bin, Path("/nonexistent/bench_client"))
+        (out / "commands.txt").write_text("")
+        metadata.write(out, "scripts/compare_redis_resp.py", target=TARGET, rounds=a.rounds,
+                       requests=a.requests, members=a.members, keys=a.keys, conns=a.conns,
+                       quick=a.quick, server_threads=a.server_threads, server_cpu=a.server_cpu,
+                       client_cpu=a.client_cpu, redis_version=version,
+                       redis_benchmark=metadata.version(["redis-benchmark", "--version"]),
+                       cache_server=str(server_bin))
+        try:
+            run.start_all()
+            run.preload()
+            got = rounds(a, run)
+        finally:
+            procs.stop_all()
+    s = summarize(a, got)
+    s["redis_version"] = version
+    md = markdown(s)
+    (out / "resp.md").write_text(md)
+    (out / "resp.json").write_text(json.dumps(s, indent=1) + "\n")
+    print(md, end="", flush=True)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    a = parse_args(argv)
+    return bench.run_main(NAME, lambda: measure(a))
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,170 @@
+"""scripts/compare_redis_resp.py end to end in --quick mode (two rounds, 2,000 requests per run,
+a 2,000-member set), its usage errors, and the preload files it writes.
+
+Ours is our RESP front when the build's cache_server has --resp-port; until then (or with
+RESP_TARGET=redis in the environment) the script runs a redis-server in our place, Redis against
+Redis, which still proves the script: both tables with every row, the ratios computed from the
+table's own numbers, resp.json, the points interleaved (ours, then Redis, per row and round),
+the pinning in commands.txt, every process stopped and the scratch directory removed.
+Performance is not checked. Redis, wrk or a second CPU missing is a skip, as is the build
+(EXPERIMENT_TEST_BUILD, default build/release).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench_checks import SERVER, BUILD, help_text, run_module, servers_gone, usage_error
+from md_tables import number, table
+from scripts import compare_redis_resp as script
+
+SCRIPT = "compare_redis_resp"
+ROUNDS = 2
+COMMANDS = ["GET", "SET", "GET", "SET", "ZADD b0 __rand_int__ m__rand_int__",
+            "ZREVRANK b0 m__rand_int__", "ZREVRANGE b0 0 99 WITHSCORES",
+            "SET (rocksdb write-through ÷ appendfsync always)"]
+LOADS = ["-c 50 -P 1", "-c 50 -P 1", "-c 50 -P 16", "-c 50 -P 16", "-c 50, 2,000 members",
+         "-c 50, 2,000 members", "-c 50, 2,000 members", "-c 50 -P 1"]
+
+
+def missing():
+    for tool in ("redis-server", "redis-benchmark", "redis-cli", "wrk", "taskset"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (apt-get install redis-server redis-tools wrk util-linux)"
+    if not SERVER.exists():
+        return f"no {SERVER} (build it; EXPERIMENT_TEST_BUILD names another build directory)"
+    if len(os.sched_getaffinity(0)) < 2:
+        return "needs 2 CPUs (servers and clients are pinned to CPUs 0 and 1)"
+    return None
+
+
+def target() -> str:
+    """RESP_TARGET, else ours once the build has the RESP front, else redis."""
+    if os.environ.get("RESP_TARGET"):
+        return os.environ["RESP_TARGET"]
+    helptext = subprocess.run([str(SERVER), "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    return "ours" if "--resp-port" in helptext else "redis"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    why = missing()
+    if why:
+        pytest.skip(why)
+    out = tmp_path_factory.mktemp(SCRIPT) / "out"
+    env = {**os.environ, "RESP_TARGET": target()}
+    p = run_module(SCRIPT, ["--quick", "--rounds", ROUNDS, "--build", BUILD, "--out", out],
+                   timeout=240, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return out, p, env["RESP_TARGET"]
+
+
+def test_the_table_of_ours_and_redis(run):
+    out, p, _ = run
+    md = (out / "resp.md").read_text()
+    assert p.stdout == md
+    header, rows = table(md, "| command | load |")
+    assert header == ["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis"]
+    assert [r[0] for r in rows] == COMMANDS
+    assert [r[1] for r in rows] == LOADS
+    for r in rows:
+        ours, redis, ratio = number(r[2]), number(r[3]), number(r[4])
+        assert ours > 0 and redis > 0
+        assert ratio == pytest.approx(ours / redis, abs=0.01, rel=0.01)
+
+
+def test_the_table_of_resp_and_http(run):
+    out, _, _ = run
+    header, rows = table((out / "resp.md").read_text(), "| load | RESP GET")
+    assert header == ["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP"]
+    assert len(rows) == 1 and rows[0][0] == "-c 50, depth 1, one 100-byte key"
+    resp, http, ratio = map(number, rows[0][1:])
+    assert resp > 0 and http > 0 and ratio == pytest.approx(resp / http, abs=0.01, rel=0.01)
+
+
+def test_resp_json_has_every_round_and_the_medians(run):
+    out, _, tgt = run
+    s = json.loads((out / "resp.json").read_text())
+    assert s["target"] == tgt and s["rounds"] == ROUNDS and s["members"] == 2000
+    assert [r["command"] for r in s["rows"]] == COMMANDS
+    for r in s["rows"]:
+        assert len(r["ours_rps"]) == len(r["redis_rps"]) == ROUNDS
+        assert r["ours_median"] == pytest.approx(sorted(r["ours_rps"])[0] / 2
+                                                 + sorted(r["ours_rps"])[1] / 2)
+        assert r["ratio"] == pytest.approx(r["ours_median"] / r["redis_median"])
+    h = s["http_get"]
+    assert len(h["resp_rps"]) == len(h["http_rps"]) == ROUNDS
+    assert h["ratio"] == pytest.approx(h["resp_median"] / h["http_median"])
+
+
+def test_points_are_interleaved_ours_then_redis(run):
+    out, _, _ = run
+    points = [json.loads(l) for l in (out / "points.jsonl").read_text().splitlines()]
+    per_round = 2 * len(script.ROWS) + 2
+    assert len(points) == ROUNDS * per_round
+    for rnd in range(ROUNDS):
+        mine = points[rnd * per_round:(rnd + 1) * per_round]
+        assert {p["round"] for p in mine} == {rnd + 1}
+        for i, (row, _, _, ours, redis, _) in enumerate(script.ROWS):
+            assert (mine[2 * i]["row"], mine[2 * i]["server"]) == (row, ours)
+            assert (mine[2 * i + 1]["row"], mine[2 * i + 1]["server"]) == (row, redis)
+        assert [p["row"] for p in mine[-2:]] == ["resp-get", "http-get"]
+    for pt in points:
+        assert pt["rps"] > 0 and (out / pt["raw"]).exists()
+
+
+def test_commands_pin_the_servers_and_the_clients(run):
+    out, _, tgt = run
+    commands = (out / "commands.txt").read_text()
+    servers = [l for l in commands.splitlines() if " server: " in l]
+    assert servers and all(": taskset -c 0 " in l for l in servers)
+    clients = [l for l in commands.splitlines() if "redis-benchmark" in l or " wrk " in l]
+    assert clients and all(": taskset -c 1 " in l for l in clients)
+    assert "--appendonly yes --appendfsync always" in commands
+    if tgt == "ours":
+        assert re.search(r"cache_server .*--resp-port 0 .*--store rocksdb:", commands)
+    for cmd in ("ZADD b0 __rand_int__ m__rand_int__", "ZREVRANK b0 m__rand_int__",
+                "ZREVRANGE b0 0 99 WITHSCORES", "-t get -d 100 -r 1000 -P 16", "GET hot"):
+        assert re.search(r"taskset -c 1 redis-benchmark .*-c 50 .*" + re.escape(cmd), commands)
+
+
+def test_every_process_is_gone_and_the_scratch_removed(run):
+    _, p, tgt = run
+    assert servers_gone(p.stderr, (b"cache_server", b"redis-server")) == (5 if tgt == "redis" else 4)
+    tmp = re.search(r"temporary files in (\S+)", p.stderr)[1]
+    assert not Path(tmp).exists()
+
+
+# --- usage and the preload files -------------------------------------------------------------------
+
+def test_help():
+    h = help_text(SCRIPT)
+    for flag in ("--rounds N", "--requests N", "--members N", "--keys N", "--conns N", "--out DIR",
+                 "--quick", "--build DIR", "RESP_TARGET", "Exit status"):
+        assert flag in h, flag
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--frobnicate"], "unknown argument"), (["--rounds", "0"], "--rounds"),
+    (["--requests", "5"], "--requests"), (["--members", "12x"], "--members"),
+    (["--keys", "0"], "--keys"), (["--conns", "0"], "--conns"), (["--out"], "needs a value"),
+])
+def test_bad_usage_exits_2_with_one_line(args, msg):
+    assert msg in usage_error(SCRIPT, args)
+
+
+def test_preload_files(tmp_path):
+    keys, board = tmp_path / "k.resp", tmp_path / "b.resp"
+    script.write_keys(keys, 3)
+    data = keys.read_bytes()
+    assert data.count(b"*3\r\n$3\r\nSET\r\n") == 4
+    assert b"$16\r\nkey:000000000002\r\n$100\r\n" + b"v" * 100 + b"\r\n" in data
+    assert data.endswith(b"$3\r\nhot\r\n$100\r\n" + b"v" * 100 + b"\r\n")
+    script.write_board(board, 3)
+    text = board.read_bytes().decode()
+    assert text.count("ZADD") == 3 and "$13\r\nm000000000002\r\n" in text
