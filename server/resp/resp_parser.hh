@@ -28,7 +28,7 @@ namespace server::resp {
 
 struct ParserLimits {
   std::size_t max_bulk = 512u << 20;   // a bulk string's most bytes (--max-value; Redis: 512 MiB)
-  std::size_t max_args = 1024 * 1024;  // an array's most elements (Redis: 1024*1024)
+  std::size_t max_args = 1024 * 1024;  // an array's most elements (Redis 7.0: INT_MAX; ours is lower)
   std::size_t max_inline = 64 * 1024;  // an inline line's most bytes (Redis: PROTO_INLINE_MAX_SIZE)
 };
 
@@ -68,19 +68,38 @@ class RespParser {
 
  private:
   // Implementation state (see resp_parser.cc).
+  enum class Phase : std::uint8_t {
+    start,         // nothing of a command yet: its first byte says which form it has
+    inline_line,   // an inline command's line, up to its "\n"
+    array_header,  // "*<n>", up to its "\r" and the byte after it
+    bulk_header,   // "$<len>", likewise
+    bulk_bytes,    // the current bulk string's bytes (bulk_left_ of them still to come)
+    bulk_trailer,  // the two bytes after a bulk string (Redis steps over them unread)
+  };
+  std::size_t feed_inline(std::string_view input);
+  std::size_t feed_header(std::string_view input);
+  void end_array_header(std::string_view line);
+  void end_bulk_header(std::string_view line);
+  void end_inline(std::string_view line);
+  void end_argument();
+  void complete();
+  void skip_empty();
+  void fail(std::string_view text);
+
   ParserLimits limits_;
   State state_ = State::need_more;
+  Phase phase_ = Phase::start;
   bool got_some_ = false;
-  std::string error_;
+  bool line_blind_ = false;  // a NUL in the current line hid its end (Redis's strchr stops there)
+  bool header_cr_ = false;   // the header's "\r" was read: the next byte, whatever it is, ends it
+  std::uint8_t trailer_left_ = 0;       // bytes of the bulk's trailer still to step over
+  std::string error_;                   // state error: the reply text
   std::string storage_;                 // the arguments' bytes, one after the other
   std::vector<std::size_t> ends_;       // where each argument ends in storage_
   std::vector<std::string_view> args_;  // views, built when the command completes
-  std::string line_;                    // a partial header line ("*3", "$5", an inline line)
-  std::int64_t args_expected_ = -1;     // -1: no array header read yet
-  std::int64_t bulk_left_ = -1;         // bytes of the current bulk still to read, -1: none
-  bool want_crlf_ = false;              // the current bulk's bytes are in; "\r\n" is next
-  std::size_t crlf_seen_ = 0;
-  bool inline_ = false;  // the current command is an inline one
+  std::string line_;            // a partial line ("*3", "$5", an inline line) split across feeds
+  std::int64_t args_left_ = 0;  // the array's elements still to read
+  std::size_t bulk_left_ = 0;   // bytes of the current bulk still to read
 };
 
 }  // namespace server::resp
