@@ -18,41 +18,61 @@ namespace {
 
 // Redis's arities (COMMAND INFO): n counts the name; -n means at least n.
 constexpr Command kCommands[] = {
-    {"get", 2, false, cmd_get},
-    {"set", -3, true, cmd_set},
-    {"zadd", -4, true, cmd_zadd},
-    {"zrevrank", -3, false, cmd_zrevrank},
-    {"zrevrange", -4, false, cmd_zrevrange},
-    {"zscore", 3, false, cmd_zscore},
-    {"zincrby", 4, true, cmd_zincrby},
-    {"mget", -2, false, cmd_mget},
-    {"mset", -3, true, cmd_mset},
-    {"del", -2, true, cmd_del},
-    {"exists", -2, false, cmd_exists},
-    {"ping", -1, false, cmd_ping},
-    {"setex", 4, true, cmd_setex},
-    {"unlink", -2, true, cmd_del},
-    {"zrange", -4, false, cmd_zrange},
-    {"zrank", -3, false, cmd_zrank},
-    {"zcard", 2, false, cmd_zcard},
-    {"zmscore", -3, false, cmd_zmscore},
-    {"zrem", -3, true, cmd_zrem},
-    {"ttl", 2, false, cmd_ttl},
-    {"pttl", 2, false, cmd_pttl},
-    {"strlen", 2, false, cmd_strlen},
-    {"type", 2, false, cmd_type},
-    {"echo", 2, false, cmd_echo},
-    {"dbsize", 1, false, cmd_dbsize},
-    {"info", -1, false, cmd_info},
-    {"select", 2, false, cmd_select},
-    {"auth", -2, false, cmd_auth},
-    {"hello", -1, false, cmd_hello},
-    {"client", -2, false, cmd_client},
-    {"command", -1, false, cmd_command},
-    {"config", -2, false, cmd_config},
-    {"quit", -1, false, cmd_quit},
-    {"flushall", -1, true, cmd_flushall},
-    {"flushdb", -1, true, cmd_flushall},
+    {"get", 2, false, cmd_get, "string", "Returns the string value of a key."},
+    {"set", -3, true, cmd_set, "string", "Sets the string value of a key, ignoring its type."},
+    {"zadd", -4, true, cmd_zadd, "sorted-set",
+     "Adds one or more members to a sorted set, or updates their scores."},
+    {"zrevrank", -3, false, cmd_zrevrank, "sorted-set",
+     "Returns the index of a member in a sorted set ordered by descending scores."},
+    {"zrevrange", -4, false, cmd_zrevrange, "sorted-set",
+     "Returns members in a sorted set within a range of indexes in reverse order."},
+    {"zscore", 3, false, cmd_zscore, "sorted-set",
+     "Returns the score of a member in a sorted set."},
+    {"zincrby", 4, true, cmd_zincrby, "sorted-set",
+     "Increments the score of a member in a sorted set."},
+    {"mget", -2, false, cmd_mget, "string",
+     "Atomically returns the string values of one or more keys."},
+    {"mset", -3, true, cmd_mset, "string", "Sets the string values of one or more keys."},
+    {"del", -2, true, cmd_del, "generic", "Deletes one or more keys."},
+    {"exists", -2, false, cmd_exists, "generic", "Determines whether one or more keys exist."},
+    {"ping", -1, false, cmd_ping, "connection", "Returns the server's liveliness response."},
+    {"setex", 4, true, cmd_setex, "string", "Sets the string value and expiration time of a key."},
+    {"unlink", -2, true, cmd_del, "generic", "Deletes one or more keys."},
+    {"zrange", -4, false, cmd_zrange, "sorted-set",
+     "Returns members in a sorted set within a range of indexes."},
+    {"zrank", -3, false, cmd_zrank, "sorted-set",
+     "Returns the index of a member in a sorted set ordered by ascending scores."},
+    {"zcard", 2, false, cmd_zcard, "sorted-set", "Returns the number of members in a sorted set."},
+    {"zmscore", -3, false, cmd_zmscore, "sorted-set",
+     "Returns the score of one or more members in a sorted set."},
+    {"zrem", -3, true, cmd_zrem, "sorted-set", "Removes one or more members from a sorted set."},
+    {"ttl", 2, false, cmd_ttl, "generic", "Returns the expiration time in seconds of a key."},
+    {"getdel", 2, true, cmd_getdel, "string",
+     "Returns the string value of a key after deleting the key."},
+    {"expire", -3, true, cmd_expire, "generic", "Sets the expiration time of a key in seconds."},
+    {"pexpire", -3, true, cmd_pexpire, "generic",
+     "Sets the expiration time of a key in milliseconds."},
+    {"persist", 2, true, cmd_persist, "generic", "Removes the expiration time of a key."},
+    {"pttl", 2, false, cmd_pttl, "generic",
+     "Returns the expiration time in milliseconds of a key."},
+    {"strlen", 2, false, cmd_strlen, "string", "Returns the length of a string value."},
+    {"type", 2, false, cmd_type, "generic", "Determines the type of value stored at a key."},
+    {"echo", 2, false, cmd_echo, "connection", "Returns the given string."},
+    {"dbsize", 1, false, cmd_dbsize, "server", "Returns the number of keys in the database."},
+    {"info", -1, false, cmd_info, "server", "Returns information and statistics about the server."},
+    {"select", 2, false, cmd_select, "connection",
+     "Changes the selected database (only 0 exists)."},
+    {"auth", -2, false, cmd_auth, "connection", "Authenticates the connection (the admin token)."},
+    {"hello", -1, false, cmd_hello, "connection", "Handshakes with the server (RESP2 only)."},
+    {"client", -2, false, cmd_client, "connection", "CLIENT SETNAME, GETNAME, ID and SETINFO."},
+    {"command", -1, false, cmd_command, "server",
+     "Returns detailed information about all commands."},
+    {"config", -2, false, cmd_config, "server", "CONFIG GET: the parameters tools ask for."},
+    {"quit", -1, false, cmd_quit, "connection", "Closes the connection."},
+    {"flushall", -1, true, cmd_flushall, "server",
+     "Removes all keys and boards (the full reset, as POST /reset)."},
+    {"flushdb", -1, true, cmd_flushall, "server",
+     "Removes all keys and boards (the full reset, as POST /reset)."},
 };
 
 static_assert(std::size(kCommands) <= kRespCommandSlots, "a counter per command: raise the slots");
@@ -99,13 +119,13 @@ void unknown_command(std::span<const std::string_view> args, ReplyWriter r) {
   std::string text = "ERR unknown command ";
   append_quoted(text, args[0]);
   text += ", with args beginning with: ";
-  std::size_t budget = 128;
-  for (std::size_t i = 1; i < args.size() && budget > 0; ++i) {
-    const std::string_view a = args[i].substr(0, budget);
-    append_quoted(text, a);
-    text += ' ';
-    budget -= a.size();
+  // The 128 bytes count the quotes and spaces already written too.
+  std::string quoted;
+  for (std::size_t i = 1; i < args.size() && quoted.size() < 128; ++i) {
+    append_quoted(quoted, args[i].substr(0, 128 - quoted.size()));
+    quoted += ' ';
   }
+  text += quoted;
   r.error(text);
 }
 

@@ -3,7 +3,8 @@
 // makes for each command it parsed (resp_engine.cc). A new command is added in one place: a
 // row of command_table.cc and its function in the file of its kind:
 //   connection_commands.cc  PING ECHO QUIT SELECT AUTH HELLO CLIENT COMMAND
-//   key_commands.cc         GET SET SETEX DEL UNLINK EXISTS MGET MSET TTL PTTL STRLEN TYPE ...
+//   key_commands.cc         GET SET SETEX GETDEL DEL UNLINK EXISTS MGET MSET EXPIRE PEXPIRE
+//                           PERSIST TTL PTTL STRLEN TYPE (read_modify_write.hh: GETDEL, ...)
 //   board_commands.cc       ZADD ZINCRBY ZSCORE ZMSCORE ZCARD ZRANK ZREVRANK ZRANGE ZREVRANGE ZREM
 //   server_commands.cc      INFO CONFIG DBSIZE FLUSHALL FLUSHDB
 // A command answers as a handler does (handlers.hh): it renders its reply into the engine's
@@ -58,6 +59,8 @@ struct Command {
   int arity;              // Redis's convention: n, exactly n args with the name; -n, at least n
   bool writes;            // orders it behind pending reads (response_queue.hh, blocks())
   CommandFn fn;
+  std::string_view group;    // COMMAND DOCS: Redis's group ("string", "sorted-set", ...)
+  std::string_view summary;  // COMMAND DOCS: one line
 };
 
 // Every command, in the order find_command tries them (the most frequent first).
@@ -92,6 +95,10 @@ HandlerResult cmd_ttl(Call&);
 HandlerResult cmd_pttl(Call&);
 HandlerResult cmd_strlen(Call&);
 HandlerResult cmd_type(Call&);
+HandlerResult cmd_getdel(Call&);
+HandlerResult cmd_expire(Call&);
+HandlerResult cmd_pexpire(Call&);
+HandlerResult cmd_persist(Call&);
 
 HandlerResult cmd_zadd(Call&);
 HandlerResult cmd_zincrby(Call&);

@@ -3,6 +3,7 @@
 // connect and work (redis-py sends CLIENT SETINFO on connect, redis-cli COMMAND DOCS).
 // Replies and error texts are Redis 7.0's.
 #include <string>
+#include <vector>
 
 #include "server/config.hh"
 #include "server/resp/commands.hh"
@@ -207,10 +208,32 @@ HandlerResult cmd_command(Call& call) {
       r.integer(0);
       r.integer(0);
     }
-  } else if (is_word(call.args[1], "count") && call.args.size() == 2) {
-    r.integer(static_cast<std::int64_t>(table.size()));
+  } else if (is_word(call.args[1], "count")) {
+    if (call.args.size() != 2) {
+      r.error("ERR wrong number of arguments for 'command|count' command");
+    } else {
+      r.integer(static_cast<std::int64_t>(table.size()));
+    }
   } else if (is_word(call.args[1], "docs")) {
-    r.array(0);
+    // Each known command asked for (all without names): its name, then a map's RESP2 form
+    // (field, value, ...) with the two fields clients display: summary and group.
+    std::vector<const Command*> docs;
+    if (call.args.size() == 2) {
+      for (const Command& c : table) docs.push_back(&c);
+    } else {
+      for (const std::string_view name : call.args.subspan(2)) {
+        if (const Command* c = find_command(name)) docs.push_back(c);
+      }
+    }
+    r.array(2 * docs.size());
+    for (const Command* c : docs) {
+      r.bulk(c->name);
+      r.array(4);
+      r.bulk("summary");
+      r.bulk(c->summary);
+      r.bulk("group");
+      r.bulk(c->group);
+    }
   } else {
     std::string text = "ERR unknown subcommand '";
     text += call.args[1].substr(0, 128);

@@ -14,6 +14,7 @@
 #include "server/api/variant.hh"
 #include "server/resp/commands.hh"
 #include "server/resp/gather.hh"
+#include "server/resp/read_modify_write.hh"
 #include "server/server_context.hh"
 #include "server/transport/stats.hh"
 #include "store/store.hh"
@@ -143,6 +144,8 @@ HandlerResult read_key(Call& call, std::string_view key, Want want) {
 // SET's options (Redis 7.0's t_string.c, parseExtendedStringArgumentsOrReply).
 struct SetOptions {
   bool nx = false, xx = false;
+  bool keep_ttl = false;  // KEEPTTL: the key keeps the TTL it has
+  bool get = false;       // GET: the reply is the value before the write
   std::chrono::milliseconds ttl{0};
   bool expires_now = false;  // EXAT/PXAT in the past: the key is removed, the reply is +OK
   std::string error;
@@ -163,6 +166,11 @@ SetOptions parse_set_options(std::span<const std::string_view> opts, std::string
       o.nx = true;
     } else if (is_word(a, "xx") && !o.nx) {
       o.xx = true;
+    } else if (is_word(a, "get")) {
+      o.get = true;
+    } else if (is_word(a, "keepttl") && !have_expiry) {
+      o.keep_ttl = true;
+      have_expiry = true;
     } else if ((is_word(a, "ex") || is_word(a, "px") || is_word(a, "exat") || is_word(a, "pxat")) &&
                has_next && !have_expiry) {
       have_expiry = true;
@@ -247,14 +255,152 @@ HandlerResult cmd_pttl(Call& call) {
   return read_key(call, call.args[1], Want::ttl_ms);
 }
 
-// SET key value [NX|XX] [EX s|PX ms|EXAT t|PXAT t]
+// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]. GET and KEEPTTL need the
+// value the write replaces: a read-modify-write (read_modify_write.hh).
 HandlerResult cmd_set(Call& call) {
   const SetOptions o = parse_set_options(call.args.subspan(3), "set");
   if (!o.error.empty()) {
     call.reply().error(o.error);
     return {};
   }
-  return write_key(call, call.args[1], call.args[2], o);
+  if (!o.get && !o.keep_ttl) return write_key(call, call.args[1], call.args[2], o);
+  if (!valid_key(call.args[1])) {
+    call.reply().error(kBadKey);
+    return {};
+  }
+  if (call.args[2].size() > call.ctx.config.max_value) {
+    call.reply().error("ERR value larger than --max-value");
+    return {};
+  }
+  return read_modify_write(call, call.args[1],
+                           [o, value = std::string(call.args[2])](const Current& c) {
+                             Change change;
+                             std::string old;
+                             if (c.exists) {
+                               ReplyWriter(old).bulk(c.value);
+                             } else {
+                               ReplyWriter(old).null();
+                             }
+                             if ((o.nx && c.exists) || (o.xx && !c.exists)) {
+                               change.reply = o.get ? old : "$-1\r\n";
+                               return change;
+                             }
+                             change.kind = o.expires_now ? Change::Kind::del : Change::Kind::put;
+                             change.value = value;
+                             change.ttl = o.keep_ttl && c.ttl_left ? *c.ttl_left : o.ttl;
+                             change.reply = o.get ? old : "+OK\r\n";
+                             return change;
+                           });
+}
+
+// GETDEL key: the value, and the key is gone.
+HandlerResult cmd_getdel(Call& call) {
+  if (!valid_key(call.args[1])) {
+    call.reply().error(kBadKey);
+    return {};
+  }
+  return read_modify_write(call, call.args[1], [](const Current& c) {
+    Change change;
+    if (!c.exists) {
+      change.reply = "$-1\r\n";
+      return change;
+    }
+    change.kind = Change::Kind::del;
+    ReplyWriter(change.reply).bulk(c.value);
+    return change;
+  });
+}
+
+namespace {
+// EXPIRE / PEXPIRE key n [NX|XX|GT|LT] (Redis 7.0's expire.c, expireGenericCommand).
+HandlerResult expire(Call& call, bool seconds) {
+  ReplyWriter r = call.reply();
+  std::int64_t n = 0;
+  if (!parse_integer(call.args[2], n)) {
+    r.error(kNotInteger);
+    return {};
+  }
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (const std::string_view a : call.args.subspan(3)) {
+    if (is_word(a, "nx")) {
+      nx = true;
+    } else if (is_word(a, "xx")) {
+      xx = true;
+    } else if (is_word(a, "gt")) {
+      gt = true;
+    } else if (is_word(a, "lt")) {
+      lt = true;
+    } else {
+      r.error("ERR Unsupported option " + std::string(a));
+      return {};
+    }
+  }
+  if (nx && (xx || gt || lt)) {
+    r.error("ERR NX and XX, GT or LT options at the same time are not compatible");
+    return {};
+  }
+  if (gt && lt) {
+    r.error("ERR GT and LT options at the same time are not compatible");
+    return {};
+  }
+  const std::string_view name = seconds ? "expire" : "pexpire";
+  const auto invalid = [&] {
+    r.error("ERR invalid expire time in '" + std::string(name) + "' command");
+    return HandlerResult{};
+  };
+  if (seconds && (n > std::numeric_limits<std::int64_t>::max() / 1000 ||
+                  n < std::numeric_limits<std::int64_t>::min() / 1000)) {
+    return invalid();
+  }
+  const std::int64_t ms = seconds ? n * 1000 : n;
+  if (ms > cache::kMaxTtl.count()) return invalid();
+  if (!valid_key(call.args[1])) {
+    r.error(kBadKey);
+    return {};
+  }
+  return read_modify_write(call, call.args[1], [=](const Current& c) {
+    Change change;
+    change.reply = ":0\r\n";
+    if (!c.exists || (nx && c.ttl_left) || (xx && !c.ttl_left)) return change;
+    // No TTL counts as an infinite one.
+    if (gt && (!c.ttl_left || ms <= c.ttl_left->count())) return change;
+    if (lt && c.ttl_left && ms >= c.ttl_left->count()) return change;
+    change.reply = ":1\r\n";
+    if (ms <= 0) {
+      change.kind = Change::Kind::del;
+    } else {
+      change.kind = Change::Kind::put;
+      change.value = c.value;
+      change.ttl = std::chrono::milliseconds(ms);
+    }
+    return change;
+  });
+}
+}  // namespace
+
+HandlerResult cmd_expire(Call& call) {
+  return expire(call, true);
+}
+
+HandlerResult cmd_pexpire(Call& call) {
+  return expire(call, false);
+}
+
+// PERSIST key: 1 if the key had a TTL and no longer has.
+HandlerResult cmd_persist(Call& call) {
+  if (!valid_key(call.args[1])) {
+    call.reply().error(kBadKey);
+    return {};
+  }
+  return read_modify_write(call, call.args[1], [](const Current& c) {
+    Change change;
+    change.reply = ":0\r\n";
+    if (!c.exists || !c.ttl_left) return change;
+    change.kind = Change::Kind::put;
+    change.value = c.value;
+    change.reply = ":1\r\n";
+    return change;
+  });
 }
 
 // SETEX key seconds value

@@ -27,8 +27,9 @@
 namespace server::resp {
 
 struct ParserLimits {
-  std::size_t max_bulk = 512u << 20;   // a bulk string's most bytes (--max-value; Redis: 512 MiB)
-  std::size_t max_args = 1024 * 1024;  // an array's most elements (Redis 7.0: INT_MAX; ours is lower)
+  std::size_t max_bulk = 512u << 20;  // a bulk string's most bytes (--max-value; Redis: 512 MiB)
+  std::size_t max_args =
+      1024 * 1024;  // an array's most elements (Redis 7.0: INT_MAX; ours is lower)
   std::size_t max_inline = 64 * 1024;  // an inline line's most bytes (Redis: PROTO_INLINE_MAX_SIZE)
 };
 

@@ -46,8 +46,11 @@ void ResponseQueue::complete(PendingResponse& response) {
   writer.begin_request(response.keep_alive_, response.http10_, response.head_,
                        response.space_used_);
   const HandlerResult r = response.render(writer);
-  if (!r.ok()) writer.error(r.status, r.error, r.allow);
   if (charged_ != nullptr) *charged_ += writer.take_admitted();
+  // A response that continues (it started more work: a read-modify-write's write, RESP's
+  // GETDEL or EXPIRE) keeps its place and its route; it finishes again, and is rendered again.
+  if (r.deferred) return;
+  if (!r.ok()) writer.error(r.status, r.error, r.allow);
   response.done_ = true;
   response.route_.reset();
   if (response.kind_ != DeferKind::write) --pending_reads_;

@@ -80,7 +80,8 @@ class PendingResponse : public std::enable_shared_from_this<PendingResponse> {
  protected:
   PendingResponse() = default;
   // On the connection's thread: renders the response, as a handler would have; an error result
-  // is rendered as the JSON error body.
+  // is rendered as the JSON error body. kDeferred: nothing rendered, the response continues
+  // (it started more work whose answer calls finished() again).
   virtual HandlerResult render(ResponseWriter& out) = 0;
 
  private:
