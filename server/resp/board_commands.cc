@@ -115,9 +115,8 @@ HandlerResult cmd_zadd(Call& call) {
   }
   // Each pair: decide from the current score, then change through the service.
   const auto form = f.incr ? Gather::Form::single : Gather::Form::count;
-  const HandlerResult result = gather_reply(
-      form, scores.size(), call.responses, call.out,
-      [&](std::size_t k, const std::shared_ptr<Gather>& g) {
+  const HandlerResult result =
+      gather_reply(form, scores.size(), call, [&](std::size_t k, const std::shared_ptr<Gather>& g) {
         const std::string_view member = call.args[i + 2 * k + 1];
         const double value = scores[k];
         const Found now = find_member(call.ctx, board, member);
@@ -133,7 +132,7 @@ HandlerResult cmd_zadd(Call& call) {
         if (!op) {
           if (f.incr) {
             std::string e;
-            ReplyWriter(e).null();
+            ReplyWriter(e, call.session.resp3).null();
             g->element(0, std::move(e));
           }
           g->part_done();
@@ -141,11 +140,12 @@ HandlerResult cmd_zadd(Call& call) {
         }
         const double old_score = exists ? now.member->score : 0;
         auto part = make_part<BoardChange>(
-            g, [incr = f.incr, ch = f.ch, exists, old_score](const BoardChange& c, Gather& gather) {
+            g, [incr = f.incr, ch = f.ch, exists, old_score, resp3 = call.session.resp3](
+                   const BoardChange& c, Gather& gather) {
               if (c.kind != BoardChange::Kind::done) return gather.error(change_error(c));
               if (incr) {
                 std::string e;
-                ReplyWriter(e).score(c.updated.score);
+                ReplyWriter(e, resp3).score(c.updated.score);
                 return gather.element(0, std::move(e));
               }
               if (c.updated.created || (ch && exists && c.updated.score != old_score)) {
@@ -169,16 +169,17 @@ HandlerResult cmd_zincrby(Call& call) {
     call.reply().error(kBadName);
     return {};
   }
-  auto reply = make_reply<BoardChange>(call.responses, call.out,
-                                       [](const BoardChange& c, ResponseWriter& w) {
-                                         ReplyWriter r(w.buffer());
-                                         if (c.kind == BoardChange::Kind::done) {
-                                           r.score(c.updated.score);
-                                         } else {
-                                           r.error(change_error(c));
-                                         }
-                                         return HandlerResult{};
-                                       });
+  auto reply = make_reply<BoardChange>(
+      call.responses, call.out,
+      [resp3 = call.session.resp3](const BoardChange& c, ResponseWriter& w) {
+        ReplyWriter r(w.buffer(), resp3);
+        if (c.kind == BoardChange::Kind::done) {
+          r.score(c.updated.score);
+        } else {
+          r.error(change_error(c));
+        }
+        return HandlerResult{};
+      });
   call.ctx.board_service.update(call.args[1], call.args[3], boards::Op::incr, by, reply);
   return reply.answer(call.out);
 }
@@ -295,8 +296,9 @@ HandlerResult range(Call& call, bool reverse, bool rev_allowed,
     const auto span = index_range(start, stop, b.size());
     if (!span) return r.array(0);
     const std::size_t count = span->second - span->first + 1;
-    r.array(with_scores ? 2 * count : count);
+    r.array(with_scores ? r.pairs_count(count) : count);
     const auto emit = [&](const boards::Ranked& m) {
+      if (with_scores) r.begin_pair();
       r.bulk(m.member);
       if (with_scores) r.score(m.score);
     };
@@ -336,7 +338,7 @@ HandlerResult cmd_zrevrange(Call& call) {
 HandlerResult cmd_zrem(Call& call) {
   const std::string_view board = call.args[1];
   const auto members = call.args.subspan(2);
-  return gather_reply(Gather::Form::count, members.size(), call.responses, call.out,
+  return gather_reply(Gather::Form::count, members.size(), call,
                       [&](std::size_t k, const std::shared_ptr<Gather>& g) {
                         auto part =
                             make_part<BoardChange>(g, [](const BoardChange& c, Gather& gather) {

@@ -38,6 +38,7 @@ struct Session {
   std::string name;            // CLIENT SETNAME
   bool authenticated = false;  // AUTH with the admin token succeeded
   bool quit = false;           // QUIT: close after this reply
+  bool resp3 = false;          // HELLO 3: replies in RESP3 (resp_reply.hh)
 };
 
 // One command's call: its arguments (args[0] is its name as sent) and where it answers.
@@ -49,7 +50,7 @@ struct Call {
   ResponseWriter& out;       // the byte sink of the reply (its buffer()), as a handler's
   std::span<const std::string_view> args;
 
-  ReplyWriter reply() { return ReplyWriter(out.buffer()); }
+  ReplyWriter reply() { return ReplyWriter(out.buffer(), session.resp3); }
 };
 
 using CommandFn = HandlerResult (*)(Call&);

@@ -88,21 +88,23 @@ HandlerResult cmd_auth(Call& call) {
   return {};
 }
 
-// HELLO [protover [AUTH username password] [SETNAME clientname]]: RESP2 only (HELLO 3 is
-// refused with NOPROTO, as a Redis built without RESP3 would), answered with Redis's fields.
+// HELLO [protover [AUTH username password] [SETNAME clientname]]: RESP2 or RESP3 from this
+// reply on (resp_reply.hh), answered with Redis's fields.
 HandlerResult cmd_hello(Call& call) {
   ReplyWriter r = call.reply();
   std::size_t i = 1;
+  bool resp3 = call.session.resp3;
   if (call.args.size() > 1) {
     std::int64_t version = 0;
     if (!parse_integer(call.args[1], version)) {
       r.error("ERR Protocol version is not an integer or out of range");
       return {};
     }
-    if (version != 2) {
+    if (version != 2 && version != 3) {
       r.error("NOPROTO unsupported protocol version");
       return {};
     }
+    resp3 = version == 3;
     i = 2;
   }
   std::string_view name;
@@ -130,13 +132,15 @@ HandlerResult cmd_hello(Call& call) {
     }
     call.session.name = name;
   }
-  r.array(14);
+  call.session.resp3 = resp3;  // from this reply on
+  r = call.reply();
+  r.map(7);
   r.bulk("server");
   r.bulk("redis");
   r.bulk("version");
   r.bulk(kRedisVersion);
   r.bulk("proto");
-  r.integer(2);
+  r.integer(resp3 ? 3 : 2);
   r.bulk("id");
   r.integer(static_cast<std::int64_t>(call.session.id));
   r.bulk("mode");
@@ -225,10 +229,10 @@ HandlerResult cmd_command(Call& call) {
         if (const Command* c = find_command(name)) docs.push_back(c);
       }
     }
-    r.array(2 * docs.size());
+    r.map(docs.size());
     for (const Command* c : docs) {
       r.bulk(c->name);
-      r.array(4);
+      r.map(2);
       r.bulk("summary");
       r.bulk(c->summary);
       r.bulk("group");

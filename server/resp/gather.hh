@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "server/api/reply.hh"
+#include "server/resp/commands.hh"
 #include "server/resp/resp_reply.hh"
 #include "server/transport/response_queue.hh"
 #include "tier/deadline.hh"
@@ -31,7 +32,8 @@ class Gather final : public PendingResponse {
     count,   // ":<sum of the parts' counts>" (DEL, EXISTS)
     ok,      // "+OK", or the first part's error (MSET)
   };
-  Gather(Form form, std::size_t parts) : form_(form), elements_(parts), left_(parts + 1) {}
+  Gather(Form form, std::size_t parts, bool resp3)
+      : form_(form), resp3_(resp3), elements_(parts), left_(parts + 1) {}
 
   // A part's answer: its element (array form), its count (count form) or its error (any
   // form; the reply is then the first error, as a failed MSET's).
@@ -97,11 +99,12 @@ class Gather final : public PendingResponse {
 
  private:
   HandlerResult render(ResponseWriter& out) override {
-    render_to(ReplyWriter(out.buffer()));
+    render_to(ReplyWriter(out.buffer(), resp3_));
     return {};
   }
 
   const Form form_;
+  const bool resp3_;
   std::mutex mu_;
   std::vector<std::string> elements_;  // guarded by mu_
   std::int64_t sum_ = 0;               // guarded by mu_
@@ -158,13 +161,14 @@ GatherPart<Result, Fold> make_part(std::shared_ptr<Gather> gather, Fold fold) {
 // Issues part(i) for every i through `issue`, then answers: now if every part did, else by
 // taking the command's place among the replies. Returns what the command returns.
 template <class Issue>
-HandlerResult gather_reply(Gather::Form form, std::size_t parts, ResponseQueue* responses,
-                           ResponseWriter& out, Issue&& issue) {
-  auto gather = std::make_shared<Gather>(form, parts);
+HandlerResult gather_reply(Gather::Form form, std::size_t parts, Call& call, Issue&& issue) {
+  ResponseQueue* responses = call.responses;
+  ResponseWriter& out = call.out;
+  auto gather = std::make_shared<Gather>(form, parts, call.session.resp3);
   for (std::size_t i = 0; i < parts; ++i) issue(i, gather);
   if (!gather->deferred()) {
     gather->part_done();  // the command's own count: every part answered at once
-    gather->render_to(ReplyWriter(out.buffer()));
+    gather->render_to(ReplyWriter(out.buffer(), call.session.resp3));
     return {};
   }
   responses->defer(gather->kind(), out, gather);

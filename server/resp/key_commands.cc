@@ -125,18 +125,20 @@ HandlerResult read_key(Call& call, std::string_view key, Want want) {
           admitted = false;
           return;
         }
-        render_found(want, item.value, item.ttl_left, ReplyWriter(call.out.buffer()));
+        render_found(want, item.value, item.ttl_left,
+                     ReplyWriter(call.out.buffer(), call.session.resp3));
       });
   WorkerStats::bump(hit ? call.stats.hits : call.stats.misses);
   if (hit) {
     if (!admitted) r.error(kNoRoomForReply);
     return {};
   }
-  auto reply = make_reply<KeyLookup>(call.responses, call.out,
-                                     [want](const KeyLookup& l, ResponseWriter& w) {
-                                       render_lookup(want, l, ReplyWriter(w.buffer()));
-                                       return HandlerResult{};
-                                     });
+  auto reply = make_reply<KeyLookup>(
+      call.responses, call.out,
+      [want, resp3 = call.session.resp3](const KeyLookup& l, ResponseWriter& w) {
+        render_lookup(want, l, ReplyWriter(w.buffer(), resp3));
+        return HandlerResult{};
+      });
   call.ctx.key_service.lookup(key, reply);
   return reply.answer(call.out);
 }
@@ -221,11 +223,12 @@ HandlerResult write_key(Call& call, std::string_view key, std::string_view value
     call.ctx.etags.parse("*", pre.if_match);
   }
   auto reply = make_reply<KeyOutcome>(
-      call.responses, call.out, [stats = &call.stats](const KeyOutcome& out, ResponseWriter& w) {
+      call.responses, call.out,
+      [stats = &call.stats, resp3 = call.session.resp3](const KeyOutcome& out, ResponseWriter& w) {
         if (out.kind == Kind::created || out.kind == Kind::replaced) {
           WorkerStats::bump(stats->sets);
         }
-        render_set(out, ReplyWriter(w.buffer()));
+        render_set(out, ReplyWriter(w.buffer(), resp3));
         return HandlerResult{};
       });
   if (o.expires_now) {  // set and at once expired: what remains is that the key is gone
@@ -272,25 +275,30 @@ HandlerResult cmd_set(Call& call) {
     call.reply().error("ERR value larger than --max-value");
     return {};
   }
-  return read_modify_write(call, call.args[1],
-                           [o, value = std::string(call.args[2])](const Current& c) {
-                             Change change;
-                             std::string old;
-                             if (c.exists) {
-                               ReplyWriter(old).bulk(c.value);
-                             } else {
-                               ReplyWriter(old).null();
-                             }
-                             if ((o.nx && c.exists) || (o.xx && !c.exists)) {
-                               change.reply = o.get ? old : "$-1\r\n";
-                               return change;
-                             }
-                             change.kind = o.expires_now ? Change::Kind::del : Change::Kind::put;
-                             change.value = value;
-                             change.ttl = o.keep_ttl && c.ttl_left ? *c.ttl_left : o.ttl;
-                             change.reply = o.get ? old : "+OK\r\n";
-                             return change;
-                           });
+  return read_modify_write(
+      call, call.args[1],
+      [o, value = std::string(call.args[2]), resp3 = call.session.resp3](const Current& c) {
+        Change change;
+        std::string old;
+        if (c.exists) {
+          ReplyWriter(old, resp3).bulk(c.value);
+        } else {
+          ReplyWriter(old, resp3).null();
+        }
+        if ((o.nx && c.exists) || (o.xx && !c.exists)) {
+          if (o.get) {
+            change.reply = old;
+          } else {
+            ReplyWriter(change.reply, resp3).null();
+          }
+          return change;
+        }
+        change.kind = o.expires_now ? Change::Kind::del : Change::Kind::put;
+        change.value = value;
+        change.ttl = o.keep_ttl && c.ttl_left ? *c.ttl_left : o.ttl;
+        change.reply = o.get ? old : "+OK\r\n";
+        return change;
+      });
 }
 
 // GETDEL key: the value, and the key is gone.
@@ -299,14 +307,14 @@ HandlerResult cmd_getdel(Call& call) {
     call.reply().error(kBadKey);
     return {};
   }
-  return read_modify_write(call, call.args[1], [](const Current& c) {
+  return read_modify_write(call, call.args[1], [resp3 = call.session.resp3](const Current& c) {
     Change change;
     if (!c.exists) {
-      change.reply = "$-1\r\n";
+      ReplyWriter(change.reply, resp3).null();
       return change;
     }
     change.kind = Change::Kind::del;
-    ReplyWriter(change.reply).bulk(c.value);
+    ReplyWriter(change.reply, resp3).bulk(c.value);
     return change;
   });
 }
@@ -418,10 +426,9 @@ HandlerResult cmd_setex(Call& call) {
 HandlerResult cmd_mget(Call& call) {
   const auto keys = call.args.subspan(1);
   return gather_reply(
-      Gather::Form::array, keys.size(), call.responses, call.out,
-      [&](std::size_t i, const std::shared_ptr<Gather>& g) {
+      Gather::Form::array, keys.size(), call, [&](std::size_t i, const std::shared_ptr<Gather>& g) {
         std::string element;
-        ReplyWriter r(element);
+        ReplyWriter r(element, call.session.resp3);
         const std::string_view key = keys[i];
         const bool hit =
             valid_key(key) && call.ctx.key_service.read_cached<CStringValue>(
@@ -433,16 +440,17 @@ HandlerResult cmd_mget(Call& call) {
           g->part_done();
           return;
         }
-        auto part = make_part<KeyLookup>(g, [i](const KeyLookup& l, Gather& gather) {
-          std::string e;
-          if (l.kind == KeyLookup::Kind::found) {
-            ReplyWriter(e).bulk(*l.value);
-          } else {
-            ReplyWriter(e).null();  // absent (a store failure fails the whole MGET)
-            if (l.kind == KeyLookup::Kind::error) gather.error(store_error(l.error));
-          }
-          gather.element(i, std::move(e));
-        });
+        auto part = make_part<KeyLookup>(
+            g, [i, resp3 = call.session.resp3](const KeyLookup& l, Gather& gather) {
+              std::string e;
+              if (l.kind == KeyLookup::Kind::found) {
+                ReplyWriter(e, resp3).bulk(*l.value);
+              } else {
+                ReplyWriter(e, resp3).null();  // absent (a store failure fails the whole MGET)
+                if (l.kind == KeyLookup::Kind::error) gather.error(store_error(l.error));
+              }
+              gather.element(i, std::move(e));
+            });
         call.ctx.key_service.lookup(key, part);
         part.settle();
       });
@@ -467,18 +475,14 @@ HandlerResult cmd_mset(Call& call) {
   }
   const std::size_t pairs = (call.args.size() - 1) / 2;
   return gather_reply(
-      Gather::Form::ok, pairs, call.responses, call.out,
-      [&](std::size_t i, const std::shared_ptr<Gather>& g) {
+      Gather::Form::ok, pairs, call, [&](std::size_t i, const std::shared_ptr<Gather>& g) {
         auto part =
             make_part<KeyOutcome>(g, [stats = &call.stats](const KeyOutcome& o, Gather& gather) {
               if (o.kind == Kind::created || o.kind == Kind::replaced) {
                 WorkerStats::bump(stats->sets);
                 return;
               }
-              std::string e;
-              render_set(o, ReplyWriter(e));
-              // "-<text>\r\n" back to the text
-              gather.error(e.substr(1, e.size() - 3));
+              gather.error(write_error(o));
             });
         call.ctx.key_service.put(call.args[1 + 2 * i], call.args[2 + 2 * i], WriteSpec{}, part);
         part.settle();
@@ -488,7 +492,7 @@ HandlerResult cmd_mset(Call& call) {
 // DEL / UNLINK name...: removes the key and the board of each name; the number removed.
 HandlerResult cmd_del(Call& call) {
   const auto names = call.args.subspan(1);
-  return gather_reply(Gather::Form::count, 2 * names.size(), call.responses, call.out,
+  return gather_reply(Gather::Form::count, 2 * names.size(), call,
                       [&](std::size_t i, const std::shared_ptr<Gather>& g) {
                         const std::string_view name = names[i / 2];
                         if (i % 2 == 0) {
@@ -525,7 +529,7 @@ HandlerResult cmd_del(Call& call) {
 // EXISTS name...: how many of the names are a key or a board (a name given twice counts twice).
 HandlerResult cmd_exists(Call& call) {
   const auto names = call.args.subspan(1);
-  return gather_reply(Gather::Form::count, names.size(), call.responses, call.out,
+  return gather_reply(Gather::Form::count, names.size(), call,
                       [&](std::size_t i, const std::shared_ptr<Gather>& g) {
                         const std::string_view name = names[i];
                         if (call.ctx.boards.read(name, [](const auto&) {})) {

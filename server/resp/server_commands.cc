@@ -123,7 +123,7 @@ HandlerResult cmd_info(Call& call) {
               ",expires=0,avg_ttl=0\r\n";
     }
   }
-  call.reply().bulk(text);
+  call.reply().verbatim_text(text);
   return {};
 }
 
@@ -165,7 +165,7 @@ HandlerResult cmd_config(Call& call) {
       }
     }
   }
-  r.array(2 * hits.size());
+  r.map(hits.size());
   for (const auto* p : hits) {
     r.bulk(p->first);
     r.bulk(p->second);

@@ -170,7 +170,8 @@ def r(shared_resp):
 class Wire:
     """A raw RESP2 connection: send(*args) writes one request array (or several, pipelined, with
     send_many), read() returns one reply as a tagged tuple, exactly as it came:
-    ("+", b"OK"), ("-", b"ERR ..."), (":", 5), ("$", b"bytes" or None), ("*", [reply...] or None).
+    ("+", b"OK"), ("-", b"ERR ..."), (":", 5), ("$", b"bytes" or None), ("*", [reply...] or None),
+    and after HELLO 3 RESP3's ("_", None), (",", b"1.5"), ("%", [k, v, ...]), ("=", b"txt:...").
     Every read has a timeout; a closed connection is a ConnectionError."""
 
     def __init__(self, port: int, timeout: float = 10):
@@ -235,7 +236,20 @@ class Wire:
         if kind == b"*":
             n = int(rest)
             return ("*", None if n < 0 else [self.read() for _ in range(n)])
-        raise ValueError(f"not a RESP2 reply: {line[:200]!r}")
+        # RESP3 (after HELLO 3): null, double, map (as its flat list), verbatim string.
+        if kind == b"_":
+            return ("_", None)
+        if kind == b",":
+            return (",", rest)
+        if kind == b"%":
+            return ("%", [self.read() for _ in range(2 * int(rest))])
+        if kind == b"=":
+            n = int(rest)
+            while len(self.buf) < n + 2:
+                self._fill()
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return ("=", data)
+        raise ValueError(f"not a RESP2 or RESP3 reply: {line[:200]!r}")
 
     def at_eof(self, timeout: float = 5) -> bool:
         """True once the server has closed the connection (and sent nothing more)."""

@@ -126,19 +126,39 @@ def test_hello_other_versions(shared_resp):
         b"ERR Protocol version is not an integer or out of range")
 
 
-@ours_only("HELLO 3 answers -NOPROTO (no RESP3 in our front); Redis 7 speaks RESP3")
-def test_hello_3_is_noproto(shared_resp):
-    assert error_of(shared_resp, "HELLO", "3") == b"NOPROTO unsupported protocol version"
-    with Wire(shared_resp.resp_port) as w:  # the connection stays usable, in RESP2
-        assert w.call("HELLO", "3")[0] == "-"
-        assert w.call("PING") == ("+", b"PONG")
+def test_hello_3_switches_to_resp3(shared_resp):
+    with Wire(shared_resp.resp_port) as w:
+        kind, fields = w.call("HELLO", "3")
+        assert kind == "%", (kind, fields)
+        hello = {fields[i][1]: fields[i + 1] for i in range(0, len(fields), 2)}
+        assert hello[b"proto"] == (":", 3) and hello[b"server"] == ("$", b"redis")
+        assert w.call("GET", "absent:resp3") == ("_", None)
+        assert w.call("ZADD", "z:resp3", "1.5", "m") == (":", 1)
+        assert w.call("ZSCORE", "z:resp3", "m") == (",", b"1.5")
+        assert w.call("ZRANGE", "z:resp3", "0", "-1", "WITHSCORES") == (
+            "*", [("*", [("$", b"m"), (",", b"1.5")])])
+        assert w.call("CONFIG", "GET", "databases")[0] == "%"
+        assert w.call("INFO", "server")[1].startswith(b"txt:# Server")
+        assert w.call("HELLO", "2")[0] == "*"  # and back
+        assert w.call("ZSCORE", "z:resp3", "m") == ("$", b"1.5")
+        assert w.call("DEL", "z:resp3") == (":", 1)
+    assert error_of(shared_resp, "HELLO", "4") == b"NOPROTO unsupported protocol version"
 
 
-@ours_only("redis-py 8 asks for RESP3 (HELLO 3) by default; we answer -NOPROTO, Redis 7 accepts")
-def test_redis_py_default_protocol_is_told_noproto(shared_resp):
+def test_redis_py_default_protocol_works(shared_resp):
+    """redis-py 8 asks for RESP3 (HELLO 3) on connect unless told otherwise."""
     c = redis.Redis(host="127.0.0.1", port=shared_resp.resp_port, socket_timeout=10)
-    with pytest.raises(redis.ResponseError, match="NOPROTO"):
-        c.ping()
+    try:
+        assert c.ping() is True
+        assert c.set("k:default", "v") is True and c.get("k:default") == b"v"
+        assert c.zadd("z:default", {"a": 1, "b": 2.5}) == 2
+        assert c.zscore("z:default", "b") == 2.5
+        assert c.zrevrange("z:default", 0, -1, withscores=True) == [(b"b", 2.5), (b"a", 1.0)]
+        assert c.mget("k:default", "nope") == [b"v", None]
+        assert "redis_version" in c.info("server")
+        assert c.delete("k:default", "z:default") == 2
+    finally:
+        c.close()
 
 
 def test_client_setname_getname(r, shared_resp):
