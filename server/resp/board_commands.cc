@@ -5,6 +5,7 @@
 // HTTP. Reads are the registry's, under the board's shared lock (with --board-source store too:
 // memory holds every committed change, and RESP clients ask for memory's speed).
 // Ranks: the board's rank r (1-based, highest first) is ZREVRANK r-1 and ZRANK size-r.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,7 +105,7 @@ HandlerResult cmd_zadd(Call& call) {
   const std::string_view board = call.args[1];
   std::vector<double> scores(left / 2);
   for (std::size_t k = 0; k < scores.size(); ++k) {
-    if (!parse_score(call.args[i + 2 * k], scores[k])) {
+    if (!parse_score(call.args[i + 2 * k], scores[k]) || !std::isfinite(scores[k])) {
       r.error(kNotFloat);
       return {};
     }
@@ -161,7 +162,7 @@ HandlerResult cmd_zadd(Call& call) {
 // ZINCRBY key increment member: the new score.
 HandlerResult cmd_zincrby(Call& call) {
   double by = 0;
-  if (!parse_score(call.args[2], by)) {
+  if (!parse_score(call.args[2], by) || !std::isfinite(by)) {
     call.reply().error(kNotFloat);
     return {};
   }
