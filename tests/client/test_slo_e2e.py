@@ -128,24 +128,30 @@ def test_a_bound_below_the_service_time_has_no_capacity(delay_server, tmp_path):
 @pytest.mark.parametrize("delay_server", [5000], indirect=True)
 def test_percentiles_agree_with_a_server_of_known_delay(delay_server, tmp_path):
     # One connection, closed loop: every request takes the 5 ms delay_server spins, plus a
-    # loopback round trip (~0.1 ms here), so the p50 and p95 must read 5.0-5.5 ms, and no
-    # percentile less than 5 ms. The p99's upper side is left to the by-hand measurement: of ~390
-    # requests it is the 4th slowest, and CI runs this test while the sanitizer trees build at
-    # nice 19, whose slices on CPU 0 landed in it (p99 5.54-5.57 ms, p95 5.28-5.31, against p99
-    # 5.28-5.34 on a quiet machine). Two tries, for a p95 that met such slices anyway.
+    # loopback round trip (~0.1 ms here), so no percentile may read less than 5 ms, and the p50
+    # must read 5.0-5.5 ms. The upper tail is the machine's, not the client's: of ~390 requests
+    # the p95 is the 20th slowest, and a CPU slice taken by another process on CPU 0 or 1 (CI
+    # builds the sanitizer trees meanwhile; a shared machine runs other work) lands in it (p95
+    # 9.8 ms and p50 6.8 ms were seen on a loaded machine, against p95 5.28-5.31 on a quiet one).
+    # So the p95 is bounded loosely (a client that mistimed requests, e.g. counting the planned
+    # gap twice, reads 10 ms and more on every try), and three tries are allowed.
     out = tmp_path / "delay.json"
     argv = pinned(1) + [BENCH, "-p", str(delay_server), "--threads", "1",
                         "--connections-per-thread", "1", "--workload", "fixed-get", "--path", "/x",
                         "--no-preload", "--duration", "2s", "--warmup", "0.3s", "-q",
                         "--json", str(out)]
+
+    def agrees(p):
+        return 5000 <= p["p50_us"] <= 5500 and p["p50_us"] <= p["p95_us"] <= 8000
+
     seen = []
-    for _ in range(2):
+    for _ in range(3):
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         (point,) = json.loads(out.read_text())["points"]
         seen.append({q: point[q] for q in ("p50_us", "p95_us", "p99_us", "max_us")})
-        if 5000 <= seen[-1]["p50_us"] <= seen[-1]["p95_us"] <= 5500:
+        if agrees(seen[-1]):
             break
     last = seen[-1]
-    assert 5000 <= last["p50_us"] <= last["p95_us"] <= 5500, f"each try, µs: {seen}"
+    assert agrees(last), f"each try, µs: {seen}"
     assert 5000 <= last["p99_us"] <= last["max_us"], f"each try, µs: {seen}"
