@@ -136,10 +136,10 @@ class Registry {
   // The top-N read: calls f(const Board&, const std::string& text) under the board's shared
   // lock, where text is render(const Board&)'s rendering of ranks offset+1 .. offset+n, from the
   // board's cache when it is valid (top_cache on) and rendered, then kept, when not. false (f not
-  // called) if the board is absent.
+  // called) if the board is absent. form: which rendering it is (top_cache.hh; 0: JSON).
   template <class Render, class F>
-  bool read_top(std::string_view board, std::size_t offset, std::size_t n, Render&& render,
-                F&& f) const {
+  bool read_top(std::string_view board, std::size_t offset, std::size_t n, Render&& render, F&& f,
+                std::uint8_t form = 0) const {
     std::shared_ptr<Slot> slot = find(board);
     if (!slot) return false;
     std::shared_lock lock(slot->mu);
@@ -151,7 +151,7 @@ class Registry {
       f(std::as_const(slot->board), text);
       return true;
     }
-    if (auto hit = slot->top.find(offset, n)) {
+    if (auto hit = slot->top.find(offset, n, form)) {
       top_hits_.fetch_add(1, std::memory_order_relaxed);
       f(std::as_const(slot->board), *hit);
       return true;
@@ -159,7 +159,7 @@ class Registry {
     top_misses_.fetch_add(1, std::memory_order_relaxed);
     auto text = std::make_shared<const std::string>(render(std::as_const(slot->board)));
     f(std::as_const(slot->board), *text);
-    slot->top.put(offset, n, std::move(text), top_bytes_, max_bytes_ / kTopCacheShare);
+    slot->top.put(offset, n, std::move(text), top_bytes_, max_bytes_ / kTopCacheShare, form);
     return true;
   }
 

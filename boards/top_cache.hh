@@ -14,14 +14,18 @@
 //     shifts r on), which drops every entry covering a rank ≥ r.
 // So a cached entry always equals what rendering the board now would give.
 //
-// Bounded: at most kEntriesPerBoard (offset, n) pairs per board, and a global byte limit shared by
-// all boards (a put that would exceed it is skipped, never evicting). Its own mutex guards the
-// entries, because readers holding the shared board lock insert concurrently.
+// An entry is a rendering of one form (`form`: the HTTP front's JSON is 0; the RESP front's
+// ZREVRANGE ... WITHSCORES in RESP2 and in RESP3 are others, server/resp/board_commands.cc), so
+// two fronts reading the same ranks keep one entry each.
+// Bounded: at most kEntriesPerBoard (offset, n, form) entries per board, and a global byte limit
+// shared by all boards (a put that would exceed it is skipped, never evicting). Its own mutex
+// guards the entries, because readers holding the shared board lock insert concurrently.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,11 +36,12 @@ class TopCache {
  public:
   static constexpr std::size_t kEntriesPerBoard = 4;
 
-  // The cached text for (offset, n), or null.
-  std::shared_ptr<const std::string> find(std::size_t offset, std::size_t n) const {
+  // The cached text for (offset, n) in `form`, or null.
+  std::shared_ptr<const std::string> find(std::size_t offset, std::size_t n,
+                                          std::uint8_t form = 0) const {
     std::lock_guard lock(mu_);
     for (const Entry& e : entries_) {
-      if (e.text && e.offset == offset && e.n == n) return e.text;
+      if (e.text && e.offset == offset && e.n == n && e.form == form) return e.text;
     }
     return nullptr;
   }
@@ -44,11 +49,11 @@ class TopCache {
   // Keeps text for (offset, n) unless the global budget (bytes, shared by every board's cache)
   // has no room; replaces this board's oldest entry when all slots are taken.
   void put(std::size_t offset, std::size_t n, std::shared_ptr<const std::string> text,
-           std::atomic<std::size_t>& bytes, std::size_t limit) {
+           std::atomic<std::size_t>& bytes, std::size_t limit, std::uint8_t form = 0) {
     const std::size_t size = text->size();
     std::lock_guard lock(mu_);
     for (const Entry& e : entries_) {
-      if (e.text && e.offset == offset && e.n == n) return;  // another reader put it first
+      if (e.text && e.offset == offset && e.n == n && e.form == form) return;  // put first
     }
     Entry& slot = entries_[next_];
     const std::size_t freed = slot.text ? slot.text->size() : 0;
@@ -56,7 +61,7 @@ class TopCache {
     do {
       if (used - freed + size > limit) return;
     } while (!bytes.compare_exchange_weak(used, used - freed + size, std::memory_order_relaxed));
-    slot = Entry{offset, n, std::move(text)};
+    slot = Entry{offset, n, form, std::move(text)};
     next_ = (next_ + 1) % kEntriesPerBoard;
   }
 
@@ -79,6 +84,7 @@ class TopCache {
   struct Entry {
     std::size_t offset = 0;
     std::size_t n = 0;
+    std::uint8_t form = 0;
     std::shared_ptr<const std::string> text;  // null: an empty slot
   };
 

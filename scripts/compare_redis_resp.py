@@ -30,6 +30,7 @@ ports; every process started is stopped on exit, and the scratch directory is re
 """
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -39,7 +40,7 @@ import urllib.request
 from pathlib import Path
 
 from scripts import compare_redis_boards_report as boards
-from scripts.harness import bench, cli, metadata, peers, procs
+from scripts.harness import bench, cli, metadata, peers, procs, resources
 from scripts.harness.bench import Failure, log, tail
 from scripts.harness.tables import fnum, fratio, md_table
 
@@ -121,6 +122,9 @@ class Resp(bench.Run):
                          server_threads=a.server_threads)
         self.a = a
         self.sizes: dict[tuple[str, str], int] = {}  # (row, server) -> requests per run
+        # (row, server) -> each round's server CPU µs per request, and the client's CPU %.
+        self.cpu: dict[tuple[str, str], list] = collections.defaultdict(list)
+        self.client_pct: dict[tuple[str, str], list] = collections.defaultdict(list)
 
     def resp_port(self, name: str) -> int:
         srv = self.alive(name)
@@ -209,8 +213,10 @@ class Resp(bench.Run):
             self.record_cmd(f"{row} {name}", f"{self.pinned(a.client_cpu, base)} -n {n} "
                             + " ".join(args))
         out, err = self.raw / f"{tag}.csv", self.raw / f"{tag}.err"
+        cpu0 = self.server_cpu_s(name)
         rc, real, user, sys_ = self.client(base + ["-n", n, *args], out, err,
                                            timeout_s=a.timeout)
+        server_s = self.server_cpu_s(name) - cpu0
         if rc:
             raise Failure(f"redis-benchmark {row} against {name} failed (exit {rc}): {tail(err)}")
         rps = boards.redis_csv(out)[0]
@@ -219,9 +225,21 @@ class Resp(bench.Run):
         self.alive(name)
         self.emit({"row": row, "server": name, "round": rnd, "requests": n, "rps": rps,
                    "wall_s": round(real, 3), "client_cpu_s": round(user + sys_, 3),
+                   "server_cpu_s": round(server_s, 4),
+                   "server_cpu_us_per_request": round(server_s * 1e6 / n, 3),
                    "raw": f"raw/{tag}.csv"})
-        log(f"{tag}: {rps:,.0f} req/s (n={n})")
+        log(f"{tag}: {rps:,.0f} req/s (n={n}), server {server_s * 1e6 / n:.2f} µs CPU/request, "
+            f"client {100 * (user + sys_) / real:.0f}% CPU")
+        self.cpu[(row, name)].append(server_s * 1e6 / n)
+        self.client_pct[(row, name)].append(100 * (user + sys_) / real if real else 0)
         return rps
+
+    def server_cpu_s(self, name: str) -> float:
+        """CPU seconds the server NAME has used so far (all its threads)."""
+        s = resources.pid_cpu_seconds(self.alive(name).pid)
+        if s is None:
+            raise Failure(f"cannot read the CPU time of {name}")
+        return s
 
     def size(self, row: str, name: str, base: list, args: list, tag: str) -> int:
         """--requests, else about RUN_SECONDS s at the rate of a probe (the first round's)."""
@@ -247,16 +265,24 @@ class Resp(bench.Run):
         if rnd == 1:
             self.record_cmd(f"http-get {name}", self.pinned(a.client_cpu, cmd))
         out = self.raw / f"{tag}.txt"
+        cpu0 = self.server_cpu_s(name)
         rc, real, user, sys_ = self.client(cmd, out, timeout_s=a.wrk_s + 60)
+        server_s = self.server_cpu_s(name) - cpu0
         rps, _, _, errors = boards.wrk_text(out)
         if rc or not rps:
             raise Failure(f"wrk against {name} failed (exit {rc}): {tail(out)}")
         if errors:
             raise Failure(f"wrk against {name}: {errors} non-2xx answers or socket errors")
+        served = rps * real if rps else 0  # wrk's requests: its rate over the run's wall time
+        per_request = server_s * 1e6 / served if served else 0
         self.emit({"row": "http-get", "server": name, "round": rnd, "rps": rps,
                    "wall_s": round(real, 3), "client_cpu_s": round(user + sys_, 3),
-                   "raw": f"raw/{tag}.txt"})
-        log(f"{tag}: {rps:,.0f} req/s")
+                   "server_cpu_s": round(server_s, 4),
+                   "server_cpu_us_per_request": round(per_request, 3), "raw": f"raw/{tag}.txt"})
+        log(f"{tag}: {rps:,.0f} req/s, server {per_request:.2f} µs CPU/request, client "
+            f"{100 * (user + sys_) / real:.0f}% CPU")
+        self.cpu[("http-get", name)].append(per_request)
+        self.client_pct[("http-get", name)].append(100 * (user + sys_) / real if real else 0)
         return rps
 
 
@@ -302,36 +328,58 @@ def ratio(x, y):
     return None if not x or not y else x / y
 
 
-def summarize(a, got: dict) -> dict:
+def median_or_none(xs):
+    return statistics.median(xs) if xs else None
+
+
+def summarize(a, got: dict, run: "Resp") -> dict:
     rows = []
     for row, command, load, ours, redis, _ in ROWS:
         o, r = got[row]["ours"], got[row]["redis"]
         mo, mr = statistics.median(o), statistics.median(r)
+        co, cr = median_or_none(run.cpu[(row, ours)]), median_or_none(run.cpu[(row, redis)])
         rows.append({"row": row, "command": command,
                      "load": load.format(c=a.conns, members=f"{a.members:,}"),
                      "ours_server": ours, "redis_server": redis, "ours_rps": o, "redis_rps": r,
-                     "ours_median": mo, "redis_median": mr, "ratio": ratio(mo, mr)})
+                     "ours_median": mo, "redis_median": mr, "ratio": ratio(mo, mr),
+                     "ours_cpu_us": co, "redis_cpu_us": cr, "cpu_ratio": ratio(cr, co),
+                     "client_cpu_pct": median_or_none(run.client_pct[(row, ours)]
+                                                      + run.client_pct[(row, redis)])})
     h = got["http-get"]
+    http_server = "ours-http" if TARGET == "redis" else "ours"
     mresp, mhttp = statistics.median(h["resp"]), statistics.median(h["http"])
+    cresp = median_or_none(run.cpu[("resp-get", "ours")])
+    chttp = median_or_none(run.cpu[("http-get", http_server)])
     return {"target": TARGET, "rounds": a.rounds, "conns": a.conns, "members": a.members,
             "keys": a.keys, "rows": rows,
             "http_get": {"load": f"-c {a.conns}, depth 1, one 100-byte key", "resp_rps": h["resp"],
                          "http_rps": h["http"], "resp_median": mresp, "http_median": mhttp,
-                         "ratio": ratio(mresp, mhttp)}}
+                         "ratio": ratio(mresp, mhttp), "resp_cpu_us": cresp, "http_cpu_us": chttp,
+                         "cpu_ratio": ratio(chttp, cresp)}}
 
 
 def markdown(s: dict) -> str:
     ours = "ours" if s["target"] == "ours" else "ours (a redis-server: RESP_TARGET=redis)"
-    main = md_table(["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis"],
+    main = md_table(["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis",
+                     "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %"],
                     [[r["command"], r["load"], fnum(r["ours_median"]), fnum(r["redis_median"]),
-                      fratio(r["ratio"])] for r in s["rows"]], "llrrr")
+                      fratio(r["ratio"]), fnum(r["ours_cpu_us"], 2), fnum(r["redis_cpu_us"], 2),
+                      fratio(r["cpu_ratio"]), fnum(r["client_cpu_pct"])]
+                     for r in s["rows"]], "llrrrrrrr")
     h = s["http_get"]
-    http = md_table(["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP"],
+    http = md_table(["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP",
+                     "server CPU µs/req, RESP", "HTTP", "HTTP ÷ RESP (CPU)"],
                     [[h["load"], fnum(h["resp_median"]), fnum(h["http_median"]),
-                      fratio(h["ratio"])]], "lrrr")
+                      fratio(h["ratio"]), fnum(h["resp_cpu_us"], 2), fnum(h["http_cpu_us"], 2),
+                      fratio(h["cpu_ratio"])]], "lrrrrrr")
     return (f"# RESP front beside Redis\n\n{ours} and redis-server {s.get('redis_version', '')}, "
-            f"redis-benchmark; medians of {s['rounds']} round(s), {s['conns']} connections.\n\n"
-            f"{main}\nOur RESP GET beside our HTTP GET (redis-benchmark and wrk -t 1):\n\n{http}")
+            f"redis-benchmark; medians of {s['rounds']} round(s), {s['conns']} connections. "
+            "Server CPU is the server process's CPU time over the run divided by its requests "
+            "(all threads); client CPU % is redis-benchmark's (or wrk's) CPU over the run's wall "
+            "time: near 100, the client is the bottleneck and the req/s ratio says little, the "
+            "CPU ratio says more.\n\n"
+            f"{main}\nOur RESP GET beside our HTTP GET (redis-benchmark and wrk -t 1, the same "
+            f"server):\n\n{http}")
 
 
 # --- main ----------------------------------------------------------------------------------------
@@ -366,7 +414,7 @@ def measure(a) -> Path:
             got = rounds(a, run)
         finally:
             procs.stop_all()
-    s = summarize(a, got)
+    s = summarize(a, got, run)
     s["redis_version"] = version
     md = markdown(s)
     (out / "resp.md").write_text(md)

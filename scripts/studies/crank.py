@@ -11,15 +11,21 @@ run's files plus one measurement per configuration:
     same flags and pinning, bench_client --slo at that configuration's saturation thread count,
     pipelined configurations at their depth (--pipeline N: the open loop at depth N sends what is
     due, up to N outstanding per connection, each request timed from its planned send);
-  - the bottleneck verdict at that point from the server's and the client's CPU.
+  - the bottleneck verdict at that point from the server's and the client's CPU;
+  - the RESP front beside Redis (scripts/compare_redis_resp.py, redis-benchmark against both in
+    this run, into RUN_DIR/crank/resp/), when redis-server, redis-benchmark and wrk are
+    installed and --no-resp is not given.
 Writes RUN_DIR/crank/section.md and summary.json.
 
-  python3 -m scripts.studies.crank --out RUN_DIR/crank --run RUN_DIR [--slo p99=1ms]
+  python3 -m scripts.studies.crank --out RUN_DIR/crank --run RUN_DIR [--slo p99=1ms] [--no-resp]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -40,7 +46,44 @@ def parse_args(argv):
                                 description=__doc__.split("\n\n")[0])
     c.add_common_args(p)
     p.add_argument("--run", type=Path, required=True, help="the experiment's run directory")
+    p.add_argument("--no-resp", action="store_true",
+                   help="skip the RESP front beside Redis (scripts/compare_redis_resp.py)")
     return p.parse_args(argv)
+
+
+RESP_TOOLS = ("redis-server", "redis-benchmark", "redis-cli", "wrk")
+
+
+def run_resp_comparison(args) -> dict:
+    """scripts/compare_redis_resp.py into OUT/resp/: {"status": "ok"|why not, "dir": ...}."""
+    if args.no_resp:
+        return {"status": "skipped (--no-resp)"}
+    missing = [t for t in RESP_TOOLS if shutil.which(t) is None]
+    if missing:
+        return {"status": f"skipped: {', '.join(missing)} not installed (bash scripts/setup.sh "
+                          "--peers installs them)"}
+    out = args.out / "resp"
+    argv = [sys.executable, "-m", "scripts.compare_redis_resp", "--out", str(out),
+            "--build", str(args.build)]
+    env = {**os.environ, "SERVER_CPU": str(args.server_cpu), "CLIENT_CPU": str(args.client_cpu)}
+    c.log(STUDY, "the RESP front beside Redis: " + " ".join(argv[1:]))
+    r = subprocess.run(argv, cwd=c.ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    (args.out / "resp.stderr").write_text(r.stderr)
+    if r.returncode != 0 or not (out / "resp.json").exists():
+        last = (r.stderr.strip().splitlines() or ["no message"])[-1]
+        return {"status": f"failed: compare_redis_resp exited {r.returncode}: {last}"}
+    return {"status": "ok", "dir": "resp"}
+
+
+def render_resp(out: Path, resp: dict) -> list[str]:
+    """The RESP comparison's tables (resp/resp.md without its title), or why there are none."""
+    L = ["### The RESP front beside Redis", ""]
+    if resp.get("status") != "ok":
+        return L + [f"Not measured: {resp.get('status')}.", ""]
+    text = (out / resp["dir"] / "resp.md").read_text()
+    body = text.split("\n", 1)[1].lstrip("\n") if text.startswith("# ") else text
+    return L + [body.rstrip("\n"), "", f"(every run: `{resp['dir']}/resp.json`, "
+                f"`{resp['dir']}/points.jsonl`; docs/resp.md)", ""]
 
 
 def load_configs(run_dir: Path) -> list[dict]:
@@ -101,12 +144,13 @@ def main(argv=None) -> int:
                                       cpu=args.client_cpu, timeout_s=900)
                 a["slo"] = c.slo_figures(doc)
             rows[cfg["label"]] = a
+        resp = run_resp_comparison(args)
     except c.StudyError as e:
         print(f"crank.py: {e}", file=sys.stderr)
         return 1
-    text = render(rows, spec)
+    text = render(rows, spec) + "\n" + "\n".join(render_resp(args.out, resp))
     c.write_section(args.out, text, {"study": STUDY, "slo": spec, "configurations": rows,
-                                     "published": PUBLISHED})
+                                     "published": PUBLISHED, "resp": resp})
     c.log(STUDY, f"wrote {args.out / 'section.md'}")
     return 0
 

@@ -21,6 +21,9 @@ namespace server::resp {
 
 namespace {
 
+// The top cache's forms of ZREVRANGE's reply (boards/top_cache.hh; the HTTP front's JSON is 0):
+// this, +1 WITHSCORES, +2 RESP3.
+constexpr std::uint8_t kRespTopForm = 1;
 constexpr std::string_view kBadName = "ERR invalid name: keys and members are 1 to 250 bytes";
 
 bool valid_name(std::string_view s) {
@@ -293,15 +296,15 @@ HandlerResult range(Call& call, bool reverse, bool rev_allowed,
     r.error(kNotInteger);
     return {};
   }
-  const bool found = call.ctx.boards.read(call.args[1], [&](const boards::Board& b) {
+  const auto render = [&](const boards::Board& b, ReplyWriter& w) {
     const auto span = index_range(start, stop, b.size());
-    if (!span) return r.array(0);
+    if (!span) return w.array(0);
     const std::size_t count = span->second - span->first + 1;
-    r.array(with_scores ? r.pairs_count(count) : count);
+    w.array(with_scores ? w.pairs_count(count) : count);
     const auto emit = [&](const boards::Ranked& m) {
-      if (with_scores) r.begin_pair();
-      r.bulk(m.member);
-      if (with_scores) r.score(m.score);
+      if (with_scores) w.begin_pair();
+      w.bulk(m.member);
+      if (with_scores) w.score(m.score);
     };
     if (reverse) {  // index i is the board's rank i + 1
       b.for_ranks(span->first + 1, count, emit);
@@ -313,7 +316,27 @@ HandlerResult range(Call& call, bool reverse, bool rev_allowed,
     b.for_ranks(b.size() - span->second, count,
                 [&](const boards::Ranked& m) { rows.push_back(m); });
     for (auto it = rows.rbegin(); it != rows.rend(); ++it) emit(*it);
-  });
+  };
+  bool found = false;
+  if (reverse && start >= 0 && stop >= start) {
+    // The top of a board, highest first: the hot read. Its rendering is kept in the board's
+    // top cache (boards/top_cache.hh), one entry per form, until an update moves those ranks.
+    const auto offset = static_cast<std::size_t>(start);
+    const auto n = static_cast<std::size_t>(stop - start) + 1;
+    const std::uint8_t form =
+        static_cast<std::uint8_t>(kRespTopForm + (with_scores ? 1 : 0) + (r.resp3() ? 2 : 0));
+    found = call.ctx.boards.read_top(
+        call.args[1], offset, n,
+        [&](const boards::Board& b) {
+          std::string text;
+          ReplyWriter w(text, r.resp3());
+          render(b, w);
+          return text;
+        },
+        [&](const boards::Board&, const std::string& text) { r.buffer().append(text); }, form);
+  } else {
+    found = call.ctx.boards.read(call.args[1], [&](const boards::Board& b) { render(b, r); });
+  }
   if (!found) r.array(0);
   return {};
 }

@@ -69,22 +69,45 @@ def test_the_table_of_ours_and_redis(run):
     md = (out / "resp.md").read_text()
     assert p.stdout == md
     header, rows = table(md, "| command | load |")
-    assert header == ["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis"]
+    assert header == ["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis",
+                      "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %"]
     assert [r[0] for r in rows] == COMMANDS
     assert [r[1] for r in rows] == LOADS
     for r in rows:
         ours, redis, ratio = number(r[2]), number(r[3]), number(r[4])
         assert ours > 0 and redis > 0
         assert ratio == pytest.approx(ours / redis, abs=0.01, rel=0.01)
+        cpu_ours, cpu_redis, cpu_ratio = number(r[5]), number(r[6]), number(r[7])
+        assert cpu_ours > 0 and cpu_redis > 0
+        assert cpu_ratio == pytest.approx(cpu_redis / cpu_ours, abs=0.02, rel=0.02)
+        assert 0 < number(r[8]) <= 200
 
 
 def test_the_table_of_resp_and_http(run):
     out, _, _ = run
     header, rows = table((out / "resp.md").read_text(), "| load | RESP GET")
-    assert header == ["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP"]
+    assert header == ["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP",
+                      "server CPU µs/req, RESP", "HTTP", "HTTP ÷ RESP (CPU)"]
     assert len(rows) == 1 and rows[0][0] == "-c 50, depth 1, one 100-byte key"
-    resp, http, ratio = map(number, rows[0][1:])
+    resp, http, ratio = map(number, rows[0][1:4])
+    cpu_resp, cpu_http, cpu_ratio = map(number, rows[0][4:7])
+    assert cpu_resp > 0 and cpu_http > 0
+    assert cpu_ratio == pytest.approx(cpu_http / cpu_resp, abs=0.02, rel=0.02)
     assert resp > 0 and http > 0 and ratio == pytest.approx(resp / http, abs=0.01, rel=0.01)
+
+
+def test_the_crank_study_shows_both_tables(run):
+    """The crank study's section (scripts/studies/crank.py) gains this script's tables."""
+    from scripts.studies import crank
+    out, _, _ = run
+    text = "\n".join(crank.render_resp(out.parent, {"status": "ok", "dir": out.name}))
+    assert text.startswith("### The RESP front beside Redis")
+    assert "# RESP front beside Redis" not in text  # the script's own title is dropped
+    header, rows = table(text, "| command | load |")
+    assert [r[0] for r in rows] == COMMANDS
+    assert table(text, "| load | RESP GET")[1]
+    skipped = "\n".join(crank.render_resp(out.parent, {"status": "skipped (--no-resp)"}))
+    assert "Not measured: skipped (--no-resp)." in skipped
 
 
 def test_resp_json_has_every_round_and_the_medians(run):

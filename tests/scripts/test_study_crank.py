@@ -23,8 +23,12 @@ def test_crank_section_and_the_assembled_report(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     run_dir = (tmp_path / "latest").resolve()
     out = run_dir / "crank"
-    sc.run_study("crank", out, "--run", str(run_dir), "--duration", "0.5", "--slo-precision", "0.25")
+    # --no-resp: the RESP comparison's own test runs it (tests/scripts/test_compare_redis_resp.py).
+    sc.run_study("crank", out, "--run", str(run_dir), "--duration", "0.5", "--slo-precision", "0.25",
+                 "--no-resp")
     md, summary = sc.load(out)
+    assert "### The RESP front beside Redis\n\nNot measured: skipped (--no-resp)." in md
+    assert summary["resp"] == {"status": "skipped (--no-resp)"}
     configs = summary["configurations"]
     run = json.loads((run_dir / "run.json").read_text())
     _, rows = md_tables.table(md, "| configuration | peak req/s")

@@ -989,6 +989,32 @@ def test_zadd_shows_in_the_http_top(r, shared_resp):
 
 
 @ours_only(HTTP_ONLY)
+def test_the_top_cache_keeps_each_fronts_rendering_and_follows_updates(r, shared_resp):
+    """ZREVRANGE's top ranks are kept rendered in the board's top cache beside the HTTP top's
+    JSON (boards/top_cache.hh: one entry per form): each front gets its own form, and an update
+    within the kept ranks is seen at once by both."""
+    r.zadd("lb", {f"m{i}": i for i in range(20)})
+    top = http(shared_resp, "GET", "/board/lb/top?n=10")  # the JSON form, cached
+    assert json.loads(top.body)["entries"][0] == {"rank": 1, "member": "m19", "score": 19}
+    with Wire(shared_resp.resp_port) as w:
+        for _ in range(2):  # rendered, then from the cache
+            kind, items = w.call("ZREVRANGE", "lb", "0", "9", "WITHSCORES")
+            assert [v for _, v in items[:4]] == [b"m19", b"19", b"m18", b"18"], items
+            assert len(items) == 20
+            assert w.call("ZREVRANGE", "lb", "0", "9")[1][:2] == [("$", b"m19"), ("$", b"m18")]
+        assert w.call("HELLO", "3")[0] == "%"
+        kind, items = w.call("ZREVRANGE", "lb", "0", "1", "WITHSCORES")
+        assert items == [("*", [("$", b"m19"), (",", b"19")]), ("*", [("$", b"m18"), (",", b"18")])]
+        assert w.call("HELLO", "2")[0] == "*"
+        assert w.call("ZADD", "lb", "100", "m0") == (":", 0)  # m0 moves to the top
+        assert w.call("ZREVRANGE", "lb", "0", "1", "WITHSCORES")[1] == [
+            ("$", b"m0"), ("$", b"100"), ("$", b"m19"), ("$", b"19")]
+        assert w.call("ZREVRANGE", "lb", "0", "9")[1][0] == ("$", b"m0")
+    top = http(shared_resp, "GET", "/board/lb/top?n=10")
+    assert json.loads(top.body)["entries"][0] == {"rank": 1, "member": "m0", "score": 100}
+
+
+@ours_only(HTTP_ONLY)
 def test_http_board_put_shows_in_zscore(r, shared_resp):
     assert http(shared_resp, "PUT", "/board/lb/member/dave", b"42").status == 201
     assert r.zscore("lb", "dave") == 42.0
