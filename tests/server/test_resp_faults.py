@@ -131,3 +131,18 @@ def test_stats_count_commands_and_connections_per_front(start_server):
         assert stats["resp_unknown_commands"] == 1
         assert stats["resp_connections"] == 1 and stats["http_connections"] == 1
         assert stats["resp_total_connections"] == 1
+
+
+def test_a_bad_or_busy_resp_port_is_a_clear_start_up_error(server_bin):
+    import subprocess
+    r = subprocess.run([server_bin, "-p", "0", "--resp-port", "x"], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 1 and "invalid --resp-port 'x' (want 0..65535)" in r.stderr, r.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = subprocess.run([server_bin, "-p", "0", "--resp-port", str(port)],
+                           capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1 and r.stderr.startswith("cache_server: --resp-port: "), r.stderr
+    assert str(port) in r.stderr, r.stderr
