@@ -61,9 +61,11 @@ class RespParser {
   // Some bytes of a command not yet complete were consumed (the idle timeout is then the
   // header timeout's, as for a request begun).
   bool got_some() const { return got_some_; }
-  // A bulk string's length was read and its bytes are arriving: how many bytes the current
-  // command holds so far (for --max-inflight, which charges them as a body).
-  std::size_t held_bytes() const { return storage_.size(); }
+  // How many bytes the current command holds so far, for --max-inflight, which charges them as
+  // a body: its arguments' bytes, and what the parser keeps per argument (its end, then its
+  // view), so a command of a million empty arguments is charged its ~24 MB too.
+  std::size_t held_bytes() const { return storage_.size() + ends_.size() * kPerArgumentBytes; }
+  static constexpr std::size_t kPerArgumentBytes = sizeof(std::size_t) + sizeof(std::string_view);
 
   static constexpr std::size_t kRetainedBytes = 64 * 1024;
 

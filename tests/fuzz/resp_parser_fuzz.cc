@@ -65,7 +65,8 @@ Outcome run(std::string_view stream, const std::vector<std::size_t>& sizes, Pars
         joined += ':';
         joined += arg;
       }
-      check(bytes == parser.held_bytes());  // the storage holds the arguments, nothing else
+      // The storage holds the arguments, nothing else, plus the per-argument bookkeeping.
+      check(bytes + parser.args().size() * RespParser::kPerArgumentBytes == parser.held_bytes());
       out.commands.push_back(std::move(joined));
       parser.next();
       check(parser.state() == RespParser::State::need_more);

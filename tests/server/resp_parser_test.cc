@@ -315,7 +315,7 @@ TEST(RespParser, ALargeBulkIsHeldThenReleased) {
       ASSERT_FALSE(piece.empty());
       offset += parser.feed(piece);
       if (offset > header && offset < header + size) {
-        EXPECT_EQ(parser.held_bytes(), 3 + (offset - header));
+        EXPECT_EQ(parser.held_bytes(), 3 + (offset - header) + RespParser::kPerArgumentBytes);
         EXPECT_TRUE(parser.got_some());
       }
     }
@@ -323,7 +323,7 @@ TEST(RespParser, ALargeBulkIsHeldThenReleased) {
     EXPECT_EQ(offset, input.size());
     ASSERT_EQ(parser.args().size(), 2u);
     EXPECT_EQ(parser.args()[1], value);
-    EXPECT_EQ(parser.held_bytes(), 3 + size);
+    EXPECT_EQ(parser.held_bytes(), 3 + size + 2 * RespParser::kPerArgumentBytes);
     heap_peak = heap_in_use();
 
     parser.next();
@@ -353,7 +353,7 @@ TEST(RespParser, GotSomeAndHeldBytes) {
   EXPECT_EQ(parser.feed("\n$3\r\nab"), 7u);
   EXPECT_EQ(parser.held_bytes(), 2u);
   EXPECT_EQ(parser.feed("c\r\n$4\r\nxy"), 9u);
-  EXPECT_EQ(parser.held_bytes(), 5u);
+  EXPECT_EQ(parser.held_bytes(), 5u + RespParser::kPerArgumentBytes);  // "abc" is kept whole
   EXPECT_TRUE(parser.got_some());
   EXPECT_EQ(parser.feed("zw\r\nPING\r\n"), 4u);  // stops after the command
   ASSERT_EQ(parser.state(), RespParser::State::command);
@@ -361,6 +361,19 @@ TEST(RespParser, GotSomeAndHeldBytes) {
   parser.next();
   EXPECT_FALSE(parser.got_some());
   EXPECT_EQ(parser.held_bytes(), 0u);
+
+  // An inline command's words count the same way.
+  EXPECT_EQ(parser.feed("SET a bc\r\n"), 10u);
+  ASSERT_EQ(parser.state(), RespParser::State::command);
+  EXPECT_EQ(parser.held_bytes(), 6u + 3 * RespParser::kPerArgumentBytes);
+  parser.next();
+
+  // A million empty arguments hold no bytes of their own, and still count (--max-inflight).
+  std::string many = "*1048576\r\n";
+  for (int i = 0; i < 1000; ++i) many += "$0\r\n\r\n";
+  EXPECT_EQ(parser.feed(many), many.size());
+  EXPECT_EQ(parser.held_bytes(), 1000 * RespParser::kPerArgumentBytes);
+  parser = RespParser();
 
   // An empty line or array consumed: nothing of a command is held.
   EXPECT_EQ(parser.feed("\r\n*0\r\n"), 6u);

@@ -146,3 +146,19 @@ def test_a_bad_or_busy_resp_port_is_a_clear_start_up_error(server_bin):
                            capture_output=True, text=True, timeout=10)
     assert r.returncode == 1 and r.stderr.startswith("cache_server: --resp-port: "), r.stderr
     assert str(port) in r.stderr, r.stderr
+
+
+def test_a_command_of_many_empty_arguments_is_charged_to_max_inflight(start_server):
+    """Each argument costs the parser about 24 bytes beside its own: a command of 200,000
+    empty arguments holds ~4.8 MB, which a 256 KiB --max-inflight refuses (-OOM, then close)."""
+    srv = resp(start_server, "--max-value", "64K", "--max-inflight", "256K")
+    with Wire(srv.resp_port) as w:
+        assert w.call("PING") == ("+", b"PONG")
+        w.sock.sendall(b"*200000\r\n" + b"$0\r\n\r\n" * 200000)
+        kind, text = w.read()
+        assert (kind, text) == ("-", b"OOM command not allowed when used memory > "
+                                     b"'--max-inflight'"), (kind, text)
+        with pytest.raises(ConnectionError):
+            w.read()
+    with Wire(srv.resp_port) as w:  # the budget was given back
+        assert w.call("PING") == ("+", b"PONG")
