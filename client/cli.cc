@@ -168,10 +168,20 @@ void check_load(Config& cfg, const GivenFlags& g) {
   }
 }
 
+// --protocol resp speaks the key commands only (resp.hh).
+void check_protocol(const Config& cfg) {
+  if (cfg.protocol != Config::Protocol::kResp) return;
+  const WorkloadSpec& w = workload_spec(cfg.workload.kind);
+  if (w.api != WorkloadApi::kKeys)
+    fail(std::string("--protocol resp sends key commands (GET, SET, DEL); workload ") + w.name +
+         " has no RESP form (use --protocol http)");
+}
+
 // Derived settings (default thread counts, workload defaults) and the rules between flags.
 void finish_config(Config& cfg, const GivenFlags& g) {
   settle_thread_counts(cfg, g);
   settle_workload(cfg, g);
+  check_protocol(cfg);
   check_targets(cfg, g);
   check_load(cfg, g);
 }

@@ -103,6 +103,10 @@ struct Config {
 
   std::string host = "127.0.0.1";
   std::uint16_t port = kDefaultPort;
+  // --protocol: what the key workloads speak. kResp sends GET/SET/DEL as Redis commands
+  // (client/resp.hh) to a RESP server: cache_server --resp-port, Redis.
+  enum class Protocol { kHttp, kResp };
+  Protocol protocol = Protocol::kHttp;
   // --targets: the nodes of a consistent-hash cluster (placement.hh), each request sent straight
   // to the node nginx's `hash ... consistent` would pick; empty = the one server --host/--port.
   struct Target {

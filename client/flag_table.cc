@@ -323,6 +323,19 @@ const std::vector<FlagRow> kFlags = {
      "a host name or address", text_field<&Config::host, Text::kNonEmpty>},
     {kTarget, "-p,--port", "PORT", "server port", "8080", "a port", "a port 1..65535",
      int_field<&Config::port, 1, 65535>},
+    {kTarget, "--protocol", "http|resp",
+     "what the key workloads speak: HTTP/1.1 (/key/K), or the Redis\n"
+     "protocol, RESP2 (GET, SET [EX --ttl], DEL) to cache_server's\n"
+     "RESP port or Redis; a nil reply counts as a miss (404). With\n"
+     "resp: no /stats (the metadata's server fields stay empty), the\n"
+     "reset before the preload is FLUSHALL; not with the board\n"
+     "workloads or fixed-get",
+     "http", "a protocol", "http or resp",
+     [](Config& c, Given&, Value v) {
+       if (v != "http" && v != "resp") return false;
+       c.protocol = v == "resp" ? Config::Protocol::kResp : Config::Protocol::kHttp;
+       return true;
+     }},
     {kTarget, "--targets", "HOST:PORT[,HOST:PORT...]",
      "1..64 nodes of a consistent-hash cluster instead of --host/--port:\n"
      "each request goes straight to the node nginx's `hash $cache_key\n"

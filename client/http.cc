@@ -16,6 +16,8 @@
 #include <cstring>
 #include <utility>
 
+#include "client/resp.hh"
+
 namespace client {
 namespace {
 
@@ -353,6 +355,8 @@ Connection& Connection::operator=(Connection&& other) noexcept {
     memo_bytes_ = std::move(other.memo_bytes_);
     memo_ = other.memo_;
     memo_for_head_ = other.memo_for_head_;
+    resp_ = other.resp_;
+    trailer_due_ = std::exchange(other.trailer_due_, 0);
   }
   return *this;
 }
@@ -506,6 +510,7 @@ void Connection::make_room(std::size_t need) {
 }
 
 ParseResult Connection::frame(bool head, BodyUse use, Response& out) {
+  if (resp_) return frame_resp(use, out);
   const std::string_view data(in_.data() + begin_, end_ - begin_);
   ResponseHead h;
   std::size_t head_bytes = 0;
@@ -553,6 +558,63 @@ ParseResult Connection::frame(bool head, BodyUse use, Response& out) {
   skipped_ = out;
   pending_consume_ = data.size();
   return ParseResult::kComplete;
+}
+
+// A RESP reply: the same three ways as an HTTP body (kept whole in place, dropped when buffered,
+// or counted and discarded from the socket), a bulk string's CRLF discarded with its payload.
+ParseResult Connection::frame_resp(BodyUse use, Response& out) {
+  const std::string_view data(in_.data() + begin_, end_ - begin_);
+  RespFrame f;
+  const ParseResult r = frame_resp_reply(data, f);
+  if (r != ParseResult::kComplete) return r;
+  const bool keep = use == BodyUse::kKeep || (use == BodyUse::kKeepIfOk && f.status == 200);
+  out.status = f.status;
+  out.close = false;
+  const bool bulk = f.trailer_bytes != 0;
+  // A simple string's or an error's body is its text (a bulk string's, its payload: below).
+  out.body = keep && !bulk ? f.line : std::string_view();
+  out.body_bytes = bulk ? f.body_bytes : f.line.size();
+  const std::uint64_t framed = f.body_bytes + f.trailer_bytes;
+  const std::size_t have = data.size() - f.head_bytes;
+  if (keep && have < framed) {
+    want_ = f.head_bytes + static_cast<std::size_t>(framed);  // the whole bulk, in place
+    return ParseResult::kNeedMore;
+  }
+  want_ = 0;
+  if (have >= framed) {
+    if (bulk && keep) out.body = data.substr(f.head_bytes, static_cast<std::size_t>(f.body_bytes));
+    pending_consume_ = f.head_bytes + static_cast<std::size_t>(framed);
+    return ParseResult::kComplete;
+  }
+  // Discarded past the buffer: the payload from the socket, then its CRLF read and checked
+  // (next_response) before the reply counts, so a discarded bulk string is framed as strictly.
+  out.body = {};
+  if (have < f.body_bytes) {
+    skip_left_ = f.body_bytes - have;
+    trailer_due_ = 2;
+  } else {  // the payload is buffered, and part of its CRLF (0 or 1 bytes)
+    const std::size_t trailer_have = have - static_cast<std::size_t>(f.body_bytes);
+    if (data.substr(data.size() - trailer_have) != std::string_view("\r\n", trailer_have))
+      return ParseResult::kBad;
+    trailer_due_ = 2 - trailer_have;
+  }
+  skipped_ = out;
+  pending_consume_ = data.size();
+  return ParseResult::kComplete;
+}
+
+IoResult Connection::check_resp_trailer(ReadMode mode) {
+  while (end_ - begin_ < trailer_due_) {
+    if (mode == ReadMode::kBufferedOnly) return IoResult::kNeedMore;
+    const IoResult r = fill(mode);
+    if (r != IoResult::kOk) return r;
+  }
+  const std::string_view crlf("\r\n");
+  if (std::string_view(in_.data() + begin_, trailer_due_) != crlf.substr(2 - trailer_due_))
+    return IoResult::kBadResponse;
+  begin_ += trailer_due_;
+  trailer_due_ = 0;
+  return IoResult::kOk;
 }
 
 IoResult Connection::discard(ReadMode mode) {
@@ -605,8 +667,9 @@ IoResult Connection::fill(ReadMode mode) {
 IoResult Connection::next_response(ReadMode mode, bool head, BodyUse use, Response& out) {
   drop_consumed();
   for (;;) {
-    if (skip_left_ > 0) {
-      const IoResult r = discard(mode);
+    if (skip_left_ > 0 || trailer_due_ > 0) {
+      IoResult r = discard(mode);
+      if (r == IoResult::kOk && trailer_due_ > 0) r = check_resp_trailer(mode);
       if (r != IoResult::kOk) return r;
       out = skipped_;
       return IoResult::kOk;
@@ -615,7 +678,7 @@ IoResult Connection::next_response(ReadMode mode, bool head, BodyUse use, Respon
       const ParseResult r = frame(head, use, out);
       if (r == ParseResult::kBad) return IoResult::kBadResponse;
       if (r == ParseResult::kComplete) {
-        if (skip_left_ == 0) return IoResult::kOk;
+        if (skip_left_ == 0 && trailer_due_ == 0) return IoResult::kOk;
         drop_consumed();  // the buffered part of a body being discarded
         continue;
       }

@@ -94,6 +94,8 @@ class Connection {
   int fd() const { return fd_; }
   // The errno of the last kError result (0 if none yet).
   int last_errno() const { return last_errno_; }
+  // Replies are framed as RESP2 (resp.hh: `--protocol resp`) instead of HTTP/1.1 responses.
+  void use_resp(bool on) { resp_ = on; }
 
   // Sends all bytes (blocking, bounded by the send timeout).
   IoResult send_all(std::string_view data);
@@ -120,6 +122,10 @@ class Connection {
   // Frames the response at begin_: kComplete fills out (and, for a body being discarded past the
   // buffer, sets skip_left_), kNeedMore asks for more bytes.
   ParseResult frame(bool head, BodyUse use, Response& out);
+  ParseResult frame_resp(BodyUse use, Response& out);  // frame() for --protocol resp
+  // The CRLF (its last trailer_due_ bytes) after a discarded bulk string's payload: read into
+  // the buffer and checked; kBadResponse when it is something else.
+  IoResult check_resp_trailer(ReadMode mode);
   // Discards skip_left_ bytes of a body from the socket (TCP: MSG_TRUNC, in the kernel; other
   // sockets, e.g. a Unix-domain one, which do not support it: read into the empty buffer and
   // dropped); kOk once all are gone.
@@ -150,6 +156,8 @@ class Connection {
   std::string memo_bytes_;
   ResponseHead memo_;
   bool memo_for_head_ = false;
+  bool resp_ = false;            // use_resp()
+  std::size_t trailer_due_ = 0;  // bytes of a discarded bulk string's CRLF not yet checked
 };
 
 }  // namespace client

@@ -364,6 +364,9 @@ void write_table_preamble(std::ostream& os, const SweepResult& r) {
   os << "  loop " << boost::json::serialize(m.mode.at("loop"));
   if (const auto* depth = m.mode.as_object().if_contains("pipeline"))
     os << "  pipeline " << boost::json::serialize(*depth);
+  if (const auto* protocol = m.mode.as_object().if_contains("protocol");
+      protocol != nullptr && *protocol != "http")
+    os << "  protocol " << boost::json::serialize(*protocol);
   os << "\n";
   if (m.server_stats_available) {
     os << "# server /stats:";

@@ -11,6 +11,7 @@
 #include "client/cpu.hh"
 #include "client/interrupt.hh"
 #include "client/latency_summary.hh"
+#include "client/resp.hh"
 #include "client/trace_record.hh"
 #include "client/worker.hh"
 
@@ -354,9 +355,12 @@ PreloadResult Bench::preload(unsigned nthreads) const {
   const std::vector<Endpoint>& eps = endpoints();
   const bool routed = routing_ != nullptr;
   run_preload_threads(nthreads, result, [&](unsigned t, PreloadPart& part) {
+    const bool resp = cfg_.protocol == Config::Protocol::kResp;
     std::vector<Connection> conns(eps.size());
-    for (std::size_t n = 0; n < eps.size(); ++n)
+    for (std::size_t n = 0; n < eps.size(); ++n) {
+      conns[n].use_resp(resp);
       if (!conns[n].connect(eps[n], cfg_.timeout, part.fatal)) return;
+    }
     std::string request, value;
     Response response;
     char key[WorkloadConfig::kMaxKeyBytes];
@@ -369,12 +373,17 @@ PreloadResult Bench::preload(unsigned nthreads) const {
       const std::string_view k(key, keys_.write_key(idx, false, key));
       const std::size_t n = routed ? routing_->ring.node_of(k) : 0;
       Connection& conn = conns[n];
-      request = "PUT /key/";
-      request.append(k);
-      if (cfg_.ttl_seconds != 0) request += "?ttl=" + std::to_string(cfg_.ttl_seconds);
-      request += " HTTP/1.1\r\nHost: " + eps[n].host +
-                 "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
-      request += value;
+      request.clear();
+      if (resp) {
+        append_resp_key_command(request, OpType::kSet, k, value, cfg_.ttl_seconds);
+      } else {
+        request = "PUT /key/";
+        request.append(k);
+        if (cfg_.ttl_seconds != 0) request += "?ttl=" + std::to_string(cfg_.ttl_seconds);
+        request += " HTTP/1.1\r\nHost: " + eps[n].host +
+                   "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
+        request += value;
+      }
       IoResult r = conn.send_all(request);
       if (r == IoResult::kOk) r = conn.read_response(true, false, response);
       if (r != IoResult::kOk) {

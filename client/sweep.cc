@@ -15,6 +15,7 @@
 #include "client/git_revision.hh"
 #include "client/interrupt.hh"
 #include "client/perf.hh"
+#include "client/resp.hh"
 #include "client/slo_search.hh"
 
 namespace client {
@@ -129,6 +130,7 @@ boost::json::value mode_json(const Config& cfg) {
   }
   o["connections_per_thread"] = cfg.connections_per_thread;
   o["pipeline"] = cfg.pipeline;
+  o["protocol"] = cfg.protocol == Config::Protocol::kResp ? "resp" : "http";  // --protocol
   o["ttl_s"] = cfg.ttl_seconds;     // --ttl on every key PUT (0: none)
   o["verify"] = cfg.verify.text();  // --verify: all, off or N (the first answer, then 1 in N)
   o["timeout_ms"] = cfg.timeout.count();
@@ -325,6 +327,74 @@ ResetOutcome reset_server(const Endpoint& ep, std::chrono::milliseconds timeout,
 
 namespace {
 
+// Sends one RESP command and reads its reply; false (with `error` set) when either fails.
+bool resp_call(Connection& conn, std::initializer_list<std::string_view> args, Response& reply,
+               std::string& error) {
+  std::string request;
+  append_resp_command(request, args);
+  IoResult r = conn.send_all(request);
+  if (r == IoResult::kOk) r = conn.read_response(true, false, reply);
+  if (r == IoResult::kOk) return true;
+  error = std::string(*args.begin()) + " failed: " + io_result_name(r);
+  return false;
+}
+
+}  // namespace
+
+ServerProbe probe_resp_server(const Endpoint& ep, std::chrono::milliseconds timeout) {
+  ServerProbe probe;
+  Connection conn;
+  conn.use_resp(true);
+  if (!conn.connect(ep, timeout, probe.error)) return probe;
+  probe.stats_error = "--protocol resp: /stats is HTTP's";
+  Response reply;
+  const char* hint = ": is this a RESP server (cache_server --resp-port, Redis)?";
+  if (!resp_call(conn, {"PING"}, reply, probe.error)) {
+    probe.error += hint;
+    return probe;
+  }
+  if (reply.status != 200 || reply.body != "PONG") {
+    probe.error = "PING answered " +
+                  (reply.status == 500 ? "-" + std::string(reply.body) : std::string("not +PONG")) +
+                  hint;
+    return probe;
+  }
+  probe.reachable = true;
+  return probe;
+}
+
+ResetOutcome reset_resp_server(const Endpoint& ep, std::chrono::milliseconds timeout,
+                               const std::string& admin_token) {
+  ResetOutcome out;
+  Connection conn;
+  conn.use_resp(true);
+  if (!conn.connect(ep, timeout, out.error)) return out;
+  Response reply;
+  const auto refused = [&](const std::string& what) {
+    out.refused = true;
+    out.error = what + " answered -" + std::string(reply.body) + ": " +
+                (admin_token.empty() ? "pass --admin-token-file FILE with the server's admin token"
+                                     : "the token of --admin-token-file is not the server's") +
+                ", or --no-reset to keep the server's data";
+    return out;
+  };
+  if (!admin_token.empty()) {
+    if (!resp_call(conn, {"AUTH", admin_token}, reply, out.error)) return out;
+    if (reply.status != 200) return refused("AUTH");
+  }
+  if (!resp_call(conn, {"FLUSHALL"}, reply, out.error)) return out;
+  if (reply.status == 200) return out;
+  const std::string_view text = reply.body;
+  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") ||
+      text.find("reset is disabled") != std::string_view::npos) {
+    return refused("FLUSHALL");
+  }
+  out.error = "FLUSHALL answered -" + std::string(text.substr(0, 200));
+  return out;
+}
+
+namespace {
+
 void say(const SweepHooks& hooks, const std::string& message) {
   if (hooks.message) hooks.message(message);
 }
@@ -390,10 +460,12 @@ std::optional<SweepStatus> probe_servers(const Config& cfg, const SweepHooks& ho
     std::string err;
     if (!resolve(node.host, node.port, servers.eps[i], err))
       return stop(out, SweepStatus::kUnreachable, prefix + err);
-    ServerProbe probe = probe_server(servers.eps[i], cfg.timeout);
+    const bool resp = cfg.protocol == Config::Protocol::kResp;
+    ServerProbe probe = resp ? probe_resp_server(servers.eps[i], cfg.timeout)
+                             : probe_server(servers.eps[i], cfg.timeout);
     if (!probe.reachable) return stop(out, SweepStatus::kUnreachable, prefix + probe.error);
     servers.stats_ok[i] = probe.stats_available;
-    if (!probe.stats_available)
+    if (!probe.stats_available && !resp)
       say(hooks, "note: " + (servers.several ? "node " + node.text : std::string("server")) +
                      " /stats unavailable (" + probe.stats_error + "); continuing without it");
     if (servers.several) by_target[node.text] = probe.stats;
@@ -407,13 +479,17 @@ std::optional<SweepStatus> probe_servers(const Config& cfg, const SweepHooks& ho
   return std::nullopt;
 }
 
-// POST /reset to every server whose /stats answered. A refused reset ends the run (it would
-// measure a server that still holds data); other failures are warnings.
+// POST /reset to every server whose /stats answered (--protocol resp: FLUSHALL to every server).
+// A refused reset ends the run (it would measure a server that still holds data); other failures
+// are warnings.
 std::optional<SweepStatus> reset_servers(const Config& cfg, const SweepHooks& hooks,
                                          const Servers& servers, SweepResult& out) {
   for (std::size_t i = 0; i < servers.eps.size(); ++i) {
-    if (!servers.stats_ok[i]) continue;
-    const ResetOutcome reset = reset_server(servers.eps[i], cfg.timeout, cfg.admin_token);
+    const bool resp = cfg.protocol == Config::Protocol::kResp;
+    if (!servers.stats_ok[i] && !resp) continue;
+    const ResetOutcome reset = resp
+                                   ? reset_resp_server(servers.eps[i], cfg.timeout, cfg.admin_token)
+                                   : reset_server(servers.eps[i], cfg.timeout, cfg.admin_token);
     const std::string node =
         servers.several ? "node " + servers.nodes[i].text + ": " : std::string();
     if (reset.refused) return stop(out, SweepStatus::kAborted, node + reset.error);

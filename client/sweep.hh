@@ -30,6 +30,12 @@ struct ResetOutcome {
 };
 ResetOutcome reset_server(const Endpoint& ep, std::chrono::milliseconds timeout,
                           const std::string& admin_token);
+// --protocol resp: the probe is a PING (+PONG; stats are never available: /stats is HTTP's), the
+// reset an AUTH with admin_token (unless empty) and a FLUSHALL. A NOAUTH, WRONGPASS or disabled
+// reset is `refused`, as HTTP's 401 and 403 are.
+ServerProbe probe_resp_server(const Endpoint& ep, std::chrono::milliseconds timeout);
+ResetOutcome reset_resp_server(const Endpoint& ep, std::chrono::milliseconds timeout,
+                               const std::string& admin_token);
 
 struct SweepHooks {
   std::function<void(const std::string&)> message;     // progress and warnings (stderr)

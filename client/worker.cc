@@ -15,6 +15,7 @@
 #include "client/cpu.hh"
 #include "client/interrupt.hh"
 #include "client/open_loop_schedule.hh"
+#include "client/resp.hh"
 #include "client/trace_record.hh"
 #include "common/decimal.hh"
 
@@ -117,7 +118,11 @@ Worker::Worker(const Config& cfg, const Endpoint& ep, const KeySpace& keys, Work
     if (cfg_.preload && spec.preload == Preload::kBoardMembers)
       board_min_members_ = cfg_.workload.members;
   }
-  for (auto& link : links_) link.request.reserve(1024);
+  resp_ = cfg_.protocol == Config::Protocol::kResp;
+  for (auto& link : links_) {
+    link.request.reserve(1024);
+    link.conn.use_resp(resp_);
+  }
   issuable_ = LinkQueue(links_.size());
   record_ = !cfg_.record_trace_path.empty();
   if (record_ && plan_.requests > 0 && plan_.warmup_time.count() == 0)
@@ -389,6 +394,11 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
   if (record_) recorded_.push_back(trace_entry(op));
   char key[WorkloadConfig::kMaxKeyBytes];
   const std::size_t key_len = keys_.write_key(op.key, op.cold, key);
+  if (resp_) {
+    if (op.type == OpType::kSet) make_set_value(op);
+    append_resp_key_command(out, op.type, {key, key_len}, value_, cfg_.ttl_seconds);
+    return;
+  }
   switch (op.type) {
     case OpType::kGet:
       out += "GET /key/";
@@ -412,9 +422,7 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
   out += " HTTP/1.1\r\nHost: ";
   out += hosts_[node];
   if (op.type == OpType::kSet) {
-    const std::uint32_t version = static_cast<std::uint32_t>(
-        mix64((std::uint64_t{plan_.thread_index} << 32) | ++version_counter_));
-    keys_.make_value(op.key, version, value_);
+    make_set_value(op);
     out += "\r\nContent-Length: ";
     common::append_decimal(out, value_.size());
     out += "\r\n\r\n";
@@ -422,6 +430,13 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
   } else {
     out += "\r\n\r\n";
   }
+}
+
+// A SET's value into value_: derived from its key and a fresh version, so a GET can check it.
+void Worker::make_set_value(const Op& op) {
+  const std::uint32_t version = static_cast<std::uint32_t>(
+      mix64((std::uint64_t{plan_.thread_index} << 32) | ++version_counter_));
+  keys_.make_value(op.key, version, value_);
 }
 
 // Sends `count` requests (at most the link's free slots) back to back in one write.

@@ -210,6 +210,7 @@ class Worker {
   // Appends op's request (Host: node's host; node 0 without --targets) and records it for
   // --record-trace.
   void write_request(const Op& op, std::string& out, std::size_t node);
+  void make_set_value(const Op& op);
   // Returns false on a fatal error. blocking: wait for the first response.
   bool complete(Link& link, bool blocking, bool measured);
   // Handles the complete responses already in the link's receive buffer (no system call).
@@ -273,6 +274,7 @@ class Worker {
   Recorder recorder_;
   WorkerStats& stats_ = recorder_.stats();  // the recorder's: counts by operation and error
   bool verify_ = true;
+  bool resp_ = false;  // --protocol resp: requests are RESP commands (resp.hh)
   std::uint32_t version_counter_ = 0;
   unsigned consecutive_failures_ = 0;  // connection failures since the last response
   std::string value_;

@@ -271,5 +271,62 @@ TEST(ConnectionRead, ReadingAnswersAllocatesNothing) {
   EXPECT_EQ(bytes, static_cast<std::size_t>(kRounds) * (big.size() + 2 * small.size()));
 }
 
+// --protocol resp (resp.hh): bulk strings kept whole in place or discarded (a large one from the
+// socket, CRLF included), nil and simple replies between them, the stream aligned throughout, and
+// no allocation once the buffer has grown.
+std::string bulk(const std::string& s) {
+  std::string out = "$";
+  out += std::to_string(s.size());
+  out += "\r\n";
+  out += s;
+  out += "\r\n";
+  return out;
+}
+
+TEST(ConnectionRead, RespRepliesAreFramedKeptOrDiscardedAndStayAligned) {
+  const std::string big = pattern(300 * 1024, 5);  // past the initial buffer
+  const std::string small = pattern(100, 6);
+  std::string stream;
+  constexpr int kRounds = 40, kWarm = 5;
+  for (int i = 0; i < kRounds; ++i) stream += bulk(big) + "$-1\r\n" + bulk(small) + "+OK\r\n:0\r\n";
+  stream += "-ERR done\r\n";
+  Loopback lo;
+  Connection conn;
+  conn.use_resp(true);
+  serve_and_connect(lo, stream, conn);
+  Response r;
+  std::uint64_t before = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    if (i == kWarm) before = counting_new::allocations();
+    const BodyUse big_use = i % 2 == 0 ? BodyUse::kDiscard : BodyUse::kKeepIfOk;
+    ASSERT_EQ(conn.read_response(true, false, r, big_use), IoResult::kOk) << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body_bytes, big.size());
+    EXPECT_TRUE(big_use == BodyUse::kDiscard ? r.body.empty() : r.body == big) << i;
+    ASSERT_EQ(conn.read_response(true, false, r, BodyUse::kKeepIfOk), IoResult::kOk);
+    EXPECT_EQ(r.status, 404);
+    ASSERT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kOk);
+    EXPECT_TRUE(r.body == small) << i;
+    ASSERT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kOk);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "OK");
+    ASSERT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kOk);
+    EXPECT_EQ(r.status, 404);
+  }
+  EXPECT_EQ(counting_new::allocations() - before, 0u);
+  ASSERT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kOk);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body, "ERR done");
+}
+
+TEST(ConnectionRead, AnHttpAnswerToARespConnectionIsAParseError) {
+  Loopback lo;
+  Connection conn;
+  conn.use_resp(true);
+  serve_and_connect(lo, response(200, "ok"), conn);
+  Response r;
+  EXPECT_EQ(conn.read_response(true, false, r, BodyUse::kKeep), IoResult::kBadResponse);
+}
+
 }  // namespace
 }  // namespace client

@@ -13,7 +13,9 @@
 //      (BodyUse, by the response's index and the first byte's other bits): every response has
 //      the same status, close and body length (body_bytes) whichever, a kept body is the same
 //      bytes and a discarded one is empty, so the discarding path cannot misframe either.
-// The first input byte chooses HEAD (bit 0); the rest is the server's byte stream.
+// The first input byte chooses HEAD (bit 0) and RESP (bit 1: `bench_client --protocol resp`,
+// client/resp.hh: frame_resp_reply in pass 1, checked against its own reference decoder, and a
+// Connection with use_resp in pass 2); the rest is the server's byte stream.
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "client/http.hh"
+#include "client/resp.hh"
 
 namespace {
 
@@ -46,7 +49,7 @@ struct Seen {
 client::BodyUse use_of(std::size_t i, std::uint8_t first_byte) {
   constexpr client::BodyUse kUses[] = {client::BodyUse::kKeep, client::BodyUse::kKeepIfOk,
                                        client::BodyUse::kDiscard};
-  return kUses[(i + (first_byte >> 1)) % 3];
+  return kUses[(i + (first_byte >> 2)) % 3];
 }
 
 bool kept(client::BodyUse use, int status) {
@@ -189,19 +192,92 @@ client::ParseResult parse_all(std::string_view data, bool head, std::vector<Seen
   }
 }
 
+// A reference reading of one RESP reply at the start of msg, by hand (no from_chars, no
+// arithmetic that can wrap): its status, body and length, or false when it is not whole.
+bool reference_resp(std::string_view msg, Seen& seen, std::size_t& length) {
+  const std::size_t eol = msg.find("\r\n");
+  if (eol == std::string_view::npos || eol == 0) return false;
+  const std::string_view text = msg.substr(1, eol - 1);
+  const bool negative = !text.empty() && text[0] == '-';
+  std::size_t n = 0;
+  bool digits = text.size() > (negative ? 1u : 0u);
+  for (std::size_t i = negative ? 1 : 0; i < text.size() && digits; ++i) {
+    digits = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
+    if (digits)
+      n = std::min<std::size_t>(n * 10 + static_cast<std::size_t>(text[i] - '0'), 1u << 30);
+  }
+  seen = Seen{0, false, {}};
+  length = eol + 2;
+  switch (msg[0]) {
+    case '+':
+    case '-':
+      seen.status = msg[0] == '+' ? 200 : 500;
+      seen.body = std::string(text);
+      return true;
+    case ':':
+      if (!digits) return false;
+      seen.status = n == 0 ? 404 : 200;
+      return true;
+    case '*':
+      if (text != "-1") return false;
+      seen.status = 404;
+      return true;
+    case '$':
+      if (text == "-1") {
+        seen.status = 404;
+        return true;
+      }
+      if (!digits || negative || msg.size() - length < n + 2) return false;
+      seen.status = 200;
+      seen.body = std::string(msg.substr(length, n));
+      length += n + 2;
+      return msg.substr(length - 2, 2) == "\r\n";
+    default:
+      return false;
+  }
+}
+
+// Pass 1 for RESP: every whole reply framed from the input, each checked against the reference,
+// and how the input ends (a reply whose payload is not all there is kNeedMore).
+client::ParseResult parse_all_resp(std::string_view data, std::vector<Seen>& out) {
+  for (std::size_t offset = 0;;) {
+    const std::string_view rest = data.substr(offset);
+    client::RespFrame f;
+    const client::ParseResult r = client::frame_resp_reply(rest, f);
+    if (r != client::ParseResult::kComplete) return r;
+    check(f.head_bytes >= 3 && f.head_bytes <= rest.size());
+    check(f.status == 200 || f.status == 404 || f.status == 500);
+    const std::uint64_t length = f.head_bytes + f.body_bytes + f.trailer_bytes;
+    if (length > rest.size()) return client::ParseResult::kNeedMore;
+    Seen ref;
+    std::size_t ref_length = 0;
+    check(reference_resp(rest, ref, ref_length) && ref_length == length);
+    check(ref.status == f.status);
+    const std::string body = f.trailer_bytes != 0
+                                 ? std::string(rest.substr(f.head_bytes, f.body_bytes))
+                                 : std::string(f.line);
+    check(body == ref.body);
+    out.push_back(Seen{f.status, false, body});
+    offset += static_cast<std::size_t>(length);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const Listener listener;
   if (size == 0) return 0;
-  const bool head = (data[0] & 1) != 0;
+  const bool resp = (data[0] & 2) != 0;
+  const bool head = !resp && (data[0] & 1) != 0;
   const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
 
   std::vector<Seen> expected;
-  const client::ParseResult ending = parse_all(input, head, expected);
+  const client::ParseResult ending =
+      resp ? parse_all_resp(input, expected) : parse_all(input, head, expected);
 
   // Pass 2: the same bytes through a Connection, in pieces.
   client::Connection conn;
+  conn.use_resp(resp);
   std::string err;
   check(conn.connect(listener.ep, std::chrono::milliseconds(1000), err));
   const int server = ::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC);
