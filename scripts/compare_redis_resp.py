@@ -11,7 +11,11 @@ and wrk on CPU $CLIENT_CPU (1)):
   SET (durable) ours with --store rocksdb:DIR (write-through: +OK once committed) against Redis
                 with --appendonly yes --appendfsync always
 and the second table: our RESP `GET hot` (redis-benchmark, -P 1) beside our HTTP `GET /key/hot`
-(wrk -t 1), the same 100-byte value, the same connections.
+(wrk -t 1), the same 100-byte value, the same connections. Those are two clients of different
+costs per request, so the third table measures with one client, bench_client (its get-popular
+workload: 8 hot 100-byte keys, -d of about 3 s, one thread with the --conns connections), at depth
+1 and 16: `--protocol resp` against our RESP front, `--protocol http` against our HTTP front, and
+`--protocol resp` against Redis: RESP ÷ HTTP and ours ÷ Redis from the same client.
 The keys are preloaded (SET key:%012d, the names redis-benchmark's -r gives) and the set too
 (ZADD b0 SCORE m%012d, the scores of scripts/compare_redis_boards.py), by redis-cli --pipe into
 both servers alike. Servers: redis-server --save '' --appendonly no (and the AOF one); ours
@@ -21,7 +25,7 @@ cache_server -t --server-threads (1: Redis has one main thread) --resp-port 0.
 gives medians and ours ÷ Redis: a Markdown table on stdout and in --out DIR/resp.md, every figure
 in resp.json, every run in points.jsonl, the raw outputs in raw/, the commands in commands.txt.
 
-env: SERVER_CPU (0), CLIENT_CPU (1); CACHE_SERVER names the binary; RESP_TARGET=redis runs a
+env: SERVER_CPU (0), CLIENT_CPU (1); CACHE_SERVER and BENCH_CLIENT name the binaries; RESP_TARGET=redis runs a
 redis-server in our place (Redis against Redis, to try the script before our front exists; the
 HTTP GET is then a cache_server without --resp-port). Needs redis-server, redis-benchmark and
 redis-cli (Redis 7), wrk and taskset. Exit status: 0 measured (whatever the ratios), 1 a failure
@@ -65,6 +69,9 @@ ROWS = [
     ("set-durable", "SET (rocksdb write-through ÷ appendfsync always)", "-c {c} -P 1",
      "ours-store", "redis-aof", ["-t", "set", "-d", "100", "-r", "{keys}", "-P", "1"]),
 ]
+# The one-client table's depths, and its three runs per depth: (key, server, protocol).
+SAME_CLIENT_DEPTHS = (1, 16)
+SAME_CLIENT_RUNS = (("resp", "ours", "resp"), ("http", "ours", "http"), ("redis", "redis", "resp"))
 
 
 # --- the command line --------------------------------------------------------------------------
@@ -82,8 +89,8 @@ def parse_args(argv: list[str]):
     add("--conns", metavar="N", default="50", help="connections of every run, 1..1000 (default 50)")
     add("--server-threads", metavar="N", default="1", help="cache_server -t N (default 1)")
     add("--out", metavar="DIR", help="results directory (default results/redis-resp-<stamp>/)")
-    add("--build", metavar="DIR", help="where cache_server is (default build/release; env "
-        "CACHE_SERVER names the binary)")
+    add("--build", metavar="DIR", help="where cache_server and bench_client are (default "
+        "build/release; env CACHE_SERVER and BENCH_CLIENT name the binaries)")
     add("--quick", action="store_true", help="CI smoke: small sets, 2000 requests, one round")
     a = p.parse_args(argv)
     q = a.quick
@@ -101,14 +108,6 @@ def parse_args(argv: list[str]):
     a.probe_n = 5000
     a.timeout = 600 if a.requests is None or a.requests > 100_000 else 120
     return a
-
-
-def server_binary(build: str | None) -> Path:
-    path = Path(os.environ.get("CACHE_SERVER") or Path(build or bench.ROOT / "build" / "release")
-                / "server" / "cache_server")
-    if not os.access(path, os.X_OK):
-        raise Failure(f"no cache_server at {path} (build it, or pass --build DIR)")
-    return path
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -234,6 +233,44 @@ class Resp(bench.Run):
         self.client_pct[(row, name)].append(100 * (user + sys_) / real if real else 0)
         return rps
 
+    def same_client(self, key: str, name: str, protocol: str, depth: int, rnd: int) -> float:
+        """One bench_client run (get-popular, --protocol PROTOCOL, --pipeline DEPTH) against the
+        server NAME (its RESP port, or its HTTP one): its req/s."""
+        a, row = self.a, f"client-{key}-d{depth}"
+        srv = self.alive(name)
+        port = srv.port if protocol == "http" else self.resp_port(name)
+        tag = f"{row}-r{rnd}"
+        out = self.raw / f"{tag}.json"
+        cmd = [self.client_bin, "--protocol", protocol, "-s", "127.0.0.1", "-p", port,
+               "--threads", "1", "--connections-per-thread", a.conns, "--pipeline", depth,
+               "-d", f"{a.wrk_s}s", "--warmup", "500ms", "--workload", "get-popular",
+               "--value-size", "100", "--no-reset", "--json", out, "-q"]
+        if rnd == 1:
+            self.record_cmd(f"{row} {name}", self.pinned(a.client_cpu, cmd))
+        err = self.raw / f"{tag}.err"
+        cpu0 = self.server_cpu_s(name)
+        rc, real, user, sys_ = self.client(cmd, self.raw / f"{tag}.txt", err,
+                                           timeout_s=a.wrk_s + 60)
+        server_s = self.server_cpu_s(name) - cpu0
+        if rc:
+            raise Failure(f"bench_client {row} against {name} failed (exit {rc}): {tail(err)}")
+        [pt] = json.loads(out.read_text())["points"]
+        if pt["errors"] or pt["hit_rate"] != 1.0:
+            raise Failure(f"bench_client {row} against {name}: {pt['errors']} errors, hit rate "
+                          f"{pt['hit_rate']}")
+        rps = pt["throughput_rps"]
+        served = rps * real  # the warm-up's requests too: an upper bound, as wrk's
+        per_request = server_s * 1e6 / served if served else 0
+        self.emit({"row": row, "server": name, "round": rnd, "rps": rps, "protocol": protocol,
+                   "depth": depth, "wall_s": round(real, 3), "client_cpu_s": round(user + sys_, 3),
+                   "server_cpu_s": round(server_s, 4),
+                   "server_cpu_us_per_request": round(per_request, 3), "raw": f"raw/{tag}.json"})
+        log(f"{tag} ({name}): {rps:,.0f} req/s, server {per_request:.2f} µs CPU/request, client "
+            f"{100 * (user + sys_) / real:.0f}% CPU")
+        self.cpu[(row, name)].append(per_request)
+        self.client_pct[(row, name)].append(100 * (user + sys_) / real if real else 0)
+        return rps
+
     def server_cpu_s(self, name: str) -> float:
         """CPU seconds the server NAME has used so far (all its threads)."""
         s = resources.pid_cpu_seconds(self.alive(name).pid)
@@ -319,6 +356,14 @@ def rounds(a, run: Resp) -> dict:
         got["http-get"]["resp"].append(
             run.benchmark("resp-get", "ours", ["-P", "1", "GET", "hot"], rnd))
         got["http-get"]["http"].append(run.wrk(http_server, rnd))
+        # One client for both; the order alternates by round (a slow minute lands on each side).
+        for depth in SAME_CLIENT_DEPTHS:
+            order = SAME_CLIENT_RUNS if rnd % 2 else SAME_CLIENT_RUNS[::-1]
+            for key, name, protocol in order:
+                name = http_server if protocol == "http" else name
+                got.setdefault(f"client-d{depth}", {k: [] for k, _, _ in SAME_CLIENT_RUNS})
+                got[f"client-d{depth}"][key].append(
+                    run.same_client(key, name, protocol, depth, rnd))
     return got
 
 
@@ -350,8 +395,25 @@ def summarize(a, got: dict, run: "Resp") -> dict:
     mresp, mhttp = statistics.median(h["resp"]), statistics.median(h["http"])
     cresp = median_or_none(run.cpu[("resp-get", "ours")])
     chttp = median_or_none(run.cpu[("http-get", http_server)])
+    same = []
+    for depth in SAME_CLIENT_DEPTHS:
+        g = got[f"client-d{depth}"]
+        m = {k: statistics.median(v) for k, v in g.items()}
+        c = {k: median_or_none(run.cpu[(f"client-{k}-d{depth}",
+                                        http_server if k == "http" else name)])
+             for k, name, _ in SAME_CLIENT_RUNS}
+        pct = [x for k, name, _ in SAME_CLIENT_RUNS
+               for x in run.client_pct[(f"client-{k}-d{depth}",
+                                        http_server if k == "http" else name)]]
+        same.append({"depth": depth, "load": f"{a.conns} connections, depth {depth}",
+                     **{f"{k}_rps": v for k, v in g.items()},
+                     **{f"{k}_median": v for k, v in m.items()},
+                     **{f"{k}_cpu_us": v for k, v in c.items()},
+                     "resp_over_http": ratio(m["resp"], m["http"]),
+                     "ours_over_redis": ratio(m["resp"], m["redis"]),
+                     "client_cpu_pct": median_or_none(pct)})
     return {"target": TARGET, "rounds": a.rounds, "conns": a.conns, "members": a.members,
-            "keys": a.keys, "rows": rows,
+            "keys": a.keys, "rows": rows, "same_client": same,
             "http_get": {"load": f"-c {a.conns}, depth 1, one 100-byte key", "resp_rps": h["resp"],
                          "http_rps": h["http"], "resp_median": mresp, "http_median": mhttp,
                          "ratio": ratio(mresp, mhttp), "resp_cpu_us": cresp, "http_cpu_us": chttp,
@@ -372,6 +434,14 @@ def markdown(s: dict) -> str:
                     [[h["load"], fnum(h["resp_median"]), fnum(h["http_median"]),
                       fratio(h["ratio"]), fnum(h["resp_cpu_us"], 2), fnum(h["http_cpu_us"], 2),
                       fratio(h["cpu_ratio"])]], "lrrrrrr")
+    same = md_table(["load", "RESP GET req/s, ours", "HTTP GET req/s, ours", "RESP ÷ HTTP",
+                     "RESP GET req/s, Redis", "ours ÷ Redis", "server CPU µs/req, RESP",
+                     "HTTP", "Redis", "client CPU %"],
+                    [[r["load"], fnum(r["resp_median"]), fnum(r["http_median"]),
+                      fratio(r["resp_over_http"]), fnum(r["redis_median"]),
+                      fratio(r["ours_over_redis"]), fnum(r["resp_cpu_us"], 2),
+                      fnum(r["http_cpu_us"], 2), fnum(r["redis_cpu_us"], 2),
+                      fnum(r["client_cpu_pct"])] for r in s["same_client"]], "lrrrrrrrrr")
     return (f"# RESP front beside Redis\n\n{ours} and redis-server {s.get('redis_version', '')}, "
             f"redis-benchmark; medians of {s['rounds']} round(s), {s['conns']} connections. "
             "Server CPU is the server process's CPU time over the run divided by its requests "
@@ -379,7 +449,10 @@ def markdown(s: dict) -> str:
             "time: near 100, the client is the bottleneck and the req/s ratio says little, the "
             "CPU ratio says more.\n\n"
             f"{main}\nOur RESP GET beside our HTTP GET (redis-benchmark and wrk -t 1, the same "
-            f"server):\n\n{http}")
+            f"server):\n\n{http}\nOne client for both (bench_client get-popular, one thread; "
+            "`--protocol resp` to our RESP front and to Redis, `--protocol http` to our HTTP "
+            "front; server CPU per request counts the warm-up's requests too):\n\n"
+            f"{same}")
 
 
 # --- main ----------------------------------------------------------------------------------------
@@ -391,7 +464,8 @@ def measure(a) -> Path:
         raise Failure(f"RESP_TARGET must be 'ours' or 'redis', not '{TARGET}'")
     bench.require_cpus(a.server_cpu, a.client_cpu)
     version = peers.redis7_version()
-    server_bin = server_binary(a.build)
+    server_bin, client_bin = bench.binaries(a.build)
+    bench.require_help(client_bin, ("--protocol",), "an older build, without --protocol resp?")
     if TARGET == "ours":
         bench.require_help(server_bin, ("--resp-port",), "an older build, without the RESP front?")
     out = bench.results_dir(a.out, f"redis-resp-{bench.stamp()}")
@@ -399,15 +473,14 @@ def measure(a) -> Path:
         log(f"{NAME}: ours={TARGET}, {a.rounds} round(s), {a.conns} conns, {a.members} members, "
             f"{a.keys} keys; servers on CPU {a.server_cpu}, clients on CPU {a.client_cpu}; "
             f"results in {out}; temporary files in {work}")
-        # No bench_client here: a client path that appears in no command (bench.Run names it).
-        run = Resp(a, out, work, server_bin, Path("/nonexistent/bench_client"))
+        run = Resp(a, out, work, server_bin, client_bin)
         (out / "commands.txt").write_text("")
         metadata.write(out, "scripts/compare_redis_resp.py", target=TARGET, rounds=a.rounds,
                        requests=a.requests, members=a.members, keys=a.keys, conns=a.conns,
                        quick=a.quick, server_threads=a.server_threads, server_cpu=a.server_cpu,
                        client_cpu=a.client_cpu, redis_version=version,
                        redis_benchmark=metadata.version(["redis-benchmark", "--version"]),
-                       cache_server=str(server_bin))
+                       cache_server=str(server_bin), bench_client=str(client_bin))
         try:
             run.start_all()
             run.preload()

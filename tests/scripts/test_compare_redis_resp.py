@@ -110,6 +110,28 @@ def test_the_crank_study_shows_both_tables(run):
     assert "Not measured: skipped (--no-resp)." in skipped
 
 
+def test_the_table_of_one_client_for_both(run):
+    out, _, _ = run
+    s = json.loads((out / "resp.json").read_text())
+    header, rows = table((out / "resp.md").read_text(), "| load | RESP GET req/s, ours")
+    assert header == ["load", "RESP GET req/s, ours", "HTTP GET req/s, ours", "RESP ÷ HTTP",
+                      "RESP GET req/s, Redis", "ours ÷ Redis", "server CPU µs/req, RESP", "HTTP",
+                      "Redis", "client CPU %"]
+    assert [r[0] for r in rows] == ["50 connections, depth 1", "50 connections, depth 16"]
+    for r, j in zip(rows, s["same_client"]):
+        resp, http, resp_http, redis, ours_redis = map(number, r[1:6])
+        assert min(resp, http, redis) > 0
+        assert resp_http == pytest.approx(resp / http, abs=0.01, rel=0.01)
+        assert ours_redis == pytest.approx(resp / redis, abs=0.01, rel=0.01)
+        assert all(number(x) > 0 for x in r[6:9]) and 0 < number(r[9]) <= 200
+        assert len(j["resp_rps"]) == len(j["http_rps"]) == len(j["redis_rps"]) == ROUNDS
+    commands = (out / "commands.txt").read_text()
+    for depth in (1, 16):
+        for proto in ("resp", "http"):
+            assert re.search(r"taskset -c 1 bench_client --protocol " + proto + r" .*--pipeline "
+                             + str(depth) + r" .*--workload get-popular", commands)
+
+
 def test_resp_json_has_every_round_and_the_medians(run):
     out, _, tgt = run
     s = json.loads((out / "resp.json").read_text())
@@ -128,7 +150,8 @@ def test_resp_json_has_every_round_and_the_medians(run):
 def test_points_are_interleaved_ours_then_redis(run):
     out, _, _ = run
     points = [json.loads(l) for l in (out / "points.jsonl").read_text().splitlines()]
-    per_round = 2 * len(script.ROWS) + 2
+    same = len(script.SAME_CLIENT_DEPTHS) * len(script.SAME_CLIENT_RUNS)
+    per_round = 2 * len(script.ROWS) + 2 + same
     assert len(points) == ROUNDS * per_round
     for rnd in range(ROUNDS):
         mine = points[rnd * per_round:(rnd + 1) * per_round]
@@ -136,7 +159,12 @@ def test_points_are_interleaved_ours_then_redis(run):
         for i, (row, _, _, ours, redis, _) in enumerate(script.ROWS):
             assert (mine[2 * i]["row"], mine[2 * i]["server"]) == (row, ours)
             assert (mine[2 * i + 1]["row"], mine[2 * i + 1]["server"]) == (row, redis)
-        assert [p["row"] for p in mine[-2:]] == ["resp-get", "http-get"]
+        assert [p["row"] for p in mine[-2 - same:-same]] == ["resp-get", "http-get"]
+        # One client for both: per depth, resp, http, redis (reversed in even rounds).
+        keys = [k for k, _, _ in script.SAME_CLIENT_RUNS]
+        keys = keys if rnd % 2 == 0 else keys[::-1]
+        assert [p["row"] for p in mine[-same:]] == [
+            f"client-{k}-d{d}" for d in script.SAME_CLIENT_DEPTHS for k in keys]
     for pt in points:
         assert pt["rps"] > 0 and (out / pt["raw"]).exists()
 
