@@ -4,14 +4,17 @@ Shared by graphs/plot.py (figures) and scripts/report.py (REPORT.md) so both say
 A result file is what `bench_client --json FILE` writes (docs/client.md):
     {"meta": {...}, "points": [{"threads": 1, "throughput_rps": ..., "p95_us": ..., ...}, ...]}
 One file is one server configuration. Its label is meta["label"] when present, else the file
-name without ".json". Several points with the same thread count are repetitions: they are
-reduced to the median, with min and max kept for error bars. A file's pipeline depth is its
+name without ".json". Several points with the same thread count are repetitions or rounds (a
+point's "round", scripts/experiment.py's interleaved rounds): they are reduced to the median,
+with min and max kept for error bars, and the raw samples kept (Point.samples) for the per-round
+peaks a headline ratio is taken of (Series.round_peaks). A file's pipeline depth is its
 top-level "pipeline" (bench_client --pipeline N), else meta["pipeline"], else 1: a pipelined
 series' latency is per request with up to N outstanding per connection, so it is not
 comparable with depth 1 on latency. Each point also gets get_rps = gets / duration_s.
 
 Also loads nginx.json (scripts/compare_nginx.py --json): cache_server beside nginx under wrk,
-per pipeline depth and connection count, and the peak of each server (load_nginx).
+per pipeline depth and connection count (with --rounds, every round's measurement and their
+median and range), the peak of each server and the per-round peak ratios (load_nginx).
 """
 from __future__ import annotations
 

@@ -430,7 +430,7 @@ def calibrate(args, out: Path, when: str) -> dict | None:
     "p99_us", "loadavg"}; None when it could not run (--target, or a failure: logged)."""
     if args.target:
         return None
-    path = out / f"calibration-{when}.json"
+    path = out / f"noise-meter-{when}.part"  # not *.json: no result file, even while it runs
     try:
         with CacheServer(args.server_bin, ["-t", "1"], cpu=args.server_cpus,
                          stop_timeout_s=SERVER_STOP_TIMEOUT_S) as srv:

@@ -10,7 +10,9 @@ nginx.json (scripts/compare_nginx.py --json), MICROBENCH.md, profile/PROFILE.md
 --curves: hit ratio against cache size, ours beside libCacheSim). Embeds the figures
 graphs/plot.py wrote into the same directory.
 Every number in the report is copied (or reduced by median) from those files; nothing is
-measured here.
+measured here. The headline (headline_entries(), also run.json's "headline") is the median of
+per-round ratios with a 95% interval and the one verdict rule of scripts/harness/rounds.py:
+met, missed, or within noise (docs/studies.md, "Headlines").
 """
 from __future__ import annotations
 
