@@ -211,11 +211,15 @@ def figure(out: Path, results: dict) -> str:
         ax.set_title(wl)
         ax.set_xlabel("connections")
         ax.set_xscale("log", base=2)
+        levels = sorted({x for _, xs, _ in lines[wl] for x in xs})
+        ax.set_xticks(levels)
+        ax.set_xticklabels([str(x) for x in levels])
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("req/s")
     axes[0].set_yscale("log")
-    axes[-1].legend()
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))  # room for the legend below the panels
     fig.savefig(out / "leaderboard.png", dpi=100)
     plt.close(fig)
     return "leaderboard.png"
