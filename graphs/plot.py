@@ -5,14 +5,16 @@ usage: python graphs/plot.py [RESULTS_DIR | RESULT.json ...]
 
 With no argument it plots results/latest (the newest experiment). Each result file is one
 server configuration and becomes one line in every figure. It writes, next to the results:
-  throughput_vs_threads   req/s against client threads (error bars: min..max of repetitions)
+  throughput_vs_threads   req/s against client threads (error bars: min..max over the rounds
+                          or repetitions)
   p95_vs_threads          p95 latency against client threads (likewise)
   throughput_vs_p95       the "hockey stick": throughput against p95
   latency_spectrum        p50..p99.9 at each configuration's saturation point (log scale)
   cpu_vs_threads          server CPU % (solid) and client CPU % (dashed) against client threads
   nginx_vs_connections    only when nginx.json (scripts/compare_nginx.py --json) is there: req/s
                           of cache_server and nginx against wrk connections, one line per server
-                          and pipeline depth (depth 1 solid, deeper dashed)
+                          and pipeline depth (depth 1 solid, deeper dashed); the median over
+                          rounds, error bars min..max of the rounds
   miss_ratio_curves       only when miss_ratio_curves.json (traces/crosscheck.py --curves --json)
                           is there: hit ratio against cache size per evictor, ours solid and
                           libCacheSim's dashed (graphs/mrc.py)
@@ -168,11 +170,18 @@ def plot_nginx(cmp: NginxComparison, out_dir: Path) -> list[Path]:
     conns = sorted({r.connections for d in cmp.depths for r in d.rows})
     for d in cmp.depths:
         for server, color in colors.items():
-            pts = [(r.connections, r.rps(server)) for r in d.rows if r.rps(server) is not None]
-            if pts:
-                ax.plot([c for c, _ in pts], [v * 1e-3 for _, v in pts], color=color,
-                        linestyle="-" if d.pipeline == 1 else "--", marker="o" if d.pipeline == 1 else "s",
-                        label=f"{server}, pipeline depth {d.pipeline}")
+            rows = [r for r in d.rows if r.rps(server) is not None]
+            if rows:
+                xs, ys = [r.connections for r in rows], [r.rps(server) * 1e-3 for r in rows]
+                lo, hi = [], []
+                for r, y in zip(rows, ys):
+                    m = r.by_server[server]
+                    lo.append(y - (m.get("rps_min") or m["rps"]) * 1e-3)
+                    hi.append((m.get("rps_max") or m["rps"]) * 1e-3 - y)
+                ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, color=color,
+                            linestyle="-" if d.pipeline == 1 else "--",
+                            marker="o" if d.pipeline == 1 else "s",
+                            label=f"{server}, pipeline depth {d.pipeline}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(conns)
     ax.set_xticklabels([str(c) for c in conns])

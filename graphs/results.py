@@ -4,14 +4,17 @@ Shared by graphs/plot.py (figures) and scripts/report.py (REPORT.md) so both say
 A result file is what `bench_client --json FILE` writes (docs/client.md):
     {"meta": {...}, "points": [{"threads": 1, "throughput_rps": ..., "p95_us": ..., ...}, ...]}
 One file is one server configuration. Its label is meta["label"] when present, else the file
-name without ".json". Several points with the same thread count are repetitions: they are
-reduced to the median, with min and max kept for error bars. A file's pipeline depth is its
+name without ".json". Several points with the same thread count are repetitions or rounds (a
+point's "round", scripts/experiment.py's interleaved rounds): they are reduced to the median,
+with min and max kept for error bars, and the raw samples kept (Point.samples) for the per-round
+peaks a headline ratio is taken of (Series.round_peaks). A file's pipeline depth is its
 top-level "pipeline" (bench_client --pipeline N), else meta["pipeline"], else 1: a pipelined
 series' latency is per request with up to N outstanding per connection, so it is not
 comparable with depth 1 on latency. Each point also gets get_rps = gets / duration_s.
 
 Also loads nginx.json (scripts/compare_nginx.py --json): cache_server beside nginx under wrk,
-per pipeline depth and connection count, and the peak of each server (load_nginx).
+per pipeline depth and connection count (with --rounds, every round's measurement and their
+median and range), the peak of each server and the per-round peak ratios (load_nginx).
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Point:
     low: dict[str, float | None]
     high: dict[str, float | None]
     notes: list[str] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)  # the raw points, one per repetition/round
 
     @property
     def aborted(self) -> bool:
@@ -79,6 +83,23 @@ class Series:
         candidates = within or complete[:1]
         return max(candidates, key=lambda p: p.get("throughput_rps") or 0.0)
 
+    def rounds(self) -> list[int]:
+        """The round numbers of the series' samples (a sample's "round", else 0)."""
+        return sorted({int(s.get("round", 0)) for p in self.points for s in p.samples})
+
+    def round_peaks(self, name: str = "get_rps") -> dict[int, float]:
+        """Round -> the highest `name` among that round's samples that were not aborted: the
+        per-round peak a headline ratio is taken of (scripts/report.py)."""
+        out: dict[int, float] = {}
+        for p in self.points:
+            for s in p.samples:
+                v = s.get(name)
+                if s.get("aborted") is True or not isinstance(v, (int, float)):
+                    continue
+                r = int(s.get("round", 0))
+                out[r] = max(out.get(r, v), v)
+        return out
+
 
 def _number(value, where: str):
     if value is None:
@@ -91,7 +112,7 @@ def _number(value, where: str):
 def _reduce(samples: list[dict], where: str) -> Point:
     samples = [_with_get_rps(s) for s in samples]
     names = sorted({k for s in samples for k, v in s.items()
-                    if isinstance(v, (int, float)) and not isinstance(v, bool)} - {"threads"})
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)} - {"threads", "round"})
     median, low, high = {}, {}, {}
     for n in names:
         values = [v for v in (_number(s.get(n), f"{where} field {n}") for s in samples) if v is not None]
@@ -105,7 +126,7 @@ def _reduce(samples: list[dict], where: str) -> Point:
         notes.append("aborted")
     if any(s.get("rate_sustained") is False for s in samples):
         notes.append("rate not sustained")
-    return Point(int(samples[0]["threads"]), len(samples), median, low, high, notes)
+    return Point(int(samples[0]["threads"]), len(samples), median, low, high, notes, samples)
 
 
 def _with_get_rps(sample: dict) -> dict:
@@ -191,9 +212,13 @@ NGINX_SERVERS = ("cache_server", "nginx")
 
 @dataclass
 class NginxRow:
-    """One connection count at one pipeline depth: each server's measurement (None if absent)."""
+    """One connection count at one pipeline depth. by_server: each server's measurement (None if
+    absent); with several rounds, a summary of them: rps the median of the clean rounds' req/s
+    (rps_min, rps_max their range; "rounds" how many), the other numbers medians too, errors the
+    sum, failed when no round was clean. runs: each server's measurements, one per round."""
     connections: int
     by_server: dict[str, dict | None]
+    runs: dict[str, list[dict]] = field(default_factory=dict)
 
     def rps(self, server: str) -> float | None:
         """req/s of a clean measurement (wrk ran, no socket errors, no non-2xx); else None."""
@@ -204,6 +229,29 @@ class NginxRow:
         a, b = self.rps("cache_server"), self.rps("nginx")
         return a / b if a and b else None
 
+    def round_rps(self, server: str) -> dict[int, float]:
+        """Round -> req/s of that round's clean measurement of `server`."""
+        return {int(m.get("round", 0)): m["rps"] for m in self.runs.get(server, []) if usable(m)}
+
+
+def _summarize(ms: list[dict]) -> dict:
+    """Several rounds' measurements of one server at one point as one (NginxRow.by_server)."""
+    if len(ms) == 1:
+        return {**ms[0], "rounds": 1}
+    clean = [m for m in ms if usable(m)]
+    out = {**ms[0], "rounds": len(ms), "errors": sum(m.get("errors") or 0 for m in ms),
+           "failed": all(m.get("failed") for m in ms)}
+    pool = clean or ms
+    for k in ("rps", "server_cpu_pct", "wrk_cpu_pct", "p50_us", "p99_us", "wall_s"):
+        vals = [m[k] for m in pool if isinstance(m.get(k), (int, float))]
+        out[k] = statistics.median(vals) if vals else None
+        if k in ("rps", "p99_us"):
+            out[k + "_min"], out[k + "_max"] = (min(vals), max(vals)) if vals else (None, None)
+    if clean:
+        out["errors"] = 0  # the summary is of the clean rounds; the unclean ones are counted apart
+        out["unclean_rounds"] = len(ms) - len(clean)
+    return out
+
 
 @dataclass
 class NginxDepth:
@@ -211,14 +259,26 @@ class NginxDepth:
     rows: list[NginxRow]
 
     def peak(self, server: str) -> tuple[float, int] | None:
-        """(req/s, connections) of the server's highest clean measurement at this depth."""
+        """(req/s, connections) of the server's highest clean measurement at this depth (with
+        rounds: the highest of the per-connection medians)."""
         best = [(r.rps(server), r.connections) for r in self.rows if r.rps(server) is not None]
         return max(best) if best else None
 
+    def round_peak_ratios(self) -> list[float]:
+        """Per round: cache_server's peak over connections ÷ nginx's, both from that round."""
+        peaks: dict[str, dict[int, float]] = {s: {} for s in NGINX_SERVERS}
+        for r in self.rows:
+            for server in NGINX_SERVERS:
+                for rnd, v in r.round_rps(server).items():
+                    peaks[server][rnd] = max(peaks[server].get(rnd, v), v)
+        cs, ng = peaks["cache_server"], peaks["nginx"]
+        return [cs[k] / ng[k] for k in sorted(cs) if k in ng and ng[k] > 0 and cs[k] > 0]
+
     def peak_ratio(self) -> float | None:
-        """Peak over connections of cache_server's req/s / the same for nginx."""
-        a, b = self.peak("cache_server"), self.peak("nginx")
-        return a[0] / b[0] if a and b and b[0] > 0 else None
+        """The median over rounds of cache_server's peak ÷ nginx's peak in the same round (one
+        round: peak over connections ÷ peak over connections)."""
+        rs = self.round_peak_ratios()
+        return statistics.median(rs) if rs else None
 
 
 @dataclass
@@ -240,7 +300,7 @@ def load_nginx(path: Path) -> NginxComparison:
     doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("measurements"), list):
         raise ResultError(f"{path}: expected an object with a \"measurements\" list (compare_nginx.py --json)")
-    grid: dict[int, dict[int, dict[str, dict | None]]] = {}
+    grid: dict[int, dict[int, dict[str, list[dict]]]] = {}
     for i, m in enumerate(doc["measurements"]):
         where = f"{path}: measurement {i}"
         if not isinstance(m, dict):
@@ -253,9 +313,10 @@ def load_nginx(path: Path) -> NginxComparison:
         for f in ("rps", "server_cpu_pct", "wrk_cpu_pct", "p50_us", "p99_us"):
             _number(m.get(f), f"{where} field {f}")
         row = grid.setdefault(int(m["pipeline"]), {}).setdefault(
-            int(m["connections"]), {s: None for s in NGINX_SERVERS})
-        row[m["server"]] = m
-    depths = [NginxDepth(d, [NginxRow(c, by) for c, by in sorted(rows.items())])
+            int(m["connections"]), {s: [] for s in NGINX_SERVERS})
+        row[m["server"]].append(m)
+    depths = [NginxDepth(d, [NginxRow(c, {s: _summarize(ms) if ms else None for s, ms in by.items()}, by)
+                             for c, by in sorted(rows.items())])
               for d, rows in sorted(grid.items())]
     return NginxComparison(path, doc, depths)
 

@@ -4,18 +4,21 @@
 Both servers get one worker pinned to CPU --server-cpu; wrk (one thread, keep-alive) is pinned to
 CPU --client-cpu. cache_server serves a 100-byte value from GET /key/bench; nginx answers
 `return 200 "<the same 100 bytes>"` from memory (worker_processes 1, access log off). For each
-pipeline depth and connection count it measures cache_server, then nginx, and prints req/s, each
-server's CPU % over the point (utime+stime of its process from /proc/PID/stat; nginx: the
-worker; 100 = one core), wrk's p50/p99 and the ratio cache_server / nginx.
+pipeline depth and connection count it measures both servers, and prints req/s, each server's CPU %
+over the point (utime+stime of its process from /proc/PID/stat; nginx: the worker; 100 = one
+core), wrk's p50/p99 and the ratio cache_server / nginx. --rounds R repeats the whole grid R times;
+the two servers alternate which goes first from point to point and from round to round
+(scripts/harness/rounds.py order()), so a slow stretch of a shared machine lands on both.
 
 --json FILE also writes the measurements as JSON (rewritten after every point; "complete" is
 true once every point is in): per depth, connection count and server: req/s, the server's CPU %,
-wrk's own CPU % (user+sys over its wall time), wrk's p50/p99 as printed and in µs, and errors.
+wrk's own CPU % (user+sys over its wall time), wrk's p50/p99 as printed and in µs, errors and
+the round (from 0).
 wrk's percentiles are wrk's "corrected" ones (it adds synthetic samples for the expected
 interval) and, when pipelining, one sample per batch of N: read them with care.
 
 Every option defaults to the environment variable the shell version (compare_nginx.sh) read:
-JSON, DURATION, CONNS, PIPELINE, WARMUP, CACHE_SERVER, CACHE_SERVER_FLAGS, NGINX_PORT,
+JSON, DURATION, CONNS, PIPELINE, ROUNDS, WARMUP, CACHE_SERVER, CACHE_SERVER_FLAGS, NGINX_PORT,
 SERVER_CPU, CLIENT_CPU. Pipeline depth N > 1 sends N GETs per write (scripts/lib/wrk_pipeline.lua).
 cache_server and nginx come from the harness (scripts/harness/): everything listens on 127.0.0.1
 only, and every process started is stopped on every exit path. They stay in this script's process
@@ -34,7 +37,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from scripts.harness import bench, cli, metadata, peers, procs, resources
+from scripts.harness import bench, cli, metadata, peers, procs, resources, rounds
 from scripts.harness.bench import Failure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +68,9 @@ def parse_args(argv: list[str]):
                    help='connection counts (env CONNS, default "1 2 4 8 16 32")')
     p.add_argument("--pipeline", metavar='"LIST"', type=cli.int_list, default=env("PIPELINE", "1"),
                    help='pipeline depths (env PIPELINE, default "1")')
+    p.add_argument("--rounds", metavar="R", type=cli.positive_int, default=env("ROUNDS", "1"),
+                   help="repeat the grid R times, the servers' order alternating (env ROUNDS, "
+                        "default 1)")
     p.add_argument("--warmup", metavar="S", type=cli.uint, default=env("WARMUP", "1"),
                    help="whole seconds of warm-up per server and depth (env WARMUP, default 1; "
                         "0: none)")
@@ -115,7 +121,8 @@ def parse_wrk(text: str, rc: int) -> dict:
             "failed": failed or rps is None or rc != 0}
 
 
-def run_point(a, name: str, url: str, pid: int | None, conns: int, depth: int) -> dict:
+def run_point(a, name: str, url: str, pid: int | None, conns: int, depth: int,
+              round_i: int = 0) -> dict:
     """One wrk run against one server: wrk's figures, the server's and wrk's CPU %, the wall
     time."""
     k0, t0 = resources.pid_ticks(pid) if pid else None, time.monotonic()
@@ -124,7 +131,7 @@ def run_point(a, name: str, url: str, pid: int | None, conns: int, depth: int) -
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t1, r1 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     k1 = resources.pid_ticks(pid) if pid else None
-    row = {"pipeline": depth, "connections": conns, "server": name,
+    row = {"pipeline": depth, "connections": conns, "server": name, "round": round_i,
            **parse_wrk(r.stdout, r.returncode)}
     if row["failed"]:
         print(f"{NAME}: wrk against {name} (c={conns}, depth {depth}) failed:", file=sys.stderr)
@@ -167,7 +174,8 @@ def measurement(row: dict) -> dict:
             "server_cpu_pct": number(row["server_cpu_pct"]),
             "wrk_cpu_pct": number(row["wrk_cpu_pct"]),
             "p50": row["p50"], "p99": row["p99"], "p50_us": micros(row["p50"]),
-            "p99_us": micros(row["p99"]), "wall_s": number(row["wall_s"])}
+            "p99_us": micros(row["p99"]), "wall_s": number(row["wall_s"]),
+            "round": row.get("round", 0)}
 
 
 def write_json(a, rows: list[dict], stats: dict, complete: bool) -> None:
@@ -181,6 +189,7 @@ def write_json(a, rows: list[dict], stats: dict, complete: bool) -> None:
                        f"(return 200, worker_processes 1), each pinned to CPU {a.server_cpu}; "
                        f"wrk -t1 pinned to CPU {a.client_cpu}",
         "complete": complete, "duration_s": a.duration, "warmup_s": a.warmup,
+        "rounds": a.rounds,
         "connections": a.conns, "pipeline_depths": a.pipeline,
         "server_cpus": a.server_cpu, "client_cpus": a.client_cpu,
         "wrk": a.versions["wrk"], "nginx": a.versions["nginx"],
@@ -238,25 +247,33 @@ def nginx_worker(nginx: peers.Nginx) -> int:
 
 
 def measure(a, targets: dict, rows: list[dict], stats: dict) -> None:
-    """Every depth and connection count: cache_server, then nginx; a table row after each pair."""
+    """Every round, depth and connection count: both servers, the one that goes first
+    alternating (rounds.order); a table row after each pair."""
+    names = list(targets)
     for depth in a.pipeline:
         if a.warmup > 0:
             for url, _ in targets.values():
                 subprocess.run(wrk_argv(a, url, 4, depth, a.warmup), stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        flags = f"; cache_server {a.cache_server_flags}" if a.cache_server_flags else ""
-        print(f"# pipeline depth {depth}: GET hit, 100-byte body, keep-alive; servers on CPU "
-              f"{a.server_cpu}, wrk -t1 on CPU {a.client_cpu}, {a.duration}s per point{flags}")
-        print(ROW.format("conns", "cache_server", "cpu%", "p50", "p99", "nginx", "cpu%", "p50",
-                         "p99", "ratio"), flush=True)
-        for c in a.conns:
-            cs, ng = (run_point(a, name, url, pid, c, depth)
-                      for name, (url, pid) in targets.items())
-            rows += [cs, ng]
-            print(ROW.format(c, shown_rps(cs), cs["server_cpu_pct"], cs["p50"], cs["p99"],
-                             shown_rps(ng), ng["server_cpu_pct"], ng["p50"], ng["p99"],
-                             ratio(shown_rps(cs), shown_rps(ng))), flush=True)
-            write_json(a, rows, stats, False)
+    for rnd in range(a.rounds):
+        for depth in a.pipeline:
+            flags = f"; cache_server {a.cache_server_flags}" if a.cache_server_flags else ""
+            print(f"# pipeline depth {depth}: GET hit, 100-byte body, keep-alive; servers on CPU "
+                  f"{a.server_cpu}, wrk -t1 on CPU {a.client_cpu}, {a.duration}s per point{flags}"
+                  f"; round {rnd + 1}/{a.rounds}")
+            print(ROW.format("conns", "cache_server", "cpu%", "p50", "p99", "nginx", "cpu%", "p50",
+                             "p99", "ratio"), flush=True)
+            for j, c in enumerate(a.conns):
+                got = {}
+                for name in rounds.order(names, rnd, j + a.pipeline.index(depth)):
+                    url, pid = targets[name]
+                    got[name] = run_point(a, name, url, pid, c, depth, rnd)
+                cs, ng = got["cache_server"], got["nginx"]
+                rows += [cs, ng]
+                print(ROW.format(c, shown_rps(cs), cs["server_cpu_pct"], cs["p50"], cs["p99"],
+                                 shown_rps(ng), ng["server_cpu_pct"], ng["p50"], ng["p99"],
+                                 ratio(shown_rps(cs), shown_rps(ng))), flush=True)
+                write_json(a, rows, stats, False)
 
 
 def run(a) -> None:

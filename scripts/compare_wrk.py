@@ -47,7 +47,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from scripts.harness import bench, cli, peers, resources
+from scripts.harness import bench, cli, peers, resources, rounds
 from scripts.harness.bench import Failure  # exit status 2 here: run_main(failed=2)
 from scripts.harness.tables import fnum, md_table
 
@@ -242,8 +242,7 @@ def measure(a, clients: Clients, rows: list[Row]) -> None:
           f"{'server_cpu%':>13}{'p50_us':>10}", flush=True)
     for i in range(1, a.runs + 1):
         for j, row in enumerate(rows):
-            k = (i - 1 + j) % len(clients.order)
-            for client in clients.order[k:] + clients.order[:k]:
+            for client in rounds.order(clients.order, i - 1, j):
                 r = clients.one(row, client)
                 row.runs[client].append(r)
                 srv = fnum(r["server_cpu_pct"], 1)

@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
 """The experiment runner: server configurations x client sweep -> JSON, figures, REPORT.md.
 
-For each server configuration it starts cache_server pinned to --server-cpus on a free port,
-waits until it prints its listening line, runs the bench_client sweep pinned to --client-cpus
-(with --server-pid, so the server's CPU is sampled), and stops the server. Each variant also gets
+The headline pairs (the baseline and the optimized variant at -t 1, at depth 1 and at the
+pipelined depth) are measured in --rounds interleaved rounds (default 3, --full 5): both servers
+run at once, pinned to --server-cpus, and every point (one bench_client run per client thread
+count, pinned to --client-cpus, with --server-pid) alternates which variant goes first, from point
+to point and from round to round (scripts/harness/rounds.py), so a slow stretch of a shared
+machine lands on both. Each headline ratio is the median of the per-round ratios of the peaks,
+with a 95% interval; run.json's "headline" lists them with their verdicts (met, missed, within
+noise). The other configurations (-t 2, -t 4) feed no headline: one shorter sweep each
+(--sweep-duration), server started, swept, stopped. A noise meter, a fixed calibration point
+(cache_server -t 1, 1 client thread), runs at the start and at the end (run.json "noise"). Each variant also gets
 one pipelined configuration at -t 1 (bench_client --pipeline N, N = --pipeline-depth, default 16;
 skipped with a note when bench_client has no --pipeline). Then, when nginx and wrk are installed,
 scripts/compare_nginx.py measures cache_server beside nginx with wrk at pipeline depth 1 and N
-(nginx.json). Results go to results/<timestamp>/ (one JSON per configuration; results/latest
+(nginx.json), in the same number of interleaved rounds. Results go to results/<timestamp>/ (one JSON per configuration; results/latest
 points at the newest run), followed by the figures (graphs/plot.py) and REPORT.md
 (scripts/report.py).
 
   python3 -m scripts.experiment                    default: -t 1,2,4 (x baseline/optimized
                                                    when the server has variants) plus -t 1 -P 16,
-                                                   ~4 minutes, then nginx vs cache_server, ~1 minute
-  python3 -m scripts.experiment --full             longer points, 3 repetitions each
+                                                   3 rounds of the headline pairs, ~4 minutes, then
+                                                   nginx vs cache_server in 3 rounds, ~3 minutes
+  python3 -m scripts.experiment --full             5 rounds, longer points
+  python3 -m scripts.experiment --rounds 7         more rounds of the headline pairs
   python3 -m scripts.experiment --target H:P       measure an already-running server instead
   python3 -m scripts.experiment -- --workload zipf --theta 1.1    options after -- go to bench_client
 
@@ -36,14 +45,15 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.harness import cli, metadata
+from scripts import report
+from scripts.harness import cli, metadata, rounds
 from scripts.harness.procs import CacheServer, free_port, python_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 SERVER_STOP_TIMEOUT_S = 5
-POINT_OVERHEAD_S = 1.5  # connect, preload share, barrier: for the time estimate only
-DEFAULT_BUDGET_S = 150  # the default run's measurement time, whatever the number of configurations
+POINT_OVERHEAD_S = 0.6  # process start, connect, preload, barrier: for the time estimate only
+CALIBRATION = {"threads": 1, "duration_s": 2.0, "warmup": "0.5s"}  # the noise meter's point
 NGINX_POINT_OVERHEAD_S = 0.3  # wrk start-up and connect per point: for the time estimate only
 NGINX_STOP_TIMEOUT_S = 10
 
@@ -68,11 +78,18 @@ def parse_args(argv: list[str]):
                         "cache_server supports --variant, else the server's default (default auto)")
     p.add_argument("--client-threads", default="1,2,4,8,16", help="bench_client sweep (default 1,2,4,8,16)")
     p.add_argument("--duration", type=float, default=None,
-                   help=f"seconds per point (default: what fits the whole sweep in ~{DEFAULT_BUDGET_S}s, "
-                        "3..8 s; --full 10)")
-    p.add_argument("--warmup", default=None, help="warm-up per point, bench_client syntax (default 1s)")
-    p.add_argument("--repetitions", type=int, default=None, help="sweeps per configuration (default 1, --full 3)")
-    p.add_argument("--full", action="store_true", help="longer points and 3 repetitions")
+                   help="seconds per point of the headline pairs (default 2, --full 5)")
+    p.add_argument("--sweep-duration", type=float, default=None,
+                   help="seconds per point of the configurations that feed no headline "
+                        "(-t 2, -t 4; default 1, --full 5)")
+    p.add_argument("--warmup", default=None,
+                   help="warm-up per point, bench_client syntax (default 0.5s, --full 1s)")
+    p.add_argument("--rounds", type=int, default=None, metavar="R",
+                   help="interleaved rounds of the headline pairs and of the nginx comparison "
+                        "(default 3, --full 5; at least 2: one round has no interval)")
+    p.add_argument("--repetitions", type=int, default=None,
+                   help="sweeps of each configuration that feeds no headline (default 1)")
+    p.add_argument("--full", action="store_true", help="5 rounds, longer points")
     p.add_argument("--server-cpus", default="0", help="taskset CPU list for the server (default 0)")
     p.add_argument("--client-cpus", default="1", help="taskset CPU list for the client (default 1)")
     p.add_argument("--target", metavar="HOST:PORT", help="benchmark this running server; start none")
@@ -91,11 +108,17 @@ def parse_args(argv: list[str]):
                    help="seconds per nginx-comparison point, whole seconds (default 2, --full 5)")
     a = p.parse_args(argv)
     a.client_args = client_args
-    a.warmup = a.warmup or ("2s" if a.full else "1s")
-    a.repetitions = a.repetitions if a.repetitions is not None else (3 if a.full else 1)
+    a.warmup = a.warmup or ("1s" if a.full else "0.5s")
+    a.repetitions = a.repetitions if a.repetitions is not None else 1
+    a.rounds = a.rounds if a.rounds is not None else (5 if a.full else 3)
+    a.duration = a.duration if a.duration is not None else (5.0 if a.full else 2.0)
+    a.sweep_duration = a.sweep_duration if a.sweep_duration is not None else (5.0 if a.full else 1.0)
     a.nginx_duration = a.nginx_duration if a.nginx_duration is not None else (5 if a.full else 2)
-    if (a.duration is not None and a.duration <= 0) or a.repetitions < 1:
-        p.error("--duration must be > 0 and --repetitions >= 1")
+    if a.duration <= 0 or a.sweep_duration <= 0 or a.repetitions < 1:
+        p.error("--duration and --sweep-duration must be > 0 and --repetitions >= 1")
+    if a.rounds < 2:
+        p.error(f"--rounds must be at least 2 (got {a.rounds}): one round gives a ratio but no "
+                "interval, and so no verdict")
     if a.pipeline_depth < 0 or a.nginx_duration < 1:
         p.error("--pipeline-depth must be >= 0 and --nginx-duration >= 1")
     try:
@@ -154,10 +177,14 @@ class Progress:
 
 
 def run_sweep(args, host: str, port: int, server_pid: int | None, json_path: Path,
-              label: str, progress: Progress, pipeline: int = 1) -> int:
+              label: str, progress: Progress, pipeline: int = 1, threads: list[int] | None = None,
+              duration: float | None = None, warmup: str | None = None) -> int:
+    """One bench_client run (the sweep over `threads`, default --client-threads) into json_path."""
+    threads = threads or args.client_thread_list
     cmd = ["taskset", "-c", args.client_cpus, args.client_bin, "-s", host, "-p", str(port),
-           "--threads", ",".join(map(str, args.client_thread_list)), "-d", f"{args.duration:g}",
-           "--warmup", args.warmup, "--json", str(json_path), *args.client_args]
+           "--threads", ",".join(map(str, threads)),
+           "-d", f"{duration if duration is not None else args.sweep_duration:g}",
+           "--warmup", warmup or args.warmup, "--json", str(json_path), *args.client_args]
     if pipeline > 1:
         cmd += ["--pipeline", str(pipeline)]
     if server_pid is not None:
@@ -185,15 +212,23 @@ def run_sweep(args, host: str, port: int, server_pid: int | None, json_path: Pat
     return rc
 
 
-def merge_repetitions(parts: list[Path], dest: Path, extra_meta: dict) -> None:
+def merge_repetitions(parts: list[Path], dest: Path, extra_meta: dict,
+                      part_rounds: list[int] | None = None) -> None:
+    """The parts' points in one file, each point tagged with its "round" (part_rounds[i] for
+    parts[i]; default: the part's index, one repetition = one round)."""
     docs = []
-    for p in parts:
+    for i, p in enumerate(parts):
         if not p.exists():
             continue
         try:
-            docs.append(json.loads(p.read_text()))
+            doc = json.loads(p.read_text())
         except json.JSONDecodeError:
             log(f"{p.name}: incomplete JSON from an interrupted sweep, left out")
+            continue
+        rnd = part_rounds[i] if part_rounds is not None else i
+        for pt in doc.get("points", []):
+            pt["round"] = rnd
+        docs.append(doc)
     if not docs or not any(d.get("points") for d in docs):
         for p in parts:
             p.unlink(missing_ok=True)
@@ -224,7 +259,7 @@ def nginx_plan(args) -> tuple[str | None, list[float]]:
         return (f"skipped: {' and '.join(missing)} not installed "
                 "(bash scripts/setup.sh --peers installs them)"), []
     depths = nginx_depths(args)
-    n = 2 * len(depths) * len(args.nginx_connection_list)  # cache_server and nginx per row
+    n = 2 * len(depths) * len(args.nginx_connection_list) * args.rounds  # both servers per row
     warmups_s = 2 * len(depths) * 1  # compare_nginx.py's --warmup 1 per server and depth
     return None, [args.nginx_duration + NGINX_POINT_OVERHEAD_S + warmups_s / n] * n
 
@@ -237,7 +272,7 @@ def run_nginx_comparison(args, out: Path, progress: Progress) -> tuple[str, bool
     depths = nginx_depths(args)
     argv = [*python_module("compare_nginx"), "--json", str(out / "nginx.json"),
             "--cache-server", args.server_bin, "--cache-server-flags", "",
-            "--duration", str(args.nginx_duration), "--warmup", "1",
+            "--duration", str(args.nginx_duration), "--warmup", "1", "--rounds", str(args.rounds),
             "--conns", " ".join(map(str, args.nginx_connection_list)),
             "--pipeline", " ".join(map(str, depths)), "--nginx-port", str(free_port()),
             "--server-cpu", args.server_cpus, "--client-cpu", args.client_cpus]
@@ -301,6 +336,133 @@ def plan_configs(args, depth: int) -> list[tuple[str, list[str] | None, int]]:
     return configs
 
 
+def config_file(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".json"
+
+
+def config_meta(args, label: str, flags: list[str] | None, pipeline: int) -> dict:
+    return {"label": label, "server_flags": " ".join(flags) if flags is not None else args.target,
+            "server_cpus": None if flags is None else args.server_cpus,
+            "client_cpus": args.client_cpus, "pipeline": pipeline}
+
+
+def split_headline(configs) -> tuple[dict, list]:
+    """The configurations of the headline pairs, variant -> [(label, flags, pipeline), ...] (the
+    baseline and the optimized variant at -t 1, each depth), and the others. No pairs unless
+    both variants are there."""
+    pairs: dict[str, list] = {}
+    for cfg in configs:
+        flags = cfg[1]
+        if flags is not None and flags[:2] == ["-t", "1"] and "--variant" in flags:
+            v = flags[flags.index("--variant") + 1]
+            if v in ("baseline", "optimized"):
+                pairs.setdefault(v, []).append(cfg)
+    if set(pairs) != {"baseline", "optimized"}:
+        return {}, list(configs)
+    chosen = {id(c) for cs in pairs.values() for c in cs}
+    return pairs, [c for c in configs if id(c) not in chosen]
+
+
+def headline_plan(args, pairs: dict) -> list[tuple[int, int, int, str, tuple]]:
+    """Every point of the interleaved rounds, in the order it runs: (round, depth index, client
+    threads, variant, configuration). At each (round, depth, thread count) both variants run,
+    the first alternating (rounds.order by round + point)."""
+    variants = ["baseline", "optimized"]
+    depths = sorted({c[2] for cs in pairs.values() for c in cs})
+    plan = []
+    for r in range(args.rounds):
+        for di, d in enumerate(depths):
+            for j, t in enumerate(args.client_thread_list):
+                for v in rounds.order(variants, r, j + di * len(args.client_thread_list)):
+                    cfg = next((c for c in pairs[v] if c[2] == d), None)
+                    if cfg is not None:
+                        plan.append((r, di, t, v, cfg))
+    return plan
+
+
+def run_headline(args, pairs: dict, out: Path, run: dict, progress: Progress) -> tuple[int, bool]:
+    """The headline pairs in interleaved rounds: one server per variant, both up throughout;
+    one bench_client run per point. Returns (failures, interrupted)."""
+    failures, interrupted = 0, False
+    servers: dict[str, CacheServer] = {}
+    parts: dict[str, list[tuple[Path, int]]] = {}
+    try:
+        for v, cfgs in pairs.items():
+            servers[v] = CacheServer(args.server_bin, cfgs[0][1], cpu=args.server_cpus,
+                                     stop_timeout_s=SERVER_STOP_TIMEOUT_S).start()
+        for r, _, t, v, (label, flags, pipeline) in headline_plan(args, pairs):
+            srv = servers[v]
+            part = out / f"{config_file(label)}.r{r}.t{t}"
+            parts.setdefault(label, []).append((part, r))
+            progress.show(label, f"round {r + 1}/{args.rounds}, {t} client threads")
+            rc = run_sweep(args, srv.host, int(srv.port), srv.pid, part, label, progress, pipeline,
+                           threads=[t], duration=args.duration)
+            if rc != 0:
+                failures += 1
+                if not srv.alive:
+                    raise RuntimeError(f"cache_server ({v}) died")
+    except KeyboardInterrupt:
+        interrupted = True
+    except RuntimeError as e:
+        print(file=sys.stderr)
+        log(f"headline pairs: {e}")
+        failures += 1
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    for cfgs in pairs.values():
+        for label, flags, pipeline in cfgs:
+            got = parts.get(label, [])
+            name = config_file(label)
+            merge_repetitions([p for p, _ in got], out / name, config_meta(args, label, flags, pipeline),
+                              [r for _, r in got])
+            if (out / name).exists():
+                run["order"].append(name)
+    if interrupted:
+        print(file=sys.stderr)
+        log("interrupted: servers stopped; reporting the finished points")
+    return failures, interrupted
+
+
+def calibrate(args, out: Path, when: str) -> dict | None:
+    """The noise meter's point: cache_server -t 1 (the server's default variant) and one client
+    thread, pinned as every configuration, CALIBRATION["duration_s"] seconds. {"when", "rps",
+    "p99_us", "loadavg"}; None when it could not run (--target, or a failure: logged)."""
+    if args.target:
+        return None
+    path = out / f"noise-meter-{when}.part"  # not *.json: no result file, even while it runs
+    try:
+        with CacheServer(args.server_bin, ["-t", "1"], cpu=args.server_cpus,
+                         stop_timeout_s=SERVER_STOP_TIMEOUT_S) as srv:
+            rc = run_sweep(args, srv.host, int(srv.port), srv.pid, path, f"noise meter ({when})",
+                           Progress([]), threads=[CALIBRATION["threads"]],
+                           duration=CALIBRATION["duration_s"], warmup=CALIBRATION["warmup"])
+        (pt,) = json.loads(path.read_text())["points"] if rc == 0 else (None,)
+    except (RuntimeError, OSError, ValueError) as e:
+        log(f"noise meter ({when}): {e}")
+        return None
+    finally:
+        path.unlink(missing_ok=True)
+    if pt is None:
+        return None
+    return {"when": when, "rps": pt["throughput_rps"], "p99_us": pt["p99_us"],
+            "loadavg": os.getloadavg()[0]}
+
+
+def noise_summary(samples: list[dict]) -> dict:
+    """run.json's "noise": the calibration point, its readings and their spread: (max - min) ÷
+    the median, in percent, of req/s and of p99."""
+    doc = {"point": f"cache_server -t 1, {CALIBRATION['threads']} client thread, "
+                    f"{CALIBRATION['duration_s']:g} s after a {CALIBRATION['warmup']} warm-up, "
+                    "at the start and at the end of the run",
+           "readings": samples}
+    for key in ("rps", "p99_us"):
+        sp = rounds.spread([s[key] for s in samples])
+        doc[f"{key}_spread_pct"] = (None if len(samples) < 2 or not sp["median"] else
+                                   (sp["max"] - sp["min"]) / sp["median"] * 100)
+    return doc
+
+
 def run_configs(args, configs, out: Path, run: dict, progress: Progress) -> tuple[int, bool]:
     """Each configuration: its server started (none with --target), its sweeps, their merged
     JSON listed in run["order"]. Returns (failures, interrupted)."""
@@ -309,10 +471,8 @@ def run_configs(args, configs, out: Path, run: dict, progress: Progress) -> tupl
     failures = 0
     interrupted = False
     for label, flags, pipeline in configs:
-        name = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".json"
-        extra = {"label": label, "server_flags": " ".join(flags) if flags is not None else args.target,
-                 "server_cpus": None if flags is None else args.server_cpus, "client_cpus": args.client_cpus,
-                 "pipeline": pipeline}
+        name = config_file(label)
+        extra = config_meta(args, label, flags, pipeline)
         parts = [out / f"{name}.rep{r}" for r in range(args.repetitions)]
         server = None
         try:
@@ -349,6 +509,26 @@ def run_configs(args, configs, out: Path, run: dict, progress: Progress) -> tupl
     return failures, interrupted
 
 
+def warmup_seconds(text: str) -> float:
+    """bench_client's --warmup in seconds: "2s", "500ms"; a bare number counts requests (~0 s)."""
+    m = re.fullmatch(r"([\d.]+)(ms|s)?", text.strip())
+    if not m or not m.group(2):
+        return 0.0
+    return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+
+
+def headline_of(out: Path, run: dict) -> list[dict]:
+    """run.json's "headline", from the files just written (report.headline_entries: the same
+    function REPORT.md's headline comes from)."""
+    try:
+        series = report.load_run_series(out, run)
+        nginx = report.load_nginx_in(out)
+    except report.ResultError as e:
+        log(f"headline: {e}")
+        return []
+    return report.headline_entries(series, nginx)
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -365,33 +545,41 @@ def main(argv: list[str]) -> int:
         depth = 0
     configs = plan_configs(args, depth)
 
-    warmup_s = float(args.warmup[:-1]) if args.warmup.endswith("s") else 1.0
-    n_points = len(configs) * len(args.client_thread_list) * args.repetitions
-    if args.duration is None:
-        args.duration = 10.0 if args.full else \
-            max(3.0, min(8.0, round(DEFAULT_BUDGET_S / n_points - warmup_s - POINT_OVERHEAD_S)))
-    point_s = args.duration + warmup_s + POINT_OVERHEAD_S
+    warmup_s = warmup_seconds(args.warmup)
+    pairs, others = split_headline(configs)
+    n_headline = len(headline_plan(args, pairs)) if pairs else 0
+    n_points = len(others) * len(args.client_thread_list) * args.repetitions
     nginx_skip, nginx_costs = nginx_plan(args)
     if nginx_skip:
         notes.append(f"cache_server vs nginx: {nginx_skip}")
         log(notes[-1])
-    progress = Progress([point_s] * n_points + nginx_costs)
+    calib_s = 0 if args.target else 2 * (CALIBRATION["duration_s"] + 0.5 + POINT_OVERHEAD_S + 0.3)
+    progress = Progress([args.duration + warmup_s + POINT_OVERHEAD_S] * n_headline +
+                        [args.sweep_duration + warmup_s + 0.1] * n_points + nginx_costs +
+                        [calib_s])
     run = {**machine_info(), "date": dt.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join(["python3 -m scripts.experiment", *map(shlex.quote, argv)]),
            "server_cpus": None if args.target else args.server_cpus, "client_cpus": args.client_cpus,
-           "repetitions": args.repetitions, "client_args": args.client_args,
-           "point_duration_s": args.duration, "warmup": args.warmup,
+           "repetitions": args.repetitions, "rounds": args.rounds, "client_args": args.client_args,
+           "point_duration_s": args.duration, "sweep_duration_s": args.sweep_duration,
+           "warmup": args.warmup, "ci_method": rounds.CI_METHOD,
+           "headline_configurations": [config_file(c[0]) for cs in pairs.values() for c in cs],
            "client_threads": args.client_thread_list, "pipeline_depth": depth,
            "nginx": {"status": "skipped", "note": nginx_skip} if nginx_skip else
                     {"status": "pending", "point_duration_s": args.nginx_duration,
                      "connections": args.nginx_connection_list, "pipeline_depths": nginx_depths(args)},
            "notes": notes, "order": []}
-    log(f"{len(configs)} configuration(s) x {len(args.client_thread_list)} points x "
+    log(f"headline pairs: {n_headline} points in {args.rounds} interleaved rounds; "
+        f"{len(others)} other configuration(s) x {len(args.client_thread_list)} points x "
         f"{args.repetitions} repetition(s)" +
         (f", then cache_server vs nginx ({len(nginx_costs)} points)" if nginx_costs else "") +
         f", ~{progress.estimate_s():.0f}s; results in {out}")
 
-    failures, interrupted = run_configs(args, configs, out, run, progress)
+    noise = [c for c in [calibrate(args, out, "start")] if c]
+    failures, interrupted = (run_headline(args, pairs, out, run, progress) if pairs else (0, False))
+    if not interrupted:
+        f2, interrupted = run_configs(args, others, out, run, progress)
+        failures += f2
     if nginx_costs and not interrupted:
         outcome, interrupted = run_nginx_comparison(args, out, progress)
         run["nginx"]["status"] = outcome
@@ -404,8 +592,12 @@ def main(argv: list[str]) -> int:
             failures += 1
     elif nginx_costs:
         run["nginx"] = {"status": "skipped", "note": "not run: the experiment was interrupted first"}
+    if not interrupted:
+        noise += [c for c in [calibrate(args, out, "end")] if c]
     print(file=sys.stderr)
-
+    if noise:
+        run["noise"] = noise_summary(noise)
+    run["headline"] = headline_of(out, run)
     (out / "run.json").write_text(json.dumps(run, indent=1))
     if not run["order"]:
         log("no configuration produced results")

@@ -10,8 +10,10 @@
 #   leaderboard  leaderboard services: four modes from database only to fully cached;
 #   threadpool   server threads against 100..3,000 concurrent connections.
 # Results: results/<timestamp>/ (results/latest points at it); each study writes its own folder
-# and section. The quick form of --study all takes about 15 minutes on 2 cores; --full runs the
-# long form (the published grids, longer points).
+# and section. The quick form of --study all takes about 20 minutes on 2 cores; --full runs the
+# long form (the published grids, longer points, 5 rounds). The headlines (optimized ÷ baseline,
+# ÷ nginx) are measured in interleaved rounds (--rounds, default 3) with a 95% interval and a
+# verdict (met, missed, within noise): REPORT.md's headline and run.json's "headline".
 #   bash scripts/experiment.sh [--study NAME|all] [--full] [experiment.py options] [-- bench_client options]
 #   e.g. --study kv-db, --study crank --target HOST:PORT, --study crank -- --workload zipf
 # experiment.py options and bench_client options apply to crank only.
@@ -19,7 +21,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 STUDIES_ALL=(crank kv-db leaderboard threadpool)
-case "${1:-}" in -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; python -m scripts.experiment --help; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; python -m scripts.experiment --help; exit 0 ;; esac
 
 study=all full=0 crank_args=()
 while [ $# -gt 0 ]; do

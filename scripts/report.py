@@ -10,7 +10,9 @@ nginx.json (scripts/compare_nginx.py --json), MICROBENCH.md, profile/PROFILE.md
 --curves: hit ratio against cache size, ours beside libCacheSim). Embeds the figures
 graphs/plot.py wrote into the same directory.
 Every number in the report is copied (or reduced by median) from those files; nothing is
-measured here.
+measured here. The headline (headline_entries(), also run.json's "headline") is the median of
+per-round ratios with a 95% interval and the one verdict rule of scripts/harness/rounds.py:
+met, missed, or within noise (docs/studies.md, "Headlines").
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from graphs import mrc
 from graphs.results import (SATURATION_RULE, NginxComparison, ResultError, Series,
                             find_result_files, load_nginx_in, load_series, usable)
+from scripts.harness import rounds
 from scripts.harness.tables import NONE, fnum, fratio, row, table_head
 
 FIGURES = (("throughput_vs_threads", "Throughput against client threads"),
@@ -35,6 +38,8 @@ SATURATED_SHARE = 0.9
 NGINX_TARGET = 1.0
 NGINX_STRETCH = 1.3
 NGINX_FIGURE = ("nginx_vs_connections", "cache_server and nginx: req/s against wrk connections")
+# The optimizations' target: the optimized variant at least as fast as the baseline.
+OPTIMIZED_TARGET = 1.0
 
 
 def with_spread(p, name: str) -> str:
@@ -47,7 +52,7 @@ def with_spread(p, name: str) -> str:
 def point_row(p) -> str:
     hit = p.get("hit_rate")
     return row([p.threads, with_spread(p, "throughput_rps"), fnum(p.get("p50_us")),
-                with_spread(p, "p95_us"), fnum(p.get("p99_us")), fnum(p.get("p999_us")),
+                with_spread(p, "p95_us"), with_spread(p, "p99_us"), fnum(p.get("p999_us")),
                 fnum(p.get("max_us")), fnum(hit * 100 if hit is not None else None, 1),
                 fnum(p.get("errors")), fnum(p.get("server_cpu_pct")),
                 fnum(p.get("client_cpu_pct")), ", ".join(p.notes)])
@@ -100,66 +105,113 @@ def variant_of(s: Series) -> str | None:
     return m.group(1) if m else None
 
 
-def verdict(ratio: float | None, target: float) -> str:
-    """'met' or 'missed by X%' (how far below the target, relative to it)."""
-    if ratio is None:
+def verdict_cell(entry: dict | None) -> str:
+    """A headline entry's verdict as the report prints it (rounds.verdict_text), in bold."""
+    if entry is None:
         return "not measured"
-    if ratio >= target:
-        return f"**met** ({fratio(ratio, '×')} ≥ {target:.1f}×)"
-    return f"**missed by {(1 - ratio / target) * 100:.1f}%** ({fratio(ratio, '×')} < {target:.1f}×)"
+    return f"**{rounds.verdict_text(entry['ci'], entry['target'])}**"
 
 
-def peak_cell(s: Series, p) -> str:
-    return f"{fnum(p.get('get_rps'))} ({s.label}, {p.threads} threads)"
-
-
-def render_headline(series: list[Series], nginx: NginxComparison | None) -> list[str]:
-    """Peak GET req/s of optimized / baseline per pipeline depth, and the nginx verdict."""
-    lines = []
-    by_variant: dict[tuple[str, int, bool], list[Series]] = {}
+def one_thread_pairs(series: list[Series]) -> dict[int, dict[str, Series]]:
+    """depth -> {"baseline": series, "optimized": series} of the -t 1 configurations."""
+    out: dict[int, dict[str, Series]] = {}
     for s in series:
         v = variant_of(s)
-        if v in ("baseline", "optimized"):
-            one_thread = str(s.meta.get("server_flags", "")).split()[:2] == ["-t", "1"]
-            by_variant.setdefault((v, s.pipeline, False), []).append(s)
-            if one_thread:
-                by_variant.setdefault((v, s.pipeline, True), []).append(s)
-    depths = sorted({d for (_, d, _) in by_variant})
-    rows = []
-    for d in depths:
-        for only_t1 in ((False, True) if d == 1 else (True,)):
-            best = {}
-            for v in ("baseline", "optimized"):
-                cands = [(s, s.peak("get_rps")) for s in by_variant.get((v, d, only_t1), [])]
-                cands = [(s, p) for s, p in cands if p is not None]
-                if cands:
-                    best[v] = max(cands, key=lambda sp: sp[1].get("get_rps"))
-            if len(best) < 2:
-                continue
-            b, o = best["baseline"][1].get("get_rps"), best["optimized"][1].get("get_rps")
-            scope = "all" if not only_t1 else "-t 1 only"
-            if d == 1 and only_t1 and not any(len(by_variant.get((v, 1, False), [])) > 1
-                                                for v in ("baseline", "optimized")):
-                continue  # -t 1 is the only depth-1 configuration: the row above says it all
-            rows.append(f"| {d} | {scope} | {peak_cell(*best['baseline'])} | "
-                        f"{peak_cell(*best['optimized'])} | {fratio(o / b if b else None, '×')} |")
-    if rows:
-        lines += ["Peak GET throughput (GETs answered per second: `gets / duration_s`; the highest "
-                  "median over every client thread count and configuration in scope, aborted points "
-                  "excluded), optimized ÷ baseline, same run:", "",
-                  "| pipeline depth | configurations | baseline peak GET req/s | optimized peak GET req/s "
-                  "| optimized ÷ baseline |", "|---:|---|---:|---:|---:|"] + rows + [""]
-    if nginx is not None:
-        for dep in nginx.depths:
-            r = dep.peak_ratio()
-            lines.append(f"- cache_server ÷ nginx peak req/s at pipeline depth {dep.pipeline} (wrk): "
-                         f"{fratio(r, '×')}; target ≥ {NGINX_TARGET:.1f}×: {verdict(r, NGINX_TARGET)}; "
-                         f"stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(r, NGINX_STRETCH)} "
-                         "(see [cache_server vs nginx](#cache_server-vs-nginx))")
-        lines.append("")
-    if not lines:
+        if v in ("baseline", "optimized") and \
+                str(s.meta.get("server_flags", "")).split()[:2] == ["-t", "1"]:
+            out.setdefault(s.pipeline, {}).setdefault(v, s)
+    return {d: p for d, p in sorted(out.items()) if len(p) == 2}
+
+
+def pair_ratios(pair: dict[str, Series]) -> list[float]:
+    """Per round: the optimized variant's peak GET req/s ÷ the baseline's, in the same round."""
+    b, o = pair["baseline"].round_peaks("get_rps"), pair["optimized"].round_peaks("get_rps")
+    return [o[r] / b[r] for r in sorted(b) if r in o and b[r] > 0 and o[r] > 0]
+
+
+def optimized_name(depth: int) -> str:
+    return f"optimized ÷ baseline, -t 1, pipeline depth {depth}"
+
+
+def nginx_name(depth: int, stretch: bool = False) -> str:
+    return f"cache_server ÷ nginx, pipeline depth {depth}" + (" (stretch)" if stretch else "")
+
+
+def headline_entries(series: list[Series], nginx: NginxComparison | None) -> list[dict]:
+    """run.json's "headline" (scripts/experiment.py writes it) and the report's: one entry per
+    headline line, rounds.headline_entry of the per-round ratios of the peaks: optimized ÷
+    baseline at -t 1 per depth (target OPTIMIZED_TARGET), cache_server ÷ nginx per depth (target
+    NGINX_TARGET, and the stretch NGINX_STRETCH)."""
+    out = []
+    for d, pair in one_thread_pairs(series).items():
+        rs = pair_ratios(pair)
+        if rs:
+            out.append(rounds.headline_entry(optimized_name(d), rs, OPTIMIZED_TARGET))
+    for dep in (nginx.depths if nginx is not None else []):
+        rs = dep.round_peak_ratios()
+        if rs:
+            out.append(rounds.headline_entry(nginx_name(dep.pipeline), rs, NGINX_TARGET))
+            out.append(rounds.headline_entry(nginx_name(dep.pipeline, True), rs, NGINX_STRETCH))
+    return out
+
+
+def noise_line(run: dict) -> str | None:
+    """The noise meter's reading (run.json "noise"), one sentence."""
+    n = run.get("noise")
+    if not isinstance(n, dict) or not n.get("readings"):
+        return None
+    rd = n["readings"]
+    vals = ", ".join(f"{r['when']} {fnum(r['rps'])} req/s (p99 {fnum(r['p99_us'])} µs, load "
+                     f"average {r['loadavg']:.2f})" for r in rd)
+    sp = n.get("rps_spread_pct")
+    spread = (f"spread {sp:.1f}% of req/s (max − min ÷ median), {n.get('p99_us_spread_pct') or 0:.1f}% of p99"
+              if sp is not None else "one reading only: no spread")
+    return (f"Noise meter ({n.get('point', 'a fixed calibration point')}): {vals}; {spread}. "
+            "A spread of a few percent is a quiet machine; beside a spread larger than a headline's "
+            "distance from its target, read that verdict as the machine's, not the server's.")
+
+
+def render_headline(series: list[Series], nginx: NginxComparison | None,
+                    run: dict | None = None) -> list[str]:
+    """The headline table: every headline_entries() line with its per-round ratios, interval,
+    target and verdict; the method; the noise meter."""
+    run = run or {}
+    entries = headline_entries(series, nginx)
+    if not entries:
         return []
-    return ["## Headline", ""] + lines
+    per_round = {optimized_name(d): pair_ratios(p) for d, p in one_thread_pairs(series).items()}
+    for dep in (nginx.depths if nginx is not None else []):
+        per_round[nginx_name(dep.pipeline)] = per_round[nginx_name(dep.pipeline, True)] = \
+            dep.round_peak_ratios()
+    lines = ["## Headline", "",
+             "Each ratio: the median over interleaved rounds of the per-round ratio of the two "
+             "sides' peaks (optimized ÷ baseline: peak GET req/s, `gets / duration_s`, over client "
+             "thread counts, aborted points excluded; ÷ nginx: peak req/s over wrk connections), "
+             "the two sides alternating which runs first from point to point and round to round. "
+             "95% CI: Student's t on the logarithms of the per-round ratios (docs/studies.md, "
+             "'Headlines'). Verdict: met only if the whole interval clears the target, missed "
+             "only if it lies wholly below, else within noise.", "",
+             "| headline | ratio | 95% CI | rounds | per-round ratios | target | verdict |",
+             "|---|---:|---:|---:|---|---:|---|"]
+    for e in entries:
+        rs = per_round.get(e["name"], [])
+        lines.append(f"| {e['name']} | {fratio(e['ratio'], '×')} | {rounds.fci(e['ci'])} | "
+                     f"{e['rounds']} | {', '.join(f'{r:.3f}' for r in rs)} | ≥ {e['target']:.1f}× | "
+                     f"{verdict_cell(e)} |")
+    lines.append("")
+    note = noise_line(run)
+    if note:
+        lines += [note, ""]
+    return lines
+
+
+def load_run_series(out_dir: Path, run: dict) -> list[Series]:
+    """The run's bench_client series, in run.json's order."""
+    files, _ = find_result_files([str(out_dir)], out_dir)
+    series = [load_series(f) for f in files]
+    order = run.get("order") or []
+    series.sort(key=lambda s: order.index(s.path.name) if s.path.name in order else len(order))
+    return series
 
 
 def render(out_dir: Path, series: list[Series], run: dict,
@@ -169,7 +221,7 @@ def render(out_dir: Path, series: list[Series], run: dict,
               f"Command: `{run.get('command', '?')}`.", ""]
     for note in run.get("notes") or []:
         lines += [f"> Note: {note}", ""]
-    lines += render_headline(series, nginx)
+    lines += render_headline(series, nginx, run)
     lines += ["## Machine and software", "",
               f"- CPU: {run.get('cpu', '?')}, {run.get('cores', '?')} cores; kernel {run.get('kernel', '?')}",
               f"- Pinning: server on CPU {run.get('server_cpus', NONE)}, client on CPU {run.get('client_cpus', NONE)} (taskset)",
@@ -184,8 +236,15 @@ def render(out_dir: Path, series: list[Series], run: dict,
     if run.get("client_args"):
         lines += [f"- bench_client arguments: `{' '.join(run['client_args'])}`"]
     reps = run.get("repetitions", 1)
-    lines += [f"- Repetitions per point: {reps}" + (" (tables show each column's median; req/s and p95 also "
-              "the min–max range over repetitions)" if reps and reps > 1 else "")]
+    if run.get("rounds"):
+        heads = ", ".join(f"`{n}`" for n in run.get("headline_configurations") or []) or "none"
+        lines += [f"- Headline configurations ({heads}): {run['rounds']} interleaved rounds, one "
+                  f"bench_client run per point ({fnum(run.get('point_duration_s'), 1)} s each); the "
+                  f"others: {reps} sweep(s), {fnum(run.get('sweep_duration_s'), 1)} s per point. Tables "
+                  "show each column's median; req/s, p95 and p99 also the min–max range over rounds or repetitions"]
+    else:
+        lines += [f"- Repetitions per point: {reps}" + (" (tables show each column's median; req/s, "
+                  "p95 and p99 also the min–max range over repetitions)" if reps and reps > 1 else "")]
     depths = sorted({s.pipeline for s in series if s.pipelined})
     if depths:
         lines += [f"- Pipelined configurations (label `-P N`): bench_client `--pipeline N` keeps up to N "
@@ -284,7 +343,12 @@ def nginx_cell(m: dict | None, key: str, digits: int = 0) -> str:
         return NONE
     if key == "rps" and not usable(m):
         return "failed" if m.get("failed") else f"{fnum(m.get('rps'), digits)} ({m.get('errors')} errors)"
-    return fnum(m.get(key), digits)
+    cell = fnum(m.get(key), digits)
+    if m.get("rounds", 1) > 1 and m.get(f"{key}_min") is not None:
+        cell += f" ({fnum(m[key + '_min'], digits)}–{fnum(m[key + '_max'], digits)})"
+    if key == "rps" and m.get("unclean_rounds"):
+        cell += f", {m['unclean_rounds']} round(s) with errors left out"
+    return cell
 
 
 def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> list[str]:
@@ -324,21 +388,31 @@ def render_nginx(out_dir: Path, nginx: NginxComparison | None, run: dict) -> lis
             c, n = r.by_server["cache_server"], r.by_server["nginx"]
 
             def lat(m):
-                return f"{m.get('p50', NONE)} / {m.get('p99', NONE)}" if m else NONE
+                if not m:
+                    return NONE
+                if m.get("rounds", 1) > 1:  # medians over rounds, in µs
+                    return f"{fnum(m.get('p50_us'))}us / {nginx_cell(m, 'p99_us')}us"
+                return f"{m.get('p50', NONE)} / {m.get('p99', NONE)}"
 
             lines.append(f"| {r.connections} | {nginx_cell(c, 'rps')} | {nginx_cell(n, 'rps')} | "
                          f"{fratio(r.ratio(), '×')} | {nginx_cell(c, 'server_cpu_pct', 1)} | "
                          f"{nginx_cell(n, 'server_cpu_pct', 1)} | {lat(c)} | {lat(n)} | "
                          f"{nginx_cell(c, 'wrk_cpu_pct', 1)} / {nginx_cell(n, 'wrk_cpu_pct', 1)} |")
-        a, b, ratio = dep.peak("cache_server"), dep.peak("nginx"), dep.peak_ratio()
+        a, b = dep.peak("cache_server"), dep.peak("nginx")
+        rs = dep.round_peak_ratios()
+        goal = rounds.headline_entry(nginx_name(dep.pipeline), rs, NGINX_TARGET) if rs else None
+        stretch = rounds.headline_entry(nginx_name(dep.pipeline, True), rs, NGINX_STRETCH) if rs else None
 
         def at(peak):
             return f"{fnum(peak[0])} req/s ({peak[1]} connection{'s' if peak[1] != 1 else ''})" if peak else NONE
 
+        ratio_text = (f"**{fratio(goal['ratio'], '×')}** (95% CI {rounds.fci(goal['ci'])}, "
+                      f"{goal['rounds']} round{'s' if goal['rounds'] != 1 else ''})") if goal else f"**{NONE}**"
         lines += ["",
-                  f"Peak ratio at depth {dep.pipeline}: cache_server {at(a)} ÷ nginx {at(b)}"
-                  + f" = **{fratio(ratio, '×')}**. Target ≥ {NGINX_TARGET:.1f}×: {verdict(ratio, NGINX_TARGET)}. "
-                  f"Stretch ≥ {NGINX_STRETCH:.1f}×: {verdict(ratio, NGINX_STRETCH)}."
+                  f"Peak ratio at depth {dep.pipeline}: cache_server {at(a)} ÷ nginx {at(b)} (peaks of "
+                  f"the per-connection medians); the median of the per-round peak ratios = {ratio_text}. "
+                  f"Target ≥ {NGINX_TARGET:.1f}×: {verdict_cell(goal)}. "
+                  f"Stretch ≥ {NGINX_STRETCH:.1f}×: {verdict_cell(stretch)}."
                   + (" (The issue's target is stated for plain keep-alive, depth 1.)" if dep.pipeline > 1 else ""),
                   ""]
     name, title = NGINX_FIGURE
@@ -365,16 +439,13 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip(), file=sys.stderr if len(argv) != 1 else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     out_dir = Path(argv[0])
+    run_file = out_dir / "run.json"
+    run = json.loads(run_file.read_text()) if run_file.exists() else {}
     try:
-        files, _ = find_result_files([str(out_dir)], out_dir)
-        series = [load_series(f) for f in files]
+        series = load_run_series(out_dir, run)
     except ResultError as e:
         print(f"report.py: {e}", file=sys.stderr)
         return 1
-    run_file = out_dir / "run.json"
-    run = json.loads(run_file.read_text()) if run_file.exists() else {}
-    order = run.get("order") or []
-    series.sort(key=lambda s: order.index(s.path.name) if s.path.name in order else len(order))
     try:
         nginx = load_nginx_in(out_dir)
     except ResultError as e:

@@ -12,12 +12,13 @@ configurations, all write-through to a throwaway PostgreSQL cluster pinned with 
 Four workloads over one board of players m0.. (--members; 100,000 in the long form) with scores
 in [0, 50,000): update-only (board-update), leaderboard-only (board-top, top 100), mixed
 (board-mixed, 90 reads : 10 updates) and single-score reads (board-score); load levels up to 64
-connections (one bench_client thread, C connections). Per configuration (mode x workload): the
+connections (one bench_client thread, C connections; quick 1, 4, 16, 64, so that the figure has
+four levels a line, its legend naming each mode). Per configuration (mode x workload): the
 saturation point, the capacity at the SLO and the bottleneck verdict from measured CPU (server,
 PostgreSQL, client) and disk %util. The Redis+MongoDB service's three tests map to update-only
 (insert), leaderboard-only (top-100) and mixed (both).
 
-  python3 -m scripts.studies.leaderboard --out DIR [--quick | --full] [--levels 4,64]
+  python3 -m scripts.studies.leaderboard --out DIR [--quick | --full] [--levels 1,4,16,64]
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ WORKLOADS = {
     "mixed": ["--workload", "board-mixed", "--top-n", "100", "--ratio", "90:10:0"],
     "single-score": ["--workload", "board-score"],
 }
-QUICK_LEVELS, FULL_LEVELS = [4, 64], [1, 4, 16, 32, 64]
+QUICK_LEVELS, FULL_LEVELS = [1, 4, 16, 64], [1, 4, 16, 32, 64]  # the figure: >= 4 levels a line
 QUICK_MEMBERS, FULL_MEMBERS = 20_000, 100_000
 SCORE_MAX = 50_000
 DEFAULT_SLO = "p99=5ms"
@@ -186,24 +187,39 @@ def plan_facts(plan: str | None) -> str:
             f"{hits.group(1) if hits else '–'}; {ms.group(1) if ms else '–'} ms")
 
 
+def mode_label(mode: int) -> str:
+    """A mode as the figure's legend names it: "database only (mode 0)"."""
+    return f"{MODES[mode][0]} (mode {mode})"
+
+
+def figure_lines(results: dict) -> dict[str, list[tuple[str, list, list]]]:
+    """What the figure draws: per workload, one (legend label, connections, req/s) per mode."""
+    return {wl: [(mode_label(mode), [p["connections"] for p in r[wl]["points"]],
+                  [p["throughput_rps"] for p in r[wl]["points"]]) for mode, r in results.items()]
+            for wl in WORKLOADS}
+
+
 def figure(out: Path, results: dict) -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(13, 3.4), sharey=True)
+    lines = figure_lines(results)
     for ax, wl in zip(axes, WORKLOADS):
-        for mode, r in results.items():
-            pts = r[wl]["points"]
-            ax.plot([p["connections"] for p in pts], [p["throughput_rps"] for p in pts], "o-",
-                    label=f"mode {mode}")
+        for label, xs, ys in lines[wl]:
+            ax.plot(xs, ys, "o-", label=label)
         ax.set_title(wl)
         ax.set_xlabel("connections")
         ax.set_xscale("log", base=2)
+        levels = sorted({x for _, xs, _ in lines[wl] for x in xs})
+        ax.set_xticks(levels)
+        ax.set_xticklabels([str(x) for x in levels])
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("req/s")
     axes[0].set_yscale("log")
-    axes[-1].legend()
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize="small")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))  # room for the legend below the panels
     fig.savefig(out / "leaderboard.png", dpi=100)
     plt.close(fig)
     return "leaderboard.png"

@@ -48,7 +48,8 @@ def binaries(tmp_path):
 
 def experiment(out, server, client, *extra, nginx=False, **kw):
     cmd = [*EXPERIMENT, "--server-bin", str(server), "--client-bin", str(client),
-           "--out", str(out), "--duration", "0.5", "--warmup", "100", *extra,
+           "--out", str(out), "--duration", "0.5", "--sweep-duration", "0.5", "--warmup", "100",
+           "--rounds", "2", *extra,
            *([] if nginx else ["--no-nginx"])]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT, **kw)
 
@@ -84,25 +85,53 @@ def test_tiny_sweep_leaves_report_figures_and_matching_numbers(tmp_path, binarie
             doc = json.loads((run_dir / name).read_text())
             assert doc.get("pipeline", doc["meta"].get("pipeline")) == 16
             assert doc["meta"]["label"].endswith("-t 1 -P 16") and doc["meta"]["server_flags"].startswith("-t 1 ")
-        assert "## Headline" in md and "| 16 | -t 1 only |" in md
+        assert "## Headline" in md
+        assert "| optimized ÷ baseline, -t 1, pipeline depth 16 |" in md
     else:
         assert not pipelined
         assert "pipelined configurations (-P 16) skipped" in md
     assert "cache_server vs nginx: skipped (--no-nginx)" in md
+    # The headline pairs ran 2 interleaved rounds; the others (-t 2) one sweep; run.json's
+    # "headline" is the report's, in the contract's shape.
+    assert run["rounds"] == 2
+    assert {"baseline-t-1.json", "optimized-t-1.json"} <= set(run["headline_configurations"])
+    names = [e["name"] for e in run["headline"]]
+    assert names[0] == "optimized ÷ baseline, -t 1, pipeline depth 1"
+    for e in run["headline"]:
+        assert list(e) == ["name", "ratio", "ci", "rounds", "target", "verdict"]
+        assert e["rounds"] == 2 and e["verdict"] in ("met", "missed", "within noise")
+        assert e["ci"][0] <= e["ratio"] <= e["ci"][1]
+        assert f"| {e['name']} | {e['ratio']:.2f}× | {e['ci'][0]:.2f}–{e['ci'][1]:.2f} | 2 |" in md
+    assert [r["when"] for r in run["noise"]["readings"]] == ["start", "end"]
+    assert "Noise meter (" in md
+    rounds_of = {}
+    for name in run["headline_configurations"]:
+        doc = json.loads((run_dir / name).read_text())
+        rounds_of[name] = sorted(p["round"] for p in doc["points"])
+        assert rounds_of[name] == [0, 0, 1, 1]  # 2 client thread counts x 2 rounds
+    doc = json.loads((run_dir / "optimized-t-2.json").read_text())
+    assert [p["round"] for p in doc["points"]] == [0, 0]
     for name in run["order"]:
         doc = json.loads((run_dir / name).read_text())
         label = doc["meta"]["label"]
         rows = report_rows(md, label)
-        assert len(rows) == len(doc["points"]) == 2
-        for row, p in zip(rows, doc["points"]):
+        by_threads = {}
+        for p in doc["points"]:
+            by_threads.setdefault(p["threads"], []).append(p)
+        assert len(rows) == len(by_threads) == 2
+        for row, (t, ps) in zip(rows, sorted(by_threads.items())):
             cells = [c.strip() for c in row.strip("|").split("|")]
-            assert int(cells[0]) == p["threads"]
-            assert cells[1] == f"{p['throughput_rps']:,.0f}"
-            assert cells[3] == f"{p['p95_us']:,.0f}"
-            assert cells[4] == f"{p['p99_us']:,.0f}"
-            assert cells[8] == f"{p['errors']:,.0f}"
-            assert p["errors"] == 0
-            assert p["server_cpu_pct"] is not None  # --server-pid was passed
+            assert int(cells[0]) == t
+
+            def cell(key):
+                vals = sorted(p[key] for p in ps)
+                med = (vals[0] + vals[1]) / 2 if len(vals) == 2 else vals[0]
+                return f"{med:,.0f}" + (f" ({vals[0]:,.0f}–{vals[-1]:,.0f})" if len(vals) > 1 else "")
+            assert cells[1] == cell("throughput_rps")
+            assert cells[3] == cell("p95_us")
+            assert cells[4] == cell("p99_us")
+            assert all(p["errors"] == 0 for p in ps) and cells[8] == "0"
+            assert all(p["server_cpu_pct"] is not None for p in ps)  # --server-pid was passed
     assert "Saturation point = " in md
     assert "CPU: " in md and "Pinning: server on CPU 0, client on CPU 1" in md
     assert not servers_running(server)
@@ -184,14 +213,14 @@ def test_report_shows_median_and_spread_of_repetitions(tmp_path):
 def test_repetitions_are_merged_into_one_file_per_configuration(tmp_path, binaries):
     server, client = binaries
     r = experiment(tmp_path, server, client, "--server-threads", "1", "--client-threads", "1",
-                   "--repetitions", "2", "--variants", "auto", "--no-plots", "--pipeline-depth", "0")
+                   "--repetitions", "2", "--variants", "optimized", "--no-plots", "--pipeline-depth", "0")
     assert r.returncode == 0, r.stderr
     run_dir = (tmp_path / "latest").resolve()
     assert not list(run_dir.glob("*.rep*")), "repetition parts left behind"
     (name,) = json.loads((run_dir / "run.json").read_text())["order"][:1]
     doc = json.loads((run_dir / name).read_text())
     assert [p["threads"] for p in doc["points"]] == [1, 1]
-    assert "min–max range over repetitions" in (run_dir / "REPORT.md").read_text()
+    assert "min–max range over rounds or repetitions" in (run_dir / "REPORT.md").read_text()
 
 
 def cmdline(pid) -> bytes:
@@ -219,23 +248,37 @@ def test_nginx_comparison_runs_and_its_numbers_reach_the_report(tmp_path, binari
     doc = json.loads((run_dir / "nginx.json").read_text())
     assert doc["complete"] and doc["pipeline_depths"] == [1, 4] and doc["connections"] == [1, 2]
     assert doc["cache_server"]["stats"].get("variant", "optimized") == "optimized"
-    ms = {(m["pipeline"], m["connections"], m["server"]): m for m in doc["measurements"]}
-    assert len(ms) == 2 * 2 * 2
-    for m in ms.values():
+    assert doc["rounds"] == 2
+    ms = {}
+    for m in doc["measurements"]:
+        ms.setdefault((m["pipeline"], m["connections"], m["server"]), []).append(m)
+    assert len(ms) == 2 * 2 * 2 and all(sorted(x["round"] for x in v) == [0, 1] for v in ms.values())
+    for m in (x for v in ms.values() for x in v):
         assert m["rps"] > 0 and m["errors"] == 0 and not m["failed"], m
         assert m["server_cpu_pct"] is not None and m["wrk_cpu_pct"] is not None, m
+
+    def med(vals):
+        return sum(vals) / len(vals)  # two rounds: the median is the mean
+
+    def cell(ms_, key, digits=0):
+        vals = sorted(m[key] for m in ms_)
+        return f"{med(vals):,.{digits}f} ({vals[0]:,.{digits}f}–{vals[-1]:,.{digits}f})"
     md = (run_dir / "REPORT.md").read_text()
+    run = json.loads((run_dir / "run.json").read_text())
     for depth in (1, 4):
         rows = nginx_rows(md, depth)
         assert [int(r[0]) for r in rows] == [1, 2]
         for row in rows:
             cs, ng = ms[(depth, int(row[0]), "cache_server")], ms[(depth, int(row[0]), "nginx")]
-            assert row[1] == f"{cs['rps']:,.0f}" and row[2] == f"{ng['rps']:,.0f}"
-            assert row[3] == f"{cs['rps'] / ng['rps']:.2f}×"
-            assert row[4] == f"{cs['server_cpu_pct']:,.1f}" and row[5] == f"{ng['server_cpu_pct']:,.1f}"
-        peak = max(ms[(depth, c, "cache_server")]["rps"] for c in (1, 2)) / \
-            max(ms[(depth, c, "nginx")]["rps"] for c in (1, 2))
-        assert f"Peak ratio at depth {depth}:" in md and f"= **{peak:.2f}×**" in md
+            assert row[1] == cell(cs, "rps") and row[2] == cell(ng, "rps")
+            assert row[3] == f"{med([m['rps'] for m in cs]) / med([m['rps'] for m in ng]):.2f}×"
+            assert row[4] == f"{med([m['server_cpu_pct'] for m in cs]):,.1f}"
+        per_round = [max(m["rps"] for c in (1, 2) for m in ms[(depth, c, "cache_server")] if m["round"] == r) /
+                     max(m["rps"] for c in (1, 2) for m in ms[(depth, c, "nginx")] if m["round"] == r)
+                     for r in (0, 1)]
+        (entry,) = [e for e in run["headline"] if e["name"] == f"cache_server ÷ nginx, pipeline depth {depth}"]
+        assert entry["ratio"] == pytest.approx(med(per_round)) and entry["rounds"] == 2
+        assert f"Peak ratio at depth {depth}:" in md and f"= **{med(per_round):.2f}×** (95% CI" in md
     assert (run_dir / "nginx_vs_connections.png").read_bytes().startswith(b"\x89PNG")
     assert not servers_running(server) and not servers_running(tmp_path)
 

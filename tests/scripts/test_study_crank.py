@@ -9,7 +9,13 @@ import pytest
 
 import md_tables
 import study_checks as sc
+from scripts.harness import rounds
 from scripts.harness.procs import python_module
+
+
+def sc_published():
+    from scripts.studies import crank
+    return crank.PUBLISHED
 
 pytestmark = pytest.mark.skipif(not (sc.ROOT / "build/release/client/bench_client").exists(),
                                 reason="build/release is not built (bash scripts/setup.sh)")
@@ -38,7 +44,13 @@ def test_crank_section_and_the_assembled_report(tmp_path):
         a = configs[row[0]]
         doc = json.loads((run_dir / next(n for n in run["order"] if json.loads(
             (run_dir / n).read_text())["meta"]["label"] == row[0])).read_text())
-        points = doc["points"]
+        # One point per thread count: the sample of the median req/s over the rounds.
+        by = {}
+        for p in doc["points"]:
+            by.setdefault(p["threads"], []).append(p)
+        points = [sorted(by[t], key=lambda p: p["throughput_rps"])[(len(by[t]) - 1) // 2]
+                  for t in sorted(by)]
+        assert len(by[1]) == (3 if row[0].endswith("-t 1") or "-t 1 -P" in row[0] else 1)
         peak = max(p["throughput_rps"] for p in points)
         sat = next(p for p in points if p["throughput_rps"] >= 0.95 * peak)
         assert row[1] == sc.cell(peak) and row[2] == str(sat["threads"])
@@ -61,6 +73,16 @@ def test_crank_section_and_the_assembled_report(tmp_path):
     _, pub = md_tables.table(md, "| published configuration")
     assert [p[2] for p in pub] == ["22,835 req/s at p95 136 µs, saturating at 2 client threads",
                                    "21,042 req/s at p95 147 µs", "17,178 req/s"]
+    # ... with the one verdict rule on the per-round peaks ÷ the published req/s.
+    for p, (label, _, rps, _, _) in zip(pub, sc_published()):
+        if label not in configs:
+            assert p[4:] == ["–", "–"]
+            continue
+        ratios = [x / rps for x in configs[label]["round_peaks_rps"]]
+        med, lo, hi = rounds.ratio_interval(ratios)
+        assert len(ratios) == 3
+        assert p[4] == f"{med:.2f}× (95% CI {lo:.2f}–{hi:.2f}, 3 rounds)"
+        assert p[5] == rounds.verdict_text((lo, hi), 1.0)
     # The report: crank's own part, then the studies once, however often assembled.
     for _ in range(2):
         subprocess.run(python_module("studies.assemble", run_dir), cwd=sc.ROOT, check=True,

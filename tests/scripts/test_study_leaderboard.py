@@ -11,10 +11,11 @@ import pytest
 import md_tables
 import study_checks as sc
 
-pytestmark = pytest.mark.skipif(not (sc.ROOT / "build/release/client/bench_client").exists(),
+needs_build = pytest.mark.skipif(not (sc.ROOT / "build/release/client/bench_client").exists(),
                                 reason="build/release is not built (bash scripts/setup.sh)")
 
 
+@needs_build
 def test_leaderboard_quick_form_reduced(tmp_path):
     sc.need_postgres()
     out = tmp_path / "leaderboard"
@@ -75,3 +76,25 @@ def test_leaderboard_quick_form_reduced(tmp_path):
     assert "1–3 ms from the database" in md
     sc.figures_exist(out, summary, md, "leaderboard")
     sc.no_process_left(out)
+
+
+def synthetic_results(levels):
+    from scripts.studies import leaderboard as lb
+    return {m: {wl: {"points": [{"connections": c, "throughput_rps": 1000.0 * (m + 1) * c}
+                                for c in levels]} for wl in lb.WORKLOADS} for m in lb.MODES}
+
+
+def test_figure_draws_four_levels_a_line_and_names_the_modes(tmp_path):
+    """Needs no build: the figure's lines from synthetic results, at the quick form's levels."""
+    from scripts.studies import leaderboard as lb
+    assert len(lb.QUICK_LEVELS) >= 4 and len(lb.FULL_LEVELS) >= 4
+    lines = lb.figure_lines(synthetic_results(lb.QUICK_LEVELS))
+    assert set(lines) == set(lb.WORKLOADS)
+    for wl, per_mode in lines.items():
+        assert [label for label, _, _ in per_mode] == [
+            "database only (mode 0)", "caches only (mode 1)", "cache + database (mode 2)",
+            "everything (mode 3)"]
+        for _, xs, ys in per_mode:
+            assert xs == lb.QUICK_LEVELS and len(ys) == len(xs) >= 4
+    assert lb.figure(tmp_path, synthetic_results(lb.QUICK_LEVELS)) == "leaderboard.png"
+    assert (tmp_path / "leaderboard.png").read_bytes().startswith(b"\x89PNG")
