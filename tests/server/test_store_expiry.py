@@ -50,7 +50,9 @@ def test_an_expired_key_is_404_from_the_store_and_to_delete(start_server, store_
     assert exchange(srv, "HEAD", "/key/b").status == 404
     assert exchange(srv, "DELETE", "/key/c").status == 404
     r = get(srv, "live")
-    assert r.status == 200 and 98 <= max_age(r) <= 100
+    # 1.5 s of sleeps since its PUT, more on a loaded machine (97 was read once): its TTL came
+    # back from the store's row, not none and not a fresh 100.
+    assert r.status == 200 and 95 <= max_age(r) <= 100
     # A new PUT over an expired row creates the key.
     assert put(srv, "a", b"new").status == 201
     r = get(srv, "a")
