@@ -92,11 +92,24 @@ def check_steps_against_points(doc):
             assert step["achieved_rps"] >= 0.99 * step["rate_rps"]
 
 
+def found_the_capacity(slo) -> bool:
+    """The search found the known capacity, within 10%; or, on a machine that did not give
+    delay_server its CPU (its closed-loop point measured under 90% of the known capacity), the
+    capacity that point measured, within 20% below it: the search is checked against the capacity
+    the server had, never above the known one."""
+    cap, sat = slo["capacity_rps"], slo["saturation_rps"]
+    if cap is None:
+        return False
+    if abs(cap - CAPACITY) <= 0.10 * CAPACITY:
+        return True
+    return sat < 0.9 * CAPACITY and 0.8 * sat <= cap <= 1.05 * sat
+
+
 def test_slo_search_finds_the_known_capacity(delay_server, tmp_path):
-    # The capacity is delay_server's spin on CPU 0: a slice another process takes from that CPU
-    # (a shared machine; on a loaded one 323 and 669 req/s were read against 1000) stretches the
-    # service time of the requests it lands in. Three tries; a search that misses the capacity
-    # misses it on every try, and every try's steps are checked.
+    # The capacity is delay_server's spin on CPU 0: a slice another process or VM takes from that
+    # CPU stretches the service time of the requests it lands in (on a loaded machine the search
+    # found 323 to 803 req/s, with a closed-loop point of 859, against 1000). Three tries; a search
+    # that misses the capacity misses it on every try, and every try's steps are checked.
     found = []
     for _ in range(3):
         text, doc, elapsed = run_slo(delay_server, tmp_path, "p99=20ms")
@@ -106,11 +119,12 @@ def test_slo_search_finds_the_known_capacity(delay_server, tmp_path):
         assert doc["meta"]["mode"]["loop"] == "slo"
         check_steps_against_points(doc)
         cap = slo["capacity_rps"]
-        found.append(cap)
-        if cap is not None and abs(cap - CAPACITY) <= 0.10 * CAPACITY:
+        found.append((slo["saturation_rps"], cap))
+        if found_the_capacity(slo):
             break
     assert cap is not None, text
-    assert abs(cap - CAPACITY) <= 0.10 * CAPACITY, f"capacity of each try {found}, known {CAPACITY}"
+    assert found_the_capacity(slo), \
+        f"(closed-loop rate, capacity) of each try {found}, known {CAPACITY}"
     met = [s for s in slo["steps"] if s["meets"]]
     assert max(s["rate_rps"] for s in met) == pytest.approx(cap, rel=1e-6)
     assert slo["capacity_percentile_us"] <= 20000
