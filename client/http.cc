@@ -604,14 +604,17 @@ ParseResult Connection::frame_resp(BodyUse use, Response& out) {
 }
 
 IoResult Connection::check_resp_trailer(ReadMode mode) {
-  while (end_ - begin_ < trailer_due_) {
+  // Each byte is checked as it arrives: a wrong one is a parse error even if the stream then ends.
+  const std::string_view due = std::string_view("\r\n").substr(2 - trailer_due_);
+  for (;;) {
+    const std::size_t have = std::min(end_ - begin_, trailer_due_);
+    if (std::string_view(in_.data() + begin_, have) != due.substr(0, have))
+      return IoResult::kBadResponse;
+    if (have == trailer_due_) break;
     if (mode == ReadMode::kBufferedOnly) return IoResult::kNeedMore;
     const IoResult r = fill(mode);
     if (r != IoResult::kOk) return r;
   }
-  const std::string_view crlf("\r\n");
-  if (std::string_view(in_.data() + begin_, trailer_due_) != crlf.substr(2 - trailer_due_))
-    return IoResult::kBadResponse;
   begin_ += trailer_due_;
   trailer_due_ = 0;
   return IoResult::kOk;
