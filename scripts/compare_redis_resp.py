@@ -13,15 +13,17 @@ and wrk on CPU $CLIENT_CPU (1)):
 and the second table: our RESP `GET hot` (redis-benchmark, -P 1) beside our HTTP `GET /key/hot`
 (wrk -t 1), the same 100-byte value, the same connections. Those are two clients of different
 costs per request, so the third table measures with one client, bench_client (its get-popular
-workload: 8 hot 100-byte keys, -d of about 3 s, one thread with the --conns connections), at depth
+workload: 8 hot 100-byte keys, -d of --seconds, one thread with the --conns connections), at depth
 1 and 16: `--protocol resp` against our RESP front, `--protocol http` against our HTTP front, and
 `--protocol resp` against Redis: RESP ÷ HTTP and ours ÷ Redis from the same client.
 The keys are preloaded (SET key:%012d, the names redis-benchmark's -r gives) and the set too
 (ZADD b0 SCORE m%012d, the scores of scripts/compare_redis_boards.py), by redis-cli --pipe into
 both servers alike. Servers: redis-server --save '' --appendonly no (and the AOF one); ours
 cache_server -t --server-threads (1: Redis has one main thread) --resp-port 0.
---rounds rounds (3), interleaved: in each round every row runs ours, then Redis. A run is
---requests requests (default: sized from a short probe of each server to about 3 s). The report
+--rounds rounds (3), interleaved: in each round every row runs both servers, which one goes first
+alternating from row to row and round to round (scripts/harness/rounds.py order()). A run is
+--requests requests (default: sized from a short probe of each server to about --seconds, 3 s;
+wrk and bench_client run --seconds, rounded up for wrk). The report
 gives medians and ours ÷ Redis: a Markdown table on stdout and in --out DIR/resp.md, every figure
 in resp.json, every run in points.jsonl, the raw outputs in raw/, the commands in commands.txt.
 
@@ -45,13 +47,14 @@ from pathlib import Path
 
 from scripts import compare_redis_boards_report as boards
 from scripts.harness import bench, cli, metadata, peers, procs, resources
+from scripts.harness import rounds as interleave
 from scripts.harness.bench import Failure, log, tail
 from scripts.harness.tables import fnum, fratio, md_table
 
 NAME = "compare_redis_resp"
 VALUE = b"v" * 100
 TARGET = os.environ.get("RESP_TARGET", "ours")
-RUN_SECONDS = 3.0  # what a default run is sized to
+RUN_SECONDS = 3.0  # what a default run is sized to (--seconds)
 
 # id, command shown, load shown (CONNS and P filled in), our server, Redis's, redis-benchmark's
 # arguments after -c (KEYS and MEMBERS filled in).
@@ -86,6 +89,8 @@ def parse_args(argv: list[str]):
         "--quick: 2000)")
     add("--keys", metavar="N", help="keys of GET and SET, 100..10000000 (default 100000; "
         "--quick: 1000)")
+    add("--seconds", metavar="S", help="about how long each run lasts, 0.5..60 (default 3; the "
+        "crank study's quick form: 1.5)")
     add("--conns", metavar="N", default="50", help="connections of every run, 1..1000 (default 50)")
     add("--server-threads", metavar="N", default="1", help="cache_server -t N (default 1)")
     add("--out", metavar="DIR", help="results directory (default results/redis-resp-<stamp>/)")
@@ -104,10 +109,23 @@ def parse_args(argv: list[str]):
     a.conns = p.whole("--conns", a.conns, 1, 1000, "a connection count 1..1000")
     a.server_threads = p.whole("--server-threads", a.server_threads, 1, 256, "1..256")
     a.server_cpu, a.client_cpu = p.cpus()
-    a.wrk_s = 1 if q else math.ceil(RUN_SECONDS)
+    a.seconds = seconds(p, a.seconds) if a.seconds else RUN_SECONDS
+    a.client_s = 1 if q else a.seconds     # bench_client's -d
+    a.wrk_s = math.ceil(a.client_s)        # wrk's -d: whole seconds
     a.probe_n = 5000
     a.timeout = 600 if a.requests is None or a.requests > 100_000 else 120
     return a
+
+
+def seconds(p, text: str) -> float:
+    """--seconds as a number 0.5..60, else a usage error."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not 0.5 <= v <= 60:  # also refuses nan
+        p.error(f"--seconds '{text}' must be a number of seconds 0.5..60")
+    return v
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -243,7 +261,7 @@ class Resp(bench.Run):
         out = self.raw / f"{tag}.json"
         cmd = [self.client_bin, "--protocol", protocol, "-s", "127.0.0.1", "-p", port,
                "--threads", "1", "--connections-per-thread", a.conns, "--pipeline", depth,
-               "-d", f"{a.wrk_s}s", "--warmup", "500ms", "--workload", "get-popular",
+               "-d", f"{a.client_s:g}s", "--warmup", "500ms", "--workload", "get-popular",
                "--value-size", "100", "--no-reset", "--json", out, "-q"]
         if rnd == 1:
             self.record_cmd(f"{row} {name}", self.pinned(a.client_cpu, cmd))
@@ -279,7 +297,7 @@ class Resp(bench.Run):
         return s
 
     def size(self, row: str, name: str, base: list, args: list, tag: str) -> int:
-        """--requests, else about RUN_SECONDS s at the rate of a probe (the first round's)."""
+        """--requests, else about --seconds at the rate of a probe (the first round's)."""
         a = self.a
         if a.requests:
             return a.requests
@@ -291,7 +309,7 @@ class Resp(bench.Run):
             rate = boards.redis_csv(out)[0] if rc == 0 else None
             if not rate:
                 raise Failure(f"redis-benchmark probe {row} against {name} failed: {tail(out)}")
-            self.sizes[(row, name)] = max(int(rate * RUN_SECONDS), 20 * a.conns, 1000)
+            self.sizes[(row, name)] = max(int(rate * a.seconds), 20 * a.conns, 1000)
         return self.sizes[(row, name)]
 
     def wrk(self, name: str, rnd: int) -> float:
@@ -344,15 +362,16 @@ def write_board(path: Path, members: int) -> None:
 
 
 def rounds(a, run: Resp) -> dict:
-    """Every round: each row, ours then Redis; then our RESP GET and our HTTP GET."""
+    """Every round: each row on both servers, the first alternating (rounds.order by round and
+    row); then our RESP GET and our HTTP GET; then the one-client table."""
     got: dict[str, dict[str, list]] = {r[0]: {"ours": [], "redis": []} for r in ROWS}
     got["http-get"] = {"resp": [], "http": []}
     http_server = "ours-http" if TARGET == "redis" else "ours"
     for rnd in range(1, a.rounds + 1):
         log(f"round {rnd} of {a.rounds}")
-        for row, _, _, ours, redis, args in ROWS:
-            got[row]["ours"].append(run.benchmark(row, ours, args, rnd))
-            got[row]["redis"].append(run.benchmark(row, redis, args, rnd))
+        for j, (row, _, _, ours, redis, args) in enumerate(ROWS):
+            for side, name in interleave.order([("ours", ours), ("redis", redis)], rnd - 1, j):
+                got[row][side].append(run.benchmark(row, name, args, rnd))
         got["http-get"]["resp"].append(
             run.benchmark("resp-get", "ours", ["-P", "1", "GET", "hot"], rnd))
         got["http-get"]["http"].append(run.wrk(http_server, rnd))
@@ -413,7 +432,7 @@ def summarize(a, got: dict, run: "Resp") -> dict:
                      "ours_over_redis": ratio(m["resp"], m["redis"]),
                      "client_cpu_pct": median_or_none(pct)})
     return {"target": TARGET, "rounds": a.rounds, "conns": a.conns, "members": a.members,
-            "keys": a.keys, "rows": rows, "same_client": same,
+            "keys": a.keys, "requests": a.requests, "seconds": None if a.requests else a.seconds, "rows": rows, "same_client": same,
             "http_get": {"load": f"-c {a.conns}, depth 1, one 100-byte key", "resp_rps": h["resp"],
                          "http_rps": h["http"], "resp_median": mresp, "http_median": mhttp,
                          "ratio": ratio(mresp, mhttp), "resp_cpu_us": cresp, "http_cpu_us": chttp,
@@ -443,7 +462,10 @@ def markdown(s: dict) -> str:
                       fnum(r["http_cpu_us"], 2), fnum(r["redis_cpu_us"], 2),
                       fnum(r["client_cpu_pct"])] for r in s["same_client"]], "lrrrrrrrrr")
     return (f"# RESP front beside Redis\n\n{ours} and redis-server {s.get('redis_version', '')}, "
-            f"redis-benchmark; medians of {s['rounds']} round(s), {s['conns']} connections. "
+            f"redis-benchmark; medians of {s['rounds']} round(s), "
+            + (f"runs of about {s['seconds']:g} s" if s.get("seconds") else
+               f"redis-benchmark runs of {s.get('requests')} requests")
+            + f", {s['conns']} connections. "
             "Server CPU is the server process's CPU time over the run divided by its requests "
             "(all threads); client CPU % is redis-benchmark's (or wrk's) CPU over the run's wall "
             "time: near 100, the client is the bottleneck and the req/s ratio says little, the "
@@ -475,7 +497,7 @@ def measure(a) -> Path:
             f"results in {out}; temporary files in {work}")
         run = Resp(a, out, work, server_bin, client_bin)
         (out / "commands.txt").write_text("")
-        metadata.write(out, "scripts/compare_redis_resp.py", target=TARGET, rounds=a.rounds,
+        metadata.write(out, "scripts/compare_redis_resp.py", target=TARGET, rounds=a.rounds, seconds=a.seconds,
                        requests=a.requests, members=a.members, keys=a.keys, conns=a.conns,
                        quick=a.quick, server_threads=a.server_threads, server_cpu=a.server_cpu,
                        client_cpu=a.client_cpu, redis_version=version,

@@ -47,7 +47,7 @@ if [ "${studies[0]}" = crank ]; then
   run_dir="$(readlink -f results/latest)"
   if [ "$status" != 130 ] && [ -d "$run_dir" ]; then
     if [ "$full" = 1 ]; then REPS=3 MIN_TIME=0.5 bash scripts/microbench.sh "$run_dir"
-    else REPS=1 MIN_TIME=0.1 bash scripts/microbench.sh "$run_dir"; fi
+    else REPS=1 MIN_TIME=0.1 SERVER_MEMORY="s3fifo s3fifo:fit90" bash scripts/microbench.sh "$run_dir"; fi
     # Without libcachesim the study still runs ours; the JSON (and so REPORT.md) says why.
     rm -f "$run_dir/miss_ratio_curves.skipped"
     if python traces/crosscheck.py --curves --json "$run_dir/miss_ratio_curves.json" > /dev/null; then

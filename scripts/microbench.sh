@@ -6,6 +6,9 @@
 #   scripts/microbench.sh [RESULTS_DIR]   default: a new results/<timestamp>-micro/
 #   REPS=N        repetitions of each throughput point (default 3; the report uses the median)
 #   MIN_TIME=S    minimum seconds per throughput point (default 0.2)
+#   SERVER_MEMORY="CONFIGS"  optimizations/server_memory.sh's configurations (default
+#                 "s3fifo clock s3fifo:fit90 clock:fit90"; the experiment's quick form: the default
+#                 evictor's two, "s3fifo s3fifo:fit90")
 # Expects build/release (scripts/setup.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,9 +25,9 @@ log() { echo "[microbench $(date +%H:%M:%S)] $*" >&2; }
 log "memory per item (1M items, fresh process per store)"
 "$bin/memory_per_item" --json > "$out/memory_per_item.jsonl"
 if command -v wrk > /dev/null && [ -x build/release/server/cache_server ]; then
-  log "memory per item through the server (1M wrk PUTs; 2G cache, and one 10% smaller than the data)"
-  bash optimizations/server_memory.sh --json s3fifo clock s3fifo:fit90 clock:fit90 \
-    > "$out/server_memory.jsonl"
+  read -r -a memory_configs <<< "${SERVER_MEMORY:-s3fifo clock s3fifo:fit90 clock:fit90}"
+  log "memory per item through the server (1M wrk PUTs; 2G cache, and one 10% smaller than the data): ${memory_configs[*]}"
+  bash optimizations/server_memory.sh --json "${memory_configs[@]}" > "$out/server_memory.jsonl"
 else
   log "memory through the server skipped: needs wrk and build/release/server/cache_server"
 fi

@@ -13,8 +13,8 @@ run's files plus one measurement per configuration:
     due, up to N outstanding per connection, each request timed from its planned send);
   - the bottleneck verdict at that point from the server's and the client's CPU;
   - the RESP front beside Redis (scripts/compare_redis_resp.py, redis-benchmark against both in
-    this run, into RUN_DIR/crank/resp/), when redis-server, redis-benchmark and wrk are
-    installed and --no-resp is not given.
+    this run, into RUN_DIR/crank/resp/; the quick form's runs last about 1.5 s, --full's 3 s),
+    when redis-server, redis-benchmark and wrk are installed and --no-resp is not given.
 Writes RUN_DIR/crank/section.md and summary.json.
 
   python3 -m scripts.studies.crank --out RUN_DIR/crank --run RUN_DIR [--slo p99=1ms] [--no-resp]
@@ -53,6 +53,7 @@ def parse_args(argv):
 
 
 RESP_TOOLS = ("redis-server", "redis-benchmark", "redis-cli", "wrk")
+RESP_QUICK_SECONDS = 1.5  # compare_redis_resp's --seconds in the quick form (its default: 3)
 
 
 def run_resp_comparison(args) -> dict:
@@ -66,6 +67,8 @@ def run_resp_comparison(args) -> dict:
     out = args.out / "resp"
     argv = [sys.executable, "-m", "scripts.compare_redis_resp", "--out", str(out),
             "--build", str(args.build)]
+    if not args.full:
+        argv += ["--seconds", str(RESP_QUICK_SECONDS)]  # still 3 rounds
     env = {**os.environ, "SERVER_CPU": str(args.server_cpu), "CLIENT_CPU": str(args.client_cpu)}
     c.log(STUDY, "the RESP front beside Redis: " + " ".join(argv[1:]))
     r = subprocess.run(argv, cwd=c.ROOT, env=env, capture_output=True, text=True, timeout=3600)
