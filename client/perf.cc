@@ -9,6 +9,7 @@
 
 #include "client/board_workload.hh"
 #include "client/cpu.hh"
+#include "client/http_request.hh"
 #include "client/interrupt.hh"
 #include "client/latency_summary.hh"
 #include "client/resp.hh"
@@ -377,12 +378,7 @@ PreloadResult Bench::preload(unsigned nthreads) const {
       if (resp) {
         append_resp_key_command(request, OpType::kSet, k, value, cfg_.ttl_seconds);
       } else {
-        request = "PUT /key/";
-        request.append(k);
-        if (cfg_.ttl_seconds != 0) request += "?ttl=" + std::to_string(cfg_.ttl_seconds);
-        request += " HTTP/1.1\r\nHost: " + eps[n].host +
-                   "\r\nContent-Length: " + std::to_string(value.size()) + "\r\n\r\n";
-        request += value;
+        append_http_key_request(request, OpType::kSet, k, eps[n].host, value, cfg_.ttl_seconds);
       }
       IoResult r = conn.send_all(request);
       if (r == IoResult::kOk) r = conn.read_response(true, false, response);

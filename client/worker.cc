@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "client/cpu.hh"
+#include "client/http_request.hh"
 #include "client/interrupt.hh"
 #include "client/open_loop_schedule.hh"
 #include "client/resp.hh"
 #include "client/trace_record.hh"
-#include "common/decimal.hh"
 
 namespace client {
 namespace {
@@ -394,41 +394,11 @@ void Worker::write_request(const Op& op, std::string& out, std::size_t node) {
   if (record_) recorded_.push_back(trace_entry(op));
   char key[WorkloadConfig::kMaxKeyBytes];
   const std::size_t key_len = keys_.write_key(op.key, op.cold, key);
+  if (op.type == OpType::kSet) make_set_value(op);
   if (resp_) {
-    if (op.type == OpType::kSet) make_set_value(op);
     append_resp_key_command(out, op.type, {key, key_len}, value_, cfg_.ttl_seconds);
-    return;
-  }
-  switch (op.type) {
-    case OpType::kGet:
-      out += "GET /key/";
-      break;
-    case OpType::kSet:
-      out += "PUT /key/";
-      break;
-    case OpType::kDelete:
-      out += "DELETE /key/";
-      break;
-    case OpType::kBoardSet:
-    case OpType::kBoardTop:
-    case OpType::kBoardScore:
-      break;  // board ops are built above
-  }
-  out.append(key, key_len);
-  if (op.type == OpType::kSet && cfg_.ttl_seconds != 0) {
-    out += "?ttl=";
-    common::append_decimal(out, cfg_.ttl_seconds);
-  }
-  out += " HTTP/1.1\r\nHost: ";
-  out += hosts_[node];
-  if (op.type == OpType::kSet) {
-    make_set_value(op);
-    out += "\r\nContent-Length: ";
-    common::append_decimal(out, value_.size());
-    out += "\r\n\r\n";
-    out += value_;
   } else {
-    out += "\r\n\r\n";
+    append_http_key_request(out, op.type, {key, key_len}, hosts_[node], value_, cfg_.ttl_seconds);
   }
 }
 

@@ -10,7 +10,7 @@
 #   leaderboard  leaderboard services: four modes from database only to fully cached;
 #   threadpool   server threads against 100..3,000 concurrent connections.
 # Results: results/<timestamp>/ (results/latest points at it); each study writes its own folder
-# and section. The quick form of --study all takes about 20 minutes on 2 cores; --full runs the
+# and section. The quick form of --study all takes about 22 minutes on 2 cores; --full runs the
 # long form (the published grids, longer points, 5 rounds). The headlines (optimized ÷ baseline,
 # ÷ nginx) are measured in interleaved rounds (--rounds, default 3) with a 95% interval and a
 # verdict (met, missed, within noise): REPORT.md's headline and run.json's "headline".

@@ -89,7 +89,7 @@ def server_flags(mode: int, conninfo: str | None) -> list[str]:
 
 
 def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration, warmup,
-             precision) -> dict:
+             precision, slo_duration) -> dict:
     out = args.out
     uses_pg = mode != 1
     board = ["--boards", "1", "--members", str(members), "--score-max", str(SCORE_MAX),
@@ -128,7 +128,7 @@ def run_mode(mode: int, args, server_bin, client_bin, levels, members, duration,
                 c.log(STUDY, f"mode {mode} {wl}: capacity at {spec}")
                 slo_doc = c.run_bench(client_bin, ["-p", str(srv.port), "--no-preload", "--threads",
                                                    "1", "--connections-per-thread",
-                                                   str(sat["connections"]), "-d", duration,
+                                                   str(sat["connections"]), "-d", slo_duration,
                                                    "--warmup", warmup, "--slo", spec,
                                                    "--slo-precision", str(precision)] + wl_args +
                                       board, out / "raw" / f"mode{mode}-{wl}-slo.json",
@@ -229,7 +229,7 @@ def peak(r: dict) -> dict:
     return max(r["points"], key=lambda p: p["throughput_rps"])
 
 
-def render(results, levels, members, duration, args, fig_name):
+def render(results, levels, members, duration, slo_duration, args, fig_name):
     L = ["## Study: leaderboard — leaderboard services, database only to fully cached", ""]
     L.append("The published PostgreSQL-backed service's four modes, as cache_server "
              "configurations (write-through; PostgreSQL is a throwaway cluster pinned with the "
@@ -281,7 +281,8 @@ def render(results, levels, members, duration, args, fig_name):
     L.append("### Every configuration: saturation, capacity at the SLO, bottleneck")
     L.append("")
     L.append("Saturation: the first level reaching 95% of the peak. Capacity: bench_client --slo "
-             "at the saturation level (invalid points never count). Verdict: the resources at "
+             f"at the saturation level, {slo_duration} s per step (invalid points never count). "
+             "Verdict: the resources at "
              f"≥ {c.BOUND_PCT:.0f}% at the saturation point (docs/studies.md).")
     L.append("")
     rows = []
@@ -339,22 +340,25 @@ def main(argv=None) -> int:
     levels = c.int_list(args.levels, QUICK_LEVELS, FULL_LEVELS, args.full)
     members = args.members or (FULL_MEMBERS if args.full else QUICK_MEMBERS)
     duration = args.duration or ("5" if args.full else "1")
+    # The capacity search's steps: 0.5 s in the quick form, as the threadpool study's.
+    slo_duration = args.duration or ("5" if args.full else "0.5")
     warmup = "1s" if args.full else "0.3s"
     precision = args.slo_precision or (0.02 if args.full else 0.1)
     modes = [int(m) for m in args.modes.split(",")]
     try:
         server_bin, client_bin = c.binaries(args.build)
         results = {m: run_mode(m, args, server_bin, client_bin, levels, members, duration, warmup,
-                               precision) for m in modes}
+                               precision, slo_duration) for m in modes}
     except c.StudyError as e:
         print(f"leaderboard.py: {e}", file=sys.stderr)
         return 1
     fig_name = figure(args.out, results)
-    text, summary = render(results, levels, members, duration, args, fig_name)
+    text, summary = render(results, levels, members, duration, slo_duration, args, fig_name)
     if results.get(0, {}).get("plans"):
         summary["mode0_plans"] = results[0]["plans"]
     summary.update({"study": STUDY, "levels": levels, "members": members,
-                    "duration_s": float(duration), "modes": modes, "figures": [fig_name]})
+                    "duration_s": float(duration), "slo_duration_s": float(slo_duration),
+                    "modes": modes, "figures": [fig_name]})
     c.write_section(args.out, text, summary)
     c.log(STUDY, f"wrote {args.out / 'section.md'}")
     return 0
