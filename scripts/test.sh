@@ -3,7 +3,9 @@
 #   1. release, ASan+UBSan and TSan builds, each running the whole ctest suite
 #   2. the libFuzzer targets under ASan for a bounded time (when tests/fuzz exists)
 #   3. the Python tests (pytest) of graphs/ and scripts/
-# Ends with one line "tests: N passed, M failed" and exits non-zero if anything failed.
+# Ends with one line "tests: N passed, M failed" and exits non-zero if anything failed. A ctest
+# test that fails is run once more, alone: above that line the tail then shows what each failed
+# test printed, and lists as flaky those that passed alone (rerun_failed).
 #   FAST=1 scripts/test.sh   runs the release build only (a quick local loop; CI never sets it)
 #   CTEST_JOBS=N               ctest's parallelism in each tree (default 3)
 # Pipelined: after the release build, the ASan, TSan and fuzz trees are built one after the
@@ -85,6 +87,8 @@ passed=0; failed=0
 # failures: one line per failed test ("TREE: name"), printed again just above the last line, so the
 # tail of a long run names what failed.
 failures=()
+# failure_output: what the failed (and flaky) tests printed, shown at the end of the run.
+failure_output=()
 # note_failures TREE LOG: adds the names ctest (or pytest) listed as failed in LOG.
 note_failures() {
   local line
@@ -112,11 +116,54 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 # afterwards, alone, with the background build stopped, as they did before the builds were
 # pipelined.
 ctest_jobs=${CTEST_JOBS:-3}
+# flaky: one line per test that failed in the parallel run and passed when run again alone.
+flaky=()
+# failed_names LOG: the names ctest listed under "The following tests FAILED:" in LOG.
+failed_names() {
+  sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$1" | grep -E '^[[:space:]]+[0-9]+ - ' |
+    sed -E 's/^[[:space:]]+[0-9]+ - //; s/ \(.*\)$//'
+}
+# output_of NAME LOG: the output ctest printed for test NAME in LOG (--output-on-failure), its
+# last 40 lines; in a parallel run it follows the test's result line up to the next result line.
+output_of() {
+  awk -v name="$1" '
+    $0 ~ /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / { on = (index($0, " " name " ") > 0) ; if (on) print; next }
+    /^[0-9]+% tests passed/ { on = 0 }
+    on && $0 !~ /^ +Start +[0-9]+: / && NF { print }' "$2" | tail -40
+}
+# rerun_failed TREE LOG: the tests that failed in LOG (a run CTEST_JOBS at a time, beside a
+# background build) run once more, alone. One that passes then counts as passed but is listed at
+# the end as flaky with the output of its first failure, so a test that fails on a loaded machine
+# is seen and can be diagnosed from the run's tail; one that fails again stays failed, and the
+# tail shows its output.
+rerun_failed() {
+  local b=$1 log=$2 relog="build/$1/ctest-rerun.log" first again n total fails
+  first=$(failed_names "$log")
+  if [ -z "$first" ]; then note_failures "$b" "$log"; return; fi
+  echo "=== ctest: build/$b: running the failed tests again, alone ==="
+  ctest --test-dir "build/$b" --rerun-failed --output-on-failure --timeout 300 > "$relog" 2>&1 || true
+  again=$(failed_names "$relog")
+  total=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$relog" | tail -1 | sed -E 's/.*out of ([0-9]+).*/\1/')
+  fails=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$relog" | tail -1 | sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/')
+  if [ -n "$total" ] && [ -n "$fails" ]; then
+    passed=$((passed + total - fails)); failed=$((failed - total + fails))
+  fi
+  while IFS= read -r n; do
+    [ -n "$n" ] || continue
+    if grep -qxF "$n" <<< "$again"; then
+      failures+=("$b: $n (failed twice; its output below)")
+      failure_output+=("--- $b: $n (run alone) ---" "$(output_of "$n" "$relog")")
+    else
+      flaky+=("$b: $n")
+      failure_output+=("--- $b: $n (flaky: failed beside other tests, passed alone) ---" "$(output_of "$n" "$log")")
+    fi
+  done <<< "$first"
+}
 run_ctest() {
   local b=$1 log="build/$1/ctest.log" t0=$SECONDS
   echo "=== ctest: build/$b ==="
   ctest --test-dir "build/$b" --output-on-failure -j "$ctest_jobs" --timeout 300 -LE '^(fuzz|serial)$' 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
-  ctest_counts "$log"; note_failures "$b" "$log"
+  ctest_counts "$log"; rerun_failed "$b" "$log"
   log="build/$b/ctest-serial.log"
   bg_signal STOP
   ctest --test-dir "build/$b" --output-on-failure --timeout 300 -L '^serial$' 2>&1 | tee "$log" | grep -vE '^ +(Start|[0-9]+/[0-9]+ Test) ' || true
@@ -168,6 +215,13 @@ fi
 bg_pid=""
 
 echo "=== all of scripts/test.sh took $SECONDS s ==="
+if [ ${#failure_output[@]} -gt 0 ]; then
+  printf '%s\n' "${failure_output[@]}"
+fi
+if [ ${#flaky[@]} -gt 0 ]; then
+  echo "flaky (failed beside other tests, passed when run again alone):"
+  printf '  %s\n' "${flaky[@]}"
+fi
 if [ ${#failures[@]} -gt 0 ]; then
   echo "failed:"
   printf '  %s\n' "${failures[@]}"
