@@ -93,16 +93,25 @@ failure_output=()
 note_failures() {
   local line
   while IFS= read -r line; do [ -n "$line" ] && failures+=("$1: $line"); done < <(
-    sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$2" | grep -E '^[[:space:]]+[0-9]+ - ' | sed -E 's/^[[:space:]]+//'
+    ctest_failed_lines "$2"
     grep -E '^(FAILED|ERROR) ' "$2" | sed -E 's/ - .*//')
 }
-# ctest_counts LOG: adds ctest's "N% tests passed, F tests failed out of T" to the totals.
+# ctest_failed_lines LOG: the lines ctest listed under "The following tests FAILED:" in LOG
+# ("570 - name (Failed)").
+ctest_failed_lines() {
+  sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$1" | grep -E '^[[:space:]]+[0-9]+ - ' | sed -E 's/^[[:space:]]+//'
+}
+# ctest_summary LOG: "T F" from ctest's last "N% tests passed, F tests failed out of T" in LOG;
+# nothing when LOG has no summary.
+ctest_summary() {
+  grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1 |
+    sed -E 's/.*passed, ([0-9]+) tests? failed out of ([0-9]+).*/\2 \1/'
+}
+# ctest_counts LOG: adds ctest's summary in LOG to the totals.
 ctest_counts() {
-  local line total fails
-  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); failures+=("$1: no ctest summary"); return; fi
-  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<< "$line")
-  fails=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<< "$line")
+  local total fails
+  read -r total fails < <(ctest_summary "$1")
+  if [ -z "$total" ]; then failed=$((failed + 1)); failures+=("$1: no ctest summary"); return; fi
   passed=$((passed + total - fails)); failed=$((failed + fails))
 }
 
@@ -118,10 +127,9 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 ctest_jobs=${CTEST_JOBS:-3}
 # flaky: one line per test that failed in the parallel run and passed when run again alone.
 flaky=()
-# failed_names LOG: the names ctest listed under "The following tests FAILED:" in LOG.
+# failed_names LOG: the names of the tests ctest listed as failed in LOG.
 failed_names() {
-  sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$1" | grep -E '^[[:space:]]+[0-9]+ - ' |
-    sed -E 's/^[[:space:]]+[0-9]+ - //; s/ \(.*\)$//'
+  ctest_failed_lines "$1" | sed -E 's/^[0-9]+ - //; s/ \(.*\)$//'
 }
 # output_of NAME LOG: the output ctest printed for test NAME in LOG (--output-on-failure), its
 # last 40 lines; in a parallel run it follows the test's result line up to the next result line.
@@ -143,9 +151,8 @@ rerun_failed() {
   echo "=== ctest: build/$b: running the failed tests again, alone ==="
   ctest --test-dir "build/$b" --rerun-failed --output-on-failure --timeout 300 > "$relog" 2>&1 || true
   again=$(failed_names "$relog")
-  total=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$relog" | tail -1 | sed -E 's/.*out of ([0-9]+).*/\1/')
-  fails=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$relog" | tail -1 | sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/')
-  if [ -n "$total" ] && [ -n "$fails" ]; then
+  read -r total fails < <(ctest_summary "$relog")
+  if [ -n "$total" ]; then
     passed=$((passed + total - fails)); failed=$((failed - total + fails))
   fi
   while IFS= read -r n; do
