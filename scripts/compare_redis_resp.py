@@ -23,9 +23,14 @@ cache_server -t --server-threads (1: Redis has one main thread) --resp-port 0.
 --rounds rounds (3), interleaved: in each round every row runs both servers, which one goes first
 alternating from row to row and round to round (scripts/harness/rounds.py order()). A run is
 --requests requests (default: sized from a short probe of each server to about --seconds, 3 s;
-wrk and bench_client run --seconds, rounded up for wrk). The report
-gives medians and ours ÷ Redis: a Markdown table on stdout and in --out DIR/resp.md, every figure
-in resp.json, every run in points.jsonl, the raw outputs in raw/, the commands in commands.txt.
+wrk and bench_client run --seconds, rounded up for wrk). The report gives each side's median
+req/s and every ratio (ours ÷ Redis, RESP ÷ HTTP) as the median of its per-round ratios with a
+95% interval and a verdict against issue 46's target (scripts/harness/rounds.py: met only if the
+whole interval clears the target, missed only if it lies wholly below, else within noise): a
+Markdown table on stdout and in --out DIR/resp.md, every figure in resp.json (its "headline":
+one {"name", "ratio", "ci", "rounds", "target", "verdict"} per ratio, as run.json's, plus
+"ratios", the per-round ones), every run
+in points.jsonl, the raw outputs in raw/, the commands in commands.txt.
 
 env: SERVER_CPU (0), CLIENT_CPU (1); CACHE_SERVER and BENCH_CLIENT name the binaries; RESP_TARGET=redis runs a
 redis-server in our place (Redis against Redis, to try the script before our front exists; the
@@ -75,6 +80,12 @@ ROWS = [
 # The one-client table's depths, and its three runs per depth: (key, server, protocol).
 SAME_CLIENT_DEPTHS = (1, 16)
 SAME_CLIENT_RUNS = (("resp", "ours", "resp"), ("http", "ours", "http"), ("redis", "redis", "resp"))
+# Issue 46's targets: ours ÷ Redis per row; RESP GET ÷ HTTP GET; the one-client table's ours ÷
+# Redis takes the redis-benchmark GET row's target at the same depth.
+TARGETS = {"get-p1": 1.3, "set-p1": 1.3, "get-p16": 2.0, "set-p16": 2.0, "zadd": 1.5,
+           "zrevrank": 1.5, "zrevrange": 5.0, "set-durable": 0.9}
+RESP_OVER_HTTP_TARGET = 1.1
+SAME_CLIENT_OURS_TARGET = {1: 1.3, 16: 2.0}
 
 
 # --- the command line --------------------------------------------------------------------------
@@ -82,7 +93,8 @@ SAME_CLIENT_RUNS = (("resp", "ours", "resp"), ("http", "ours", "http"), ("redis"
 def parse_args(argv: list[str]):
     p = cli.Parser(NAME, __doc__)
     add = p.add_argument
-    add("--rounds", metavar="N", help="rounds, 1..20 (default 3; --quick: 1); medians reported")
+    add("--rounds", metavar="N", help="rounds, 1..20 (default 3; --quick: 1); a ratio's "
+        "interval needs 2 or more")
     add("--requests", metavar="N", help="requests per redis-benchmark run, 100..100000000 "
         "(default: sized from a probe to about 3 s; --quick: 2000)")
     add("--members", metavar="N", help="members of the set b0, 100..10000000 (default 1000000; "
@@ -109,23 +121,13 @@ def parse_args(argv: list[str]):
     a.conns = p.whole("--conns", a.conns, 1, 1000, "a connection count 1..1000")
     a.server_threads = p.whole("--server-threads", a.server_threads, 1, 256, "1..256")
     a.server_cpu, a.client_cpu = p.cpus()
-    a.seconds = seconds(p, a.seconds) if a.seconds else RUN_SECONDS
+    a.seconds = p.decimal("--seconds", a.seconds, 0.5, 60, "a number of seconds 0.5..60") \
+        if a.seconds else RUN_SECONDS
     a.client_s = 1 if q else a.seconds     # bench_client's -d
     a.wrk_s = math.ceil(a.client_s)        # wrk's -d: whole seconds
     a.probe_n = 5000
     a.timeout = 600 if a.requests is None or a.requests > 100_000 else 120
     return a
-
-
-def seconds(p, text: str) -> float:
-    """--seconds as a number 0.5..60, else a usage error."""
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not 0.5 <= v <= 60:  # also refuses nan
-        p.error(f"--seconds '{text}' must be a number of seconds 0.5..60")
-    return v
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -396,16 +398,34 @@ def median_or_none(xs):
     return statistics.median(xs) if xs else None
 
 
+def paired(name: str, xs: list, ys: list, target: float) -> dict:
+    """One ratio of the report: rounds.headline_entry of the per-round ratios xs[i] ÷ ys[i] (the
+    two sides of one round), plus "ratios", those per-round ratios. A round where either side
+    measured nothing is left out; none left: no ratio, no interval, within noise."""
+    rs = [x / y for x, y in zip(xs, ys) if x and y]
+    if not rs:
+        return {"name": name, "ratio": None, "ci": [None, None], "rounds": 0, "target": target,
+                "verdict": interleave.NOISE, "ratios": []}
+    return {**interleave.headline_entry(name, rs, target), "ratios": rs}
+
+
+def judged(e: dict) -> dict:
+    """A row's fields from its paired() entry: ratio, ratios, ci, target, verdict."""
+    return {k: e[k] for k in ("ratio", "ratios", "ci", "target", "verdict")}
+
+
 def summarize(a, got: dict, run: "Resp") -> dict:
-    rows = []
+    rows, headline = [], []
     for row, command, load, ours, redis, _ in ROWS:
         o, r = got[row]["ours"], got[row]["redis"]
         mo, mr = statistics.median(o), statistics.median(r)
         co, cr = median_or_none(run.cpu[(row, ours)]), median_or_none(run.cpu[(row, redis)])
-        rows.append({"row": row, "command": command,
-                     "load": load.format(c=a.conns, members=f"{a.members:,}"),
+        shown = load.format(c=a.conns, members=f"{a.members:,}")
+        e = paired(f"{command} ({shown}): ours ÷ Redis", o, r, TARGETS[row])
+        headline.append(e)
+        rows.append({"row": row, "command": command, "load": shown,
                      "ours_server": ours, "redis_server": redis, "ours_rps": o, "redis_rps": r,
-                     "ours_median": mo, "redis_median": mr, "ratio": ratio(mo, mr),
+                     "ours_median": mo, "redis_median": mr, **judged(e),
                      "ours_cpu_us": co, "redis_cpu_us": cr, "cpu_ratio": ratio(cr, co),
                      "client_cpu_pct": median_or_none(run.client_pct[(row, ours)]
                                                       + run.client_pct[(row, redis)])})
@@ -414,6 +434,10 @@ def summarize(a, got: dict, run: "Resp") -> dict:
     mresp, mhttp = statistics.median(h["resp"]), statistics.median(h["http"])
     cresp = median_or_none(run.cpu[("resp-get", "ours")])
     chttp = median_or_none(run.cpu[("http-get", http_server)])
+    http_load = f"-c {a.conns}, depth 1, one 100-byte key"
+    http_e = paired(f"RESP GET (redis-benchmark) ÷ HTTP GET (wrk) ({http_load})", h["resp"],
+                    h["http"], RESP_OVER_HTTP_TARGET)
+    headline.append(http_e)
     same = []
     for depth in SAME_CLIENT_DEPTHS:
         g = got[f"client-d{depth}"]
@@ -424,18 +448,26 @@ def summarize(a, got: dict, run: "Resp") -> dict:
         pct = [x for k, name, _ in SAME_CLIENT_RUNS
                for x in run.client_pct[(f"client-{k}-d{depth}",
                                         http_server if k == "http" else name)]]
-        same.append({"depth": depth, "load": f"{a.conns} connections, depth {depth}",
+        load = f"{a.conns} connections, depth {depth}"
+        over_http = paired(f"one client ({load}): RESP ÷ HTTP", g["resp"], g["http"],
+                           RESP_OVER_HTTP_TARGET)
+        over_redis = paired(f"one client ({load}): ours ÷ Redis", g["resp"], g["redis"],
+                            SAME_CLIENT_OURS_TARGET[depth])
+        headline += [over_http, over_redis]
+        same.append({"depth": depth, "load": load,
                      **{f"{k}_rps": v for k, v in g.items()},
                      **{f"{k}_median": v for k, v in m.items()},
                      **{f"{k}_cpu_us": v for k, v in c.items()},
-                     "resp_over_http": ratio(m["resp"], m["http"]),
-                     "ours_over_redis": ratio(m["resp"], m["redis"]),
+                     "resp_over_http": judged(over_http), "ours_over_redis": judged(over_redis),
                      "client_cpu_pct": median_or_none(pct)})
     return {"target": TARGET, "rounds": a.rounds, "conns": a.conns, "members": a.members,
-            "keys": a.keys, "requests": a.requests, "seconds": None if a.requests else a.seconds, "rows": rows, "same_client": same,
-            "http_get": {"load": f"-c {a.conns}, depth 1, one 100-byte key", "resp_rps": h["resp"],
+            "keys": a.keys, "requests": a.requests, "seconds": None if a.requests else a.seconds,
+            "ci_method": interleave.CI_METHOD,
+            "headline": headline,
+            "rows": rows, "same_client": same,
+            "http_get": {"load": http_load, "resp_rps": h["resp"],
                          "http_rps": h["http"], "resp_median": mresp, "http_median": mhttp,
-                         "ratio": ratio(mresp, mhttp), "resp_cpu_us": cresp, "http_cpu_us": chttp,
+                         **judged(http_e), "resp_cpu_us": cresp, "http_cpu_us": chttp,
                          "cpu_ratio": ratio(chttp, cresp)}}
 
 
@@ -457,12 +489,19 @@ def markdown(s: dict) -> str:
                      "RESP GET req/s, Redis", "ours ÷ Redis", "server CPU µs/req, RESP",
                      "HTTP", "Redis", "client CPU %"],
                     [[r["load"], fnum(r["resp_median"]), fnum(r["http_median"]),
-                      fratio(r["resp_over_http"]), fnum(r["redis_median"]),
-                      fratio(r["ours_over_redis"]), fnum(r["resp_cpu_us"], 2),
+                      fratio(r["resp_over_http"]["ratio"]), fnum(r["redis_median"]),
+                      fratio(r["ours_over_redis"]["ratio"]), fnum(r["resp_cpu_us"], 2),
                       fnum(r["http_cpu_us"], 2), fnum(r["redis_cpu_us"], 2),
                       fnum(r["client_cpu_pct"])] for r in s["same_client"]], "lrrrrrrrrr")
+    verdicts = md_table(["compared", "ratio", "95% CI", "rounds", "per-round ratios", "target",
+                         "verdict"],
+                        [[e["name"], fratio(e["ratio"], "×"), interleave.fci(e["ci"]),
+                          str(e["rounds"]), ", ".join(f"{r:.3f}" for r in e["ratios"]),
+                          f"≥ {e['target']:g}×", interleave.verdict_text(e["ci"], e["target"])]
+                         for e in s["headline"]], "lrrrlrl")
     return (f"# RESP front beside Redis\n\n{ours} and redis-server {s.get('redis_version', '')}, "
-            f"redis-benchmark; medians of {s['rounds']} round(s), "
+            f"redis-benchmark; req/s and CPU: medians of {s['rounds']} round(s); a ratio: the "
+            "median of its per-round ratios (the two sides of one round), "
             + (f"runs of about {s['seconds']:g} s" if s.get("seconds") else
                f"redis-benchmark runs of {s.get('requests')} requests")
             + f", {s['conns']} connections. "
@@ -474,7 +513,10 @@ def markdown(s: dict) -> str:
             f"server):\n\n{http}\nOne client for both (bench_client get-popular, one thread; "
             "`--protocol resp` to our RESP front and to Redis, `--protocol http` to our HTTP "
             "front; server CPU per request counts the warm-up's requests too):\n\n"
-            f"{same}")
+            f"{same}\nEvery ratio against issue 46's target ({s['ci_method']}; verdict: met only "
+            "if the whole interval clears the target, missed only if it lies wholly below, else "
+            "within noise):\n\n"
+            f"{verdicts}")
 
 
 # --- main ----------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """cli — the command line of a script on the harness: an argparse parser whose usage errors are
 one line, "NAME: message (see --help)", and exit status 2, as the shell scripts' were; the checks of
-the options every benchmark shares (--duration, --conns, whole numbers in a range, the CPUs it
-pins to); option types; the environment variables that give options their defaults.
+the options every benchmark shares (--duration, --conns, whole and decimal numbers in a range,
+the CPUs it pins to); option types; the environment variables that give options their defaults.
 
     p = cli.Parser("bench_x", __doc__)    # prog python3 -m scripts.bench_x, the docstring as --help
     p.add_argument("--duration", metavar="S")
@@ -56,6 +56,13 @@ class Parser(argparse.ArgumentParser):
                 and (hi is None or int(value) <= hi)):
             self.error(f"{flag} '{value}' must be {what}")
         return int(value)
+
+    def decimal(self, flag: str, value: str, lo: float, hi: float, what: str) -> float:
+        """`value` as a decimal number (digits with at most one point: no sign, exponent, inf or
+        nan) in lo..hi, else the usage error "FLAG 'VALUE' must be WHAT"."""
+        if not (DURATION.fullmatch(value) and lo <= float(value) <= hi):
+            self.error(f"{flag} '{value}' must be {what}")
+        return float(value)
 
     def duration(self, text: str) -> float:
         """--duration as seconds: a decimal number from 0.1 to 600, else a usage error."""

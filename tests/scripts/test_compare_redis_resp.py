@@ -6,7 +6,9 @@ RESP_TARGET=redis in the environment) the script runs a redis-server in our plac
 Redis, which still proves the script: both tables with every row, the ratios computed from the
 table's own numbers, resp.json, the points interleaved (both servers per row and round, the first
 alternating by row and round),
-the pinning in commands.txt, every process stopped and the scratch directory removed.
+every ratio the median of its per-round ratios with the interval and verdict of
+scripts/harness/rounds.py against issue 46's targets (resp.json's "headline" and the verdict
+table), the pinning in commands.txt, every process stopped and the scratch directory removed.
 Performance is not checked. Redis, wrk or a second CPU missing is a skip, as is the build
 (EXPERIMENT_TEST_BUILD, default build/release).
 """
@@ -14,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -22,6 +25,7 @@ import pytest
 from bench_checks import SERVER, BUILD, help_text, run_module, servers_gone, usage_error
 from md_tables import number, table
 from scripts import compare_redis_resp as script
+from scripts.harness import rounds
 
 SCRIPT = "compare_redis_resp"
 ROUNDS = 2
@@ -30,6 +34,14 @@ COMMANDS = ["GET", "SET", "GET", "SET", "ZADD b0 __rand_int__ m__rand_int__",
             "SET (rocksdb write-through ÷ appendfsync always)"]
 LOADS = ["-c 50 -P 1", "-c 50 -P 1", "-c 50 -P 16", "-c 50 -P 16", "-c 50, 2,000 members",
          "-c 50, 2,000 members", "-c 50, 2,000 members", "-c 50 -P 1"]
+# Issue 46's targets, in the rows' order: ours ÷ Redis per row, then RESP ÷ HTTP (redis-benchmark
+# and wrk), then per depth of the one-client table RESP ÷ HTTP and ours ÷ Redis.
+TARGETS = [1.3, 1.3, 2.0, 2.0, 1.5, 1.5, 5.0, 0.9, 1.1, 1.1, 1.3, 1.1, 2.0]
+
+
+def per_round(xs, ys):
+    """The median of the per-round ratios xs[i] ÷ ys[i]: the ratio every table prints."""
+    return statistics.median(x / y for x, y in zip(xs, ys))
 
 
 def missing():
@@ -74,10 +86,12 @@ def test_the_table_of_ours_and_redis(run):
                       "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %"]
     assert [r[0] for r in rows] == COMMANDS
     assert [r[1] for r in rows] == LOADS
-    for r in rows:
+    s = json.loads((out / "resp.json").read_text())
+    for r, j in zip(rows, s["rows"]):
         ours, redis, ratio = number(r[2]), number(r[3]), number(r[4])
         assert ours > 0 and redis > 0
-        assert ratio == pytest.approx(ours / redis, abs=0.01, rel=0.01)
+        assert ours == pytest.approx(j["ours_median"], rel=0.01)
+        assert ratio == pytest.approx(per_round(j["ours_rps"], j["redis_rps"]), abs=0.01)
         cpu_ours, cpu_redis, cpu_ratio = number(r[5]), number(r[6]), number(r[7])
         assert cpu_ours > 0 and cpu_redis > 0
         assert cpu_ratio == pytest.approx(cpu_redis / cpu_ours, abs=0.02, rel=0.02)
@@ -94,7 +108,9 @@ def test_the_table_of_resp_and_http(run):
     cpu_resp, cpu_http, cpu_ratio = map(number, rows[0][4:7])
     assert cpu_resp > 0 and cpu_http > 0
     assert cpu_ratio == pytest.approx(cpu_http / cpu_resp, abs=0.02, rel=0.02)
-    assert resp > 0 and http > 0 and ratio == pytest.approx(resp / http, abs=0.01, rel=0.01)
+    h = json.loads((out / "resp.json").read_text())["http_get"]
+    assert resp > 0 and http > 0
+    assert ratio == pytest.approx(per_round(h["resp_rps"], h["http_rps"]), abs=0.01)
 
 
 def test_the_crank_study_shows_both_tables(run):
@@ -122,8 +138,8 @@ def test_the_table_of_one_client_for_both(run):
     for r, j in zip(rows, s["same_client"]):
         resp, http, resp_http, redis, ours_redis = map(number, r[1:6])
         assert min(resp, http, redis) > 0
-        assert resp_http == pytest.approx(resp / http, abs=0.01, rel=0.01)
-        assert ours_redis == pytest.approx(resp / redis, abs=0.01, rel=0.01)
+        assert resp_http == pytest.approx(per_round(j["resp_rps"], j["http_rps"]), abs=0.01)
+        assert ours_redis == pytest.approx(per_round(j["resp_rps"], j["redis_rps"]), abs=0.01)
         assert all(number(x) > 0 for x in r[6:9]) and 0 < number(r[9]) <= 200
         assert len(j["resp_rps"]) == len(j["http_rps"]) == len(j["redis_rps"]) == ROUNDS
     commands = (out / "commands.txt").read_text()
@@ -142,10 +158,43 @@ def test_resp_json_has_every_round_and_the_medians(run):
         assert len(r["ours_rps"]) == len(r["redis_rps"]) == ROUNDS
         assert r["ours_median"] == pytest.approx(sorted(r["ours_rps"])[0] / 2
                                                  + sorted(r["ours_rps"])[1] / 2)
-        assert r["ratio"] == pytest.approx(r["ours_median"] / r["redis_median"])
+        assert r["ratios"] == pytest.approx([o / d for o, d in zip(r["ours_rps"], r["redis_rps"])])
+        assert r["ratio"] == pytest.approx(statistics.median(r["ratios"]))
     h = s["http_get"]
     assert len(h["resp_rps"]) == len(h["http_rps"]) == ROUNDS
-    assert h["ratio"] == pytest.approx(h["resp_median"] / h["http_median"])
+    assert h["ratio"] == pytest.approx(per_round(h["resp_rps"], h["http_rps"]))
+
+
+def test_every_ratio_has_an_interval_and_a_verdict(run):
+    """resp.json's "headline" (run.json's shape plus the per-round ratios) and the verdict table:
+    one line per ratio of the tables, in their order, each the median of its per-round ratios
+    with rounds.ratio_interval's interval and rounds.verdict against issue 46's target."""
+    out, _, _ = run
+    s = json.loads((out / "resp.json").read_text())
+    sides = [(r["ours_rps"], r["redis_rps"]) for r in s["rows"]]
+    sides.append((s["http_get"]["resp_rps"], s["http_get"]["http_rps"]))
+    for j in s["same_client"]:
+        sides += [(j["resp_rps"], j["http_rps"]), (j["resp_rps"], j["redis_rps"])]
+    hl = s["headline"]
+    assert [e["target"] for e in hl] == TARGETS and len(hl) == len(sides)
+    assert [e["name"] for e in hl[:len(COMMANDS)]] == [
+        f"{c} ({l}): ours ÷ Redis" for c, l in zip(COMMANDS, LOADS)]
+    for e, (xs, ys) in zip(hl, sides):
+        assert set(e) == set(rounds.HEADLINE_KEYS) | {"ratios"}
+        med, low, high = rounds.ratio_interval([x / y for x, y in zip(xs, ys)])
+        assert e["rounds"] == ROUNDS and e["ratio"] == pytest.approx(med)
+        assert e["ci"] == pytest.approx([low, high]) and low <= med <= high
+        assert e["verdict"] == rounds.verdict(e["ci"], e["target"])
+    header, rows = table((out / "resp.md").read_text(), "| compared | ratio |")
+    assert header == ["compared", "ratio", "95% CI", "rounds", "per-round ratios", "target",
+                      "verdict"]
+    assert [r[0] for r in rows] == [e["name"] for e in hl]
+    for r, e in zip(rows, hl):
+        assert number(r[1].rstrip("×")) == pytest.approx(e["ratio"], abs=0.005)
+        assert r[2] == rounds.fci(e["ci"]) and r[3] == str(ROUNDS)
+        assert [float(x) for x in r[4].split(", ")] == pytest.approx(e["ratios"], abs=0.0005)
+        assert r[5] == f"≥ {e['target']:g}×"
+        assert r[6] == rounds.verdict_text(e["ci"], e["target"])
 
 
 def test_points_are_interleaved_the_first_alternating(run):

@@ -281,6 +281,14 @@ def test_parser_usage_errors_are_one_line(capsys, argv, message):
     (lambda p: p.conns("4 4", 8), "--conns repeats a count"),
     (lambda p: p.whole("--keys", "5", 100, 1000, "100..1000"), "--keys '5' must be 100..1000"),
     (lambda p: p.whole("--keys", "-1", 1, None, "positive"), "--keys '-1' must be positive"),
+    (lambda p: p.decimal("--seconds", "0.4", 0.5, 60, "0.5..60"), "--seconds '0.4' must be 0.5..60"),
+    (lambda p: p.decimal("--seconds", "61", 0.5, 60, "0.5..60"), "--seconds '61' must be 0.5..60"),
+    (lambda p: p.decimal("--seconds", "nan", 0.5, 60, "0.5..60"), "--seconds 'nan' must be"),
+    (lambda p: p.decimal("--seconds", "inf", 0.5, 60, "0.5..60"), "--seconds 'inf' must be"),
+    (lambda p: p.decimal("--seconds", "1e1", 0.5, 60, "0.5..60"), "--seconds '1e1' must be"),
+    (lambda p: p.decimal("--seconds", "-1", 0.5, 60, "0.5..60"), "--seconds '-1' must be"),
+    (lambda p: p.decimal("--seconds", "2x", 0.5, 60, "0.5..60"), "--seconds '2x' must be"),
+    (lambda p: p.decimal("--seconds", "", 0.5, 60, "0.5..60"), "--seconds '' must be"),
 ])
 def test_option_checks_are_usage_errors(capsys, check, message):
     assert message in usage_error(capsys, lambda: check(demo_parser()))
@@ -291,6 +299,8 @@ def test_option_checks_pass_good_values():
     assert p.duration("1.5") == 1.5 and p.duration(".5") == 0.5 and p.duration("600") == 600
     assert p.conns("1 8 50", 64) == [1, 8, 50]
     assert p.whole("--keys", "100", 100, None, "x") == 100
+    assert p.decimal("--seconds", "0.5", 0.5, 60, "x") == 0.5
+    assert p.decimal("--seconds", "60", 0.5, 60, "x") == 60 and p.decimal("--s", "1.", 1, 2, "x") == 1
 
 
 def test_cpus_come_from_the_environment(capsys, monkeypatch):
