@@ -29,8 +29,8 @@ req/s and every ratio (ours ÷ Redis, RESP ÷ HTTP) as the median of its per-rou
 whole interval clears the target, missed only if it lies wholly below, else within noise): a
 Markdown table on stdout and in --out DIR/resp.md, every figure in resp.json (its "headline":
 one {"name", "ratio", "ci", "rounds", "target", "verdict"} per ratio, as run.json's, plus
-"ratios", the per-round ones), every run
-in points.jsonl, the raw outputs in raw/, the commands in commands.txt.
+"ratios", the per-round ones), every run in points.jsonl, the raw outputs in raw/, the commands
+in commands.txt.
 
 env: SERVER_CPU (0), CLIENT_CPU (1); CACHE_SERVER and BENCH_CLIENT name the binaries; RESP_TARGET=redis runs a
 redis-server in our place (Redis against Redis, to try the script before our front exists; the

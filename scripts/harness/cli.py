@@ -21,7 +21,7 @@ import sys
 
 from . import CACHE_SERVER
 
-DURATION = re.compile(r"[0-9]+\.?[0-9]*|\.[0-9]+")
+DECIMAL = re.compile(r"[0-9]+\.?[0-9]*|\.[0-9]+")
 CPU_LIST = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*")
 
 
@@ -60,13 +60,13 @@ class Parser(argparse.ArgumentParser):
     def decimal(self, flag: str, value: str, lo: float, hi: float, what: str) -> float:
         """`value` as a decimal number (digits with at most one point: no sign, exponent, inf or
         nan) in lo..hi, else the usage error "FLAG 'VALUE' must be WHAT"."""
-        if not (DURATION.fullmatch(value) and lo <= float(value) <= hi):
+        if not (DECIMAL.fullmatch(value) and lo <= float(value) <= hi):
             self.error(f"{flag} '{value}' must be {what}")
         return float(value)
 
     def duration(self, text: str) -> float:
         """--duration as seconds: a decimal number from 0.1 to 600, else a usage error."""
-        if not DURATION.fullmatch(text):
+        if not DECIMAL.fullmatch(text):
             self.error(f"--duration '{text}' is not a number of seconds")
         if not 0.1 <= float(text) <= 600:
             self.error("--duration must be 0.1..600 s")
