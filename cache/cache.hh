@@ -1,7 +1,9 @@
 // cache.hh — the public contract of the in-memory cache library (no networking).
 //
 // What counts toward maxmem: key bytes + value bytes of every stored entry, nothing else
-//   (space_used() is exactly that sum). Per-entry overhead (header, table slot, malloc) is
+//   (space_used() is exactly that sum). S3-FIFO also counts the bytes of items replaced, deleted
+//   or expired until its logs' heads pass them (cache/s3fifo.hh), so it may evict while
+//   space_used() is below maxmem. Per-entry overhead (header, table slot, malloc) is
 //   real memory but not counted, as in the course interface; optimizations/README.md measures it.
 // Sharding: the cache is split into `shards` independent shards chosen by key hash, each owning
 //   maxmem/shards bytes of budget and its own lock and evictor. With shards == 1 (the default)
@@ -100,8 +102,10 @@ const char* to_string(LockScheme l);
 std::optional<Evictor> parse_evictor(std::string_view name);
 
 struct Options {
-  std::size_t maxmem = 64u << 20;                  // bytes of key+value the cache may hold
-  double max_load_factor = kDefaultMaxLoadFactor;  // hash table fill before it doubles; (0, 0.95]
+  std::size_t maxmem = 64u << 20;  // bytes of key+value the cache may hold
+  // The linear-probing table's fill before it grows, (0, 0.95]; S3-FIFO's two-choice bucket
+  // index ignores it and fills to 95% (cache/bucket_index.hh).
+  double max_load_factor = kDefaultMaxLoadFactor;
   Evictor evictor = kDefaultEvictor;
   Hasher hasher = {};   // empty: std::hash<std::string_view>
   unsigned shards = 1;  // 1..1024; each shard gets maxmem/shards bytes
@@ -121,6 +125,10 @@ struct Stats {
   std::size_t maxmem = 0;
   std::uint64_t evictions = 0;  // entries removed to make room (not deletes, not replacements)
   std::uint64_t expired = 0;    // entries removed because their TTL had passed
+  // Bytes the cache has mapped itself, outside the heap: S3-FIFO's segments (those its logs hold
+  // or keep spare, less the pages of open tails not yet written: an estimate of their resident
+  // memory; its items live there) and its index once it is 64 KiB or more. 0 for the others.
+  std::size_t mapped_bytes = 0;
 };
 
 namespace detail {

@@ -1,5 +1,5 @@
 // eviction_policies.hh — which entry leaves when a shard is full: none, FIFO, LRU, CLOCK, SIEVE
-// (S3-FIFO, several structures, has s3fifo.hh).
+// (S3-FIFO has a shard of its own, s3fifo.hh: its queues are segment logs).
 //
 // A policy is a type the shard is instantiated with. The shard calls, with its lock held:
 //   on_insert(e), on_remove(e)   exclusive lock
@@ -12,15 +12,6 @@
 // table's slot word, the hand sweeps the slot array, and a hit only sets the bit atomically, so
 // its read path takes no exclusive lock. SIEVE keeps FIFO's list but, like CLOCK, marks a hit with
 // an atomic bit (in the entry's meta byte), so its read path takes no lock either.
-//
-// Optional hooks (S3-FIFO uses them; the shard calls them only if the policy has them):
-//   Policy(std::size_t budget, const Options&)  constructed from the shard's byte budget
-//   pick_victim(table, hash_of, used_bytes) instead of pick_victim(table, hash_of): also given
-//                                           the shard's key+value bytes
-//   prepare_insert(table, hash, old, used_after)  exclusive lock, before a set evicts anything;
-//                                           old is the entry being replaced, or nullptr for a new
-//                                           key; used_after (new keys only, else 0) the shard's
-//                                           bytes once the new entry is in
 #pragma once
 
 #include <atomic>

@@ -1,497 +1,452 @@
-// s3fifo.hh — S3-FIFO eviction (Yang et al., SOSP 2023) and its ghost queue of key hashes.
+// s3fifo.hh — the S3-FIFO shard (Yang et al., SOSP 2023): its queues are logs of segments.
 //
-// Owns: the small FIFO (a queue of entry addresses), the main FIFO (the slot table as a clock
-// face, as CLOCK does), the ghost of recently evicted one-hit keys, and the byte split between
-// small and main. Kept apart from eviction_policies.hh because it is several structures, not a
-// hook. The semantics follow libCacheSim's S3FIFO.c (the authors' simulator), so the two can be
-// cross-checked on the same traces (traces/crosscheck.py gives libCacheSim our split):
+// Owns one shard's items for Evictor::s3fifo: the small and main FIFOs as segment logs
+// (segment_log.hh), their items (log_item.hh: 10 bytes above key and value, no per-item
+// allocation), the index of 8-byte slots in cache-line buckets (bucket_index.hh), the ghost of
+// keys that recently left small (ghost_fifo.hh), the byte budget and the lock. The other
+// evictors keep the malloc'ed entries of shard.hh. Semantics follow libCacheSim's S3FIFO.c (the
+// authors' simulator) so the two can be cross-checked (traces/crosscheck.py):
 //   - small gets Options::s3fifo_small_percent (5) of the shard's bytes, main the rest; the ghost
 //     remembers the keys that left small during the last s3fifo_ghost_percent (50) of the
-//     shard's bytes worth of such departures (fingerprints). libCacheSim's defaults are 10 and
-//     90; 5 and 50 measured better on every trace we have (cache/README.md);
-//   - a new key goes to small, or to main if its hash is in the ghost (the ghost forgets it);
-//     until the first eviction, once small is full new keys go straight to main (in a cache
-//     whose small share is above 64 KiB, "full" then also means that share times the square of
-//     how full the cache is: see warm_small_cap);
-//   - a hit adds 1 to a 2-bit frequency (capped at 3) in the entry's meta byte, atomically: the
-//     read path takes no exclusive lock and writes nothing once the counter is saturated;
-//   - evict from main if main holds more than its share or small is empty, else from small;
-//   - small's oldest entry moves to main (frequency reset to 0) if it was hit at least twice
-//     (libCacheSim's move-to-main threshold, 2), else it leaves and its hash enters the ghost;
-//   - main's hand visits entries in a fixed scattered order; one with frequency > 0 is
-//     decremented and skipped, the first with frequency 0 leaves.
-// Deviation, for memory: libCacheSim's main queue is a linked FIFO; ours is the slot table with
-// a clock hand (no per-entry queue link), so a key promoted to main first meets the hand after a
-// uniformly random part of a revolution rather than after exactly one; the ghost is approximate
-// (see GhostFifo). cache/README.md and optimizations/README.md measure both against libCacheSim.
+//     shard's bytes worth of such departures. libCacheSim's defaults are 10 and 90; 5 and 50
+//     measured better on every trace we have (cache/README.md);
+//   - a new key is appended to small, or to main if the ghost remembers it (and forgets it);
+//     until the first eviction, once small is full new keys go to main (in a shard whose small
+//     share is above 64 KiB "full" also means that share times the square of how full the
+//     shard is: warm_small_cap); a key at least as big as small's share goes to main;
+//   - a hit adds 1 to the 2-bit frequency in the item's index slot (compare-and-swap; nothing is
+//     written once it is 3);
+//   - while the logs' bytes exceed the budget: from main if main holds more than its share or
+//     small is empty, else from small, the queue's head item is taken: at small's head, an item
+//     hit at least twice is copied to main's tail (frequency 0), any other leaves (its hash to
+//     the ghost); at main's head, an item hit since it was last there is copied to main's tail
+//     with its frequency lowered by one, any other leaves. This is libCacheSim's S3-FIFO, whose
+//     main is a FIFO with reinsertion (the slot-table CLOCK this replaces was an approximation).
+// Deviation, for speed: a SET that replaces a key appends the new item to main with the old
+// one's frequency (an update is a reuse; libCacheSim's traces have no updates), or, if the old
+// item is in main and the new one has the same size, rewrites it in place.
 //
-// Deviation, for speed: an entry replaced by a set goes to main with its frequency (libCacheSim
-// has no updates: its traces are reads). Entries removed while in small leave a stale record in
-// small's queue: an 8-byte word, the hash's bits the table reads (home slot and tag) and the
-// entry's version's low 18 bits. A record counts only if the table holds a live entry in small
-// with that tag and version in that probe run, so freed memory is never dereferenced (a stale
-// record matches a later entry only if its version agrees modulo 2^18 as well: then that entry
-// is judged at the record's turn, early).
+// Dead bytes. A replaced, deleted or expired item leaves the index at once (space_used() drops,
+// an external value is freed) but its bytes stay in its segment, flagged dead, until its queue's
+// head passes them. They count toward the budget: the logs never hold more than maxmem/shards
+// bytes of keys and values, live or dead, so the worst case is a shard whose budget is all dead
+// bytes (a few keys overwritten in a loop) and what bounds it is the budget itself: the next
+// insertions that do not fit move the heads over the dead items, which costs no hash and no
+// copy. Resident memory is the logs' bytes (items with their 10-byte headers) in whole 4 KiB
+// pages, plus at most one segment at each queue's head and two spare segments per shard.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <initializer_list>
+#include <limits>
 #include <memory>
 #include <new>
+#include <string_view>
 
+#include "cache/bucket_index.hh"
 #include "cache/cache.hh"
-#include "cache/entry.hh"
-#include "cache/slot_table.hh"
+#include "cache/clock.hh"
+#include "cache/expiry_sweep.hh"
+#include "cache/ghost_fifo.hh"
+#include "cache/key_hasher.hh"
+#include "cache/log_item.hh"
+#include "cache/segment_log.hh"
+#include "cache/shard_counters.hh"
 
 namespace cache::detail {
 
-// `percent` of `bytes`, rounded down, without overflowing for any size_t `bytes`.
-constexpr std::size_t percent_of(std::size_t bytes, std::size_t percent) {
-  return bytes / 100 * percent + bytes % 100 * percent / 100;
-}
+template <class Lock>
+class S3FifoShard;
 
-// The ghost: which keys left small recently, as 12-bit fingerprints stamped with the time they
-// left, where time counts the bytes of every entry that has entered the ghost. A fingerprint is
-// remembered while less than `window_bytes` of later ghost entries have followed it: a FIFO of
-// that many bytes, as libCacheSim's ghost is, without a queue. The table is a two-choice hash
-// of 8-slot buckets of 16-bit words (fingerprint << 4 | coarse time), sized for the number of
-// entries the cache holds, about 1.3 bytes per cached entry; a slot whose time is out of the
-// window is free. Only touched under the shard's exclusive lock.
-//
-// Time runs in units of 3 to 6 per window (4 bits, wrapping at 16): a word's age is known to
-// within one unit, so a key is remembered for its window give or take a unit (a third to a sixth
-// of it), by its stamp's offset in its unit: on average the window exactly (issue 30: 32-bit
-// words, 16-bit fingerprints and exact time, cost 2.6 B per cached entry; these 1.3).
-//
-// libCacheSim's ghost FIFO frees a record's room when a ghost hit removes it, so the others stay
-// longer; here the window is stretched by 1 / (1 - the recent fraction of records removed by
-// hits) to match. Approximations, all toward forgetting or a rare false hit: a fingerprint is 12
-// bits (a false hit sends a new key to main instead of small: about 1 lookup of a new key in
-// 400 at the window's usual load); when both buckets are full of live fingerprints the oldest is
-// dropped; growing the table forgets everything.
-class GhostFifo {
- public:
-  // `window_percent`: the window as a share of the shard's bytes; it sizes the table.
-  GhostFifo(std::size_t window_bytes, std::size_t window_percent)
-      : window_(window_bytes), effective_window_(window_bytes), window_percent_(window_percent) {
-    while ((window_ >> shift_) >= kWindowUnits) ++shift_;
-  }
-
-  // Forgets the key of `hash` if remembered; true if it was.
-  bool remove(std::uint64_t hash) {
-    std::uint16_t* slot = find(hash);
-    if (slot == nullptr) return false;
-    *slot = 0;
-    removed_ += 1;
-    update_window();
-    return true;
-  }
-
-  // Remembers the key of `hash`, which held `charge` bytes (a no-op if already remembered).
-  // `items` is the number of entries the cache holds now; it sizes the table.
-  // Never throws, so an eviction cannot fail halfway.
-  void insert(std::uint64_t hash, std::size_t charge, std::size_t items) noexcept {
-    if (charge > window_ || !fit(items) || find(hash) != nullptr) return;
-    const auto word = static_cast<std::uint16_t>((fingerprint(hash) << 4) | (now_unit() & 0xf));
-    std::uint16_t* b1 = bucket(hash);
-    std::uint16_t* b2 = bucket(hash * 0x9E3779B97F4A7C15ULL >> 32);
-    std::uint16_t* target = nullptr;
-    const std::uint32_t now = now_unit(), limit = live_limit();
-    unsigned free1 = 0, free2 = 0;
-    for (std::size_t i = 0; i < kWays; ++i) {
-      free1 += !live(b1[i], now, limit);
-      free2 += !live(b2[i], now, limit);
-    }
-    std::uint16_t* b = free1 >= free2 ? b1 : b2;
-    if (free1 == 0 && free2 == 0) {  // drop the oldest of the 16
-      target = b1;
-      for (std::uint16_t* bb : {b1, b2}) {
-        for (std::size_t i = 0; i < kWays; ++i) {
-          if (age(bb[i]) > age(*target)) target = &bb[i];
-        }
-      }
-    } else {
-      for (std::size_t i = 0; i < kWays && target == nullptr; ++i) {
-        if (!live(b[i], now, limit)) target = &b[i];
-      }
-    }
-    *target = word;
-    inserted_ += 1;
-    if (inserted_ > kRateHistory) {  // exponential decay of the hit-rate estimate
-      inserted_ /= 2;
-      removed_ /= 2;
-    }
-    update_window();
-    advance(charge);
-  }
-
-  void clear() {
-    table_.reset();
-    buckets_ = 0;
-    now_ = 0;
-    cursor_ = 0;
-    sweep_unit_ = 0;
-    inserted_ = removed_ = 0;
-    effective_window_ = window_;
-  }
-
- private:
-  static constexpr std::size_t kWays = 8;
-  static constexpr std::uint64_t kWindowUnits = 6;  // a window is 3 to 6 units of time
-  // Ages run 0..15 (4 bits). A word is live up to kMaxLive units, and the sweep visits every
-  // bucket at least once per unit, so a dead word is cleared before its age wraps to look live.
-  static constexpr std::uint32_t kMaxLive = 13;
-  static constexpr double kRateHistory = 4096;  // ghost insertions the hit rate spans
-
-  static std::uint32_t fingerprint(std::uint64_t hash) {
-    const auto fp = static_cast<std::uint32_t>(hash >> 52);
-    return fp == 0 ? 1 : fp;
-  }
-  std::uint32_t now_unit() const { return static_cast<std::uint32_t>(now_ >> shift_); }
-  // Units of time since the word was stamped (time runs in units of 2^shift_ bytes).
-  std::uint32_t age(std::uint16_t word) const { return (now_unit() - word) & 0xf; }
-  // age <= live_limit(): the word is in the window, to within a unit (see the class comment).
-  // The limit is hoisted out of the bucket loops (for speed).
-  std::uint32_t live_limit() const {
-    const std::uint64_t limit = effective_window_ >> shift_;
-    return limit > kMaxLive ? kMaxLive : static_cast<std::uint32_t>(limit);
-  }
-  static bool live(std::uint16_t word, std::uint32_t now, std::uint32_t limit) {
-    return word != 0 && ((now - word) & 0xf) <= limit;
-  }
-  // A FIFO of window_ bytes that forgets a key on a ghost hit makes room for later ones: its
-  // records live longer, by 1 / (1 - the fraction of records removed by hits). Estimated from
-  // recent counts, capped at 4 windows (and by kMaxLive units: 2.2 to 4.3 windows).
-  void update_window() {
-    const double kept = inserted_ > removed_ ? (inserted_ - removed_) / inserted_ : 0.0;
-    effective_window_ =
-        kept * 4 <= 1 ? 4 * window_ : static_cast<std::size_t>(static_cast<double>(window_) / kept);
-  }
-  std::uint16_t* bucket(std::uint64_t h) {
-    return &table_[(((h & 0xffffffff) * buckets_) >> 32) * kWays];
-  }
-  // Every set of a new key runs this once or twice (it asks the ghost; an eviction from small
-  // inserts into it), so it is written for speed: a branch-free test, four words at a time,
-  // tells whether any fingerprint in the bucket matches, and only then (rarely) are the slots
-  // scanned in order. Returns the same slot as a plain scan in order would. Forced inline: GCC
-  // stopped inlining it after an unrelated edit to insert (+25 instructions per evicting set).
-  [[gnu::always_inline]] std::uint16_t* find(std::uint64_t hash) {
-    if (buckets_ == 0) return nullptr;
-    const std::uint32_t fp = fingerprint(hash);
-    const std::uint64_t pattern = std::uint64_t{fp << 4} * 0x0001000100010001ULL;
-    for (std::uint16_t* b : {bucket(hash), bucket(hash * 0x9E3779B97F4A7C15ULL >> 32)}) {
-      if (!any_fingerprint(b, pattern)) continue;
-      const std::uint32_t now = now_unit(), limit = live_limit();
-      for (std::size_t i = 0; i < kWays; ++i) {
-        if ((b[i] >> 4) == fp && live(b[i], now, limit)) return &b[i];
-      }
-    }
-    return nullptr;
-  }
-  // Whether any of the bucket's 8 words has the fingerprint in `pattern` (fp << 4 in every
-  // 16-bit lane) as its top 12 bits: XOR and masking off the time leave such a lane zero, and
-  // the classic has-a-zero-lane test runs on 16-bit lanes. Exact (the test's false positives
-  // only ever sit above a true zero lane). A free word (0) never matches: fp is never 0.
-  static bool any_fingerprint(const std::uint16_t* b, std::uint64_t pattern) {
-    constexpr std::uint64_t kFp = 0xfff0fff0fff0fff0ULL, kOnes = 0x0001000100010001ULL;
-    constexpr std::uint64_t kHighBits = 0x8000800080008000ULL;
-    std::uint64_t zero = 0;
-    for (std::size_t i = 0; i < kWays; i += 4) {
-      std::uint64_t w;
-      std::memcpy(&w, b + i, sizeof w);
-      const std::uint64_t x = (w ^ pattern) & kFp;
-      zero |= (x - kOnes) & ~x & kHighBits;
-    }
-    return zero != 0;
-  }
-  // Room for the fingerprints the window holds, at a load of at most 95%; grows to a load of
-  // 85%. A window of p% of the bytes holds about p% of `items` live fingerprints, whatever the
-  // stretch (a stretched window's extra records are those hits removed), so the table is sized
-  // for 1.1 × p% of `items` (it was 90% of `items` whatever p: 4.2 B per cached entry at p = 50
-  // with 32-bit words; issue 30). Two choices of 8 slots each rarely overflow even at 95%; when
-  // they do, the oldest fingerprint of the two buckets goes.
-  // Never throws: without memory for a bigger table it keeps the old one (false if none).
-  bool fit(std::size_t items) noexcept {
-    const std::size_t wanted = items * window_percent_ / 100 * 11 / 10 + 1;
-    if (buckets_ != 0 && wanted * 100 <= buckets_ * kWays * 95) return true;
-    const std::size_t buckets = (wanted * 100 / 85) / kWays + 1;
-    try {
-      table_ = std::make_unique<std::uint16_t[]>(buckets * kWays);  // zeroed: all free
-    } catch (const std::bad_alloc&) {
-      return buckets_ != 0;
-    }
-    buckets_ = buckets;
-    cursor_ = 0;
-    sweep_unit_ = now_ >> shift_;
-    return true;
-  }
-  // Moves time on by `charge` bytes a unit at a time, so that no unit's sweep is skipped (an
-  // entry is at most a window, 6 units).
-  void advance(std::size_t charge) noexcept {
-    const std::uint64_t end = now_ + charge;
-    while ((now_ >> shift_) < (end >> shift_)) {
-      now_ = ((now_ >> shift_) + 1) << shift_;
-      sweep();
-    }
-    now_ = end;
-    sweep();
-  }
-  // Clears out-of-window words so none lives long enough for its 4-bit age to wrap around and
-  // look recent again: one pass over the table per unit of time, spread over the insertions in
-  // proportion to the bytes they add (about one bucket per insertion when entries are alike). A
-  // unit that ends before its pass does finishes it first (then all at once). So a bucket is
-  // visited at least once every 2 units, and a word live at one visit (age <= 13) is at most 15
-  // at the next, where it is cleared if out of the window.
-  void sweep() noexcept {
-    const std::uint64_t unit = now_ >> shift_;
-    std::size_t target = buckets_;
-    if (unit == sweep_unit_) {
-      const std::uint64_t into = now_ & ((std::uint64_t{1} << shift_) - 1);
-      target = shift_ <= 32 ? static_cast<std::size_t>((into * buckets_) >> shift_)
-                            : static_cast<std::size_t>(((into >> (shift_ - 32)) * buckets_) >> 32);
-    }
-    if (cursor_ < target) {
-      const std::uint32_t now = now_unit(), limit = live_limit();
-      for (; cursor_ < target; ++cursor_) {
-        std::uint16_t* b = &table_[cursor_ * kWays];
-        for (std::size_t i = 0; i < kWays; ++i) {
-          if (!live(b[i], now, limit)) b[i] = 0;
-        }
-      }
-    }
-    if (unit != sweep_unit_) {  // the pass is done: the next starts with this unit
-      cursor_ = 0;
-      sweep_unit_ = unit;
-    }
-  }
-
-  std::unique_ptr<std::uint16_t[]> table_;
-  std::size_t buckets_ = 0;
-  std::size_t cursor_ = 0;        // the sweep's next bucket in this unit's pass
-  std::uint64_t sweep_unit_ = 0;  // the unit of time the sweep's pass belongs to
-  std::uint64_t now_ = 0;         // bytes that have entered the ghost so far
-  const std::size_t window_;
-  std::size_t effective_window_;
-  const std::size_t window_percent_;
-  double inserted_ = 0;  // recent ghost insertions, and how many of them a hit removed
-  double removed_ = 0;
-  unsigned shift_ = 0;
+// Evictor::s3fifo's policy tag: ShardedCache builds S3FifoShard for it instead of Shard.
+struct S3FifoEviction {
+  template <class Lock>
+  using ShardType = S3FifoShard<Lock>;
 };
 
-// The per-operation hooks (prepare_insert, on_insert, on_remove, on_hit) are forced inline into
-// the shard's set and get: GCC called them out of line, which with the shard's set made an
-// S3-FIFO set ~18% more instructions than CLOCK's (callgrind, issue 16).
-class S3FifoEviction {
+template <class Lock>
+class alignas(64) S3FifoShard : public ShardCounters {
  public:
-  using Hook = NoHook;
-  static constexpr bool kEvicts = true;
-  static constexpr std::uint8_t kFreqMask = 0x3;  // 2-bit frequency, saturating at 3
-  static constexpr std::uint8_t kInSmall = 0x4;   // the entry is in the small FIFO
-  static constexpr std::uint8_t kPromoteAt = 2;   // libCacheSim's move-to-main threshold
-  static constexpr std::uint8_t kFresh = 0x80;    // pending_meta_: a new key, small or main
+  static constexpr unsigned kPromoteAt = 2;  // libCacheSim's move-to-main threshold
 
-  // Small's share of the shard's bytes and the ghost's window come from Options (validated
-  // there): s3fifo_small_percent and s3fifo_ghost_percent.
-  S3FifoEviction(std::size_t budget, const Options& o)
-      : small_cap_(percent_of(budget, o.s3fifo_small_percent)),
+  S3FifoShard(std::size_t budget, double /*max_load_factor: the index fills to 95%*/,
+              const KeyHasher& hasher, const CacheClock& clock, const Options& o)
+      : arena_(segment_bytes_for(budget)),
+        segment_mask_(arena_.segment_mask()),
+        max_inline_(arena_.segment_bytes() / 8),
+        budget_(budget),
+        small_cap_(percent_of(budget, o.s3fifo_small_percent)),
         main_cap_(budget - small_cap_),
-        ghost_(percent_of(budget, o.s3fifo_ghost_percent), o.s3fifo_ghost_percent) {}
+        ghost_(percent_of(budget, o.s3fifo_ghost_percent), o.s3fifo_ghost_percent),
+        hasher_(hasher),
+        clock_(clock) {}
+  ~S3FifoShard() { destroy_all(); }
+  S3FifoShard(const S3FifoShard&) = delete;
+  S3FifoShard& operator=(const S3FifoShard&) = delete;
 
-  // Before a set links its entry (exclusive lock, before any eviction): where the new entry of
-  // `hash` will go. A replacement goes to main keeping the old entry's frequency: an update is a
-  // second access, the reuse small exists to detect, and it then needs no new queue record (a
-  // replacement that stayed in small cost a record, a stale one, and their compaction: +9%
-  // instructions per replacing set, cache/README.md). A new key whose hash the ghost remembers
-  // goes to main (and the ghost forgets it, as libCacheSim does); any other new key is fresh.
-  // `used_after` (a new key only; 0 for a replacement): the shard's key+value bytes once the new
-  // entry is in, before any eviction.
-  template <class E>
-  [[gnu::always_inline]] void prepare_insert(SlotTable<E>& table, std::uint64_t hash, const E* old,
-                                             std::size_t used_after) {
-    if (old != nullptr) {
-      pending_meta_ = old->meta.load(std::memory_order_relaxed) & kFreqMask;
-    } else if (ghost_.remove(hash & SlotTable<E>::kRecordHashMask)) {  // what small's records keep
-      pending_meta_ = 0;
-    } else {
-      pending_meta_ = kFresh;
-      pending_hash_ = hash;
-      if (!has_evicted_) warm_cap_ = warm_small_cap(used_after);
-      // Rare (once per ~small_count_ stale records): out of line, so this stays small enough
-      // to inline into every set.
-      if (small_records_ > 2 * small_count_ + 64) [[unlikely]]
-        compact_small(table);
+  // Key validity and hashing are ShardedCache's job. A value too big to be inline is allocated
+  // and filled before the lock is taken; an inline one is copied into the log under it.
+  [[gnu::always_inline]] Written set(std::string_view key, std::string_view value,
+                                     std::uint64_t hash, const WriteOptions& options) {
+    const std::size_t charge = key.size() + value.size();
+    if (charge > budget_) return {SetResult::too_big};
+    const bool expires = options.ttl.count() != 0;
+    std::uint64_t expiry = 0;
+    if (expires) {
+      expiry = clock_.now_ms() + static_cast<std::uint64_t>(options.ttl.count());
+      if (expiry > LogItem::kMaxExpiryMs) expiry = LogItem::kMaxExpiryMs;
     }
-  }
+    std::unique_ptr<char[]> external;  // outside the lock; may throw, nothing changed
+    const LogItem::Form largest{expires ? LogItem::kExpires | LogItem::kLongExpiry : 0};
+    if (LogItem::size(key.size(), value.size(), largest) > max_inline_) {
+      external = std::make_unique_for_overwrite<char[]>(value.size());
+      std::memcpy(external.get(), value.data(), value.size());
+      value = {external.get(), value.size()};
+    }
 
-  template <class E>
-  [[gnu::always_inline]] void on_insert(E* e) {
-    if (pending_meta_ != kFresh) {  // to main (a replacement, or a key the ghost remembered)
-      e->meta.store(pending_meta_, std::memory_order_relaxed);
-      return;
-    }
-    // libCacheSim: before the first eviction, a full small sends new keys to main; a key as big
-    // as small's whole share never enters small. Small's room before then: warm_small_cap.
-    const bool small_full = !has_evicted_ && small_bytes_ >= warm_cap_;
-    if (!small_full && e->charge() < small_cap_) {
-      try {
-        small_.push_back(record(pending_hash_, e));
-        ++small_records_;
-        e->meta.store(kInSmall, std::memory_order_relaxed);
-        small_bytes_ += e->charge();
-        ++small_count_;
-        return;
-      } catch (const std::bad_alloc&) {
-        // the entry is linked already: place it in main, where no record is needed
+    typename Lock::WriteGuard lock(mutex_);
+    const std::uint64_t now = clock_.now_ms();
+    const std::size_t slot = index_.find(key, hash);
+    char* old = slot != BucketIndex::npos ? index_.at(slot) : nullptr;
+    const bool old_expired = old != nullptr && LogItem::expired_at(old, segment_of(old), now);
+    if (options.condition != nullptr) {
+      const std::uint64_t current =
+          old != nullptr && !old_expired ? LogItem::version(old, segment_of(old)) : 0;
+      if (!(*options.condition)(old != nullptr && !old_expired ? &current : nullptr)) {
+        return {SetResult::precondition_failed};
       }
     }
-    e->meta.store(0, std::memory_order_relaxed);
-  }
-
-  template <class E>
-  [[gnu::always_inline]] void on_remove(E* e) {
-    if (e->meta.load(std::memory_order_relaxed) & kInSmall) {
-      small_bytes_ -= e->charge();  // its queue record goes stale; skipped or compacted later
-      --small_count_;
+    if (old != nullptr && !old_expired && external == nullptr && !LogItem::in_small(old)) {
+      // An item of main replaced by one of the same size is rewritten where it is: no dead
+      // bytes, no append, its place in main's log and its frequency kept (the common case of
+      // fixed-size values: the replacing SET was 0.8x the malloc'ed entries' without this).
+      const SegmentHeader& seg = segment_of(old);
+      const std::uint64_t version = peek_next_version_locked();
+      const LogItem::Form f = LogItem::form_at(seg, version, expires, expiry);
+      if (f.flags == LogItem::form_of(old).flags &&
+          LogItem::size(key.size(), value.size(), f) == LogItem::bytes(old)) {
+        next_version_locked();
+        LogItem::write(old, seg, key, value, version, expiry, f);
+        return {SetResult::replaced, version};
+      }
     }
-  }
-
-  // Shared lock: many readers at once, so only an atomic compare-and-swap on the meta byte.
-  template <class E>
-  [[gnu::always_inline]] void on_hit(const SlotTable<E>&, std::size_t, E* e) const {
-    std::uint8_t m = e->meta.load(std::memory_order_relaxed);
-    while ((m & kFreqMask) < kFreqMask &&
-           !e->meta.compare_exchange_weak(m, static_cast<std::uint8_t>(m + 1),
-                                          std::memory_order_relaxed)) {
+    arena_.reserve(kSegmentsPerSet);                      // may throw: nothing changed yet
+    const std::uint64_t version = next_version_locked();  // a refusal below wastes one
+    const auto high = static_cast<std::uint16_t>(version >> 32);
+    if (old != nullptr) {  // to main's tail with the old item's frequency, in the old one's slot
+      const LogItem::Form f =
+          LogItem::form(version, high, expires, expiry, now, external != nullptr, false);
+      char* p =
+          main_.try_append(LogItem::size(key.size(), value.size(), f), charge, arena_, now, high);
+      if (p == nullptr) throw std::bad_alloc();  // nothing changed
+      LogItem::write(p, segment_of(p), key, value, version, expiry, f);
+      external.release();
+      index_.set_address(slot, p, expires);
+      if (old_expired) count_expired(1);
+      kill_locked(old);
+      add_live_locked(charge, expires);
+      make_room_locked(p);
+      publish_locked();
+      return {old_expired ? SetResult::created : SetResult::replaced, version};
     }
-  }
 
-  // `used_bytes`: the shard's bytes (small's and main's), so main's need no counter of its own.
-  template <class E, class HashFn>
-  std::size_t pick_victim(SlotTable<E>& table, const HashFn&, std::size_t used_bytes) {
-    has_evicted_ = true;
-    for (;;) {
-      if (used_bytes - small_bytes_ > main_cap_ || small_bytes_ == 0) return evict_main(table);
-      if (const std::size_t slot = evict_small(table); slot != SlotTable<E>::npos) return slot;
-      // Every entry of small was promoted: decide again (now from main).
+    // The warm-up rule holds until the first eviction, and this set's own eviction counts.
+    const bool remembered = ghost_.remove(hash);
+    const bool evicting = has_evicted_ || small_.charge() + main_.charge() + charge > budget_;
+    if (!evicting && !remembered) warm_cap_ = warm_small_cap(live_ + charge);
+    const bool to_small =
+        !remembered && charge < small_cap_ && (evicting || small_.charge() < warm_cap_);
+    SegmentQueue& queue = to_small ? small_ : main_;
+    const LogItem::Form f =
+        LogItem::form(version, high, expires, expiry, now, external != nullptr, to_small);
+    char* p =
+        queue.try_append(LogItem::size(key.size(), value.size(), f), charge, arena_, now, high);
+    if (p == nullptr) throw std::bad_alloc();  // nothing changed (the ghost forgot the key)
+    LogItem::write(p, segment_of(p), key, value, version, expiry, f);
+    try {
+      index_.insert(p, expires, hash, [this](const char* item) { return hash_of(item); });
+    } catch (...) {
+      LogItem::mark_dead(p);  // its bytes stay in the log, dead; the cache is as it was
+      throw;
     }
+    external.release();
+    add_live_locked(charge, expires);
+    items_.store(size() + 1, std::memory_order_relaxed);
+    make_room_locked(p);
+    publish_locked();
+    return {SetResult::created, version};
   }
 
-  void clear() {
-    small_.clear();
-    small_records_ = 0;
-    ghost_.clear();
-    small_bytes_ = small_count_ = 0;
-    hand_ = 0;
-    has_evicted_ = false;
+  // Calls sink(item) under the read lock on a hit. An expired item is a miss (the sweep or the
+  // next write of the key frees it: a reader holds only the shared lock).
+  bool get(std::string_view key, std::uint64_t hash, ItemSink sink) const {
+    typename Lock::ReadGuard lock(mutex_);
+    const std::size_t slot = index_.find(key, hash);
+    if (slot == BucketIndex::npos) return false;
+    const char* p = index_.at(slot);
+    const SegmentHeader& seg = segment_of(p);
+    Item item{LogItem::value(p), LogItem::version(p, seg), std::nullopt};
+    if (index_.expires_at(slot)) {
+      const std::uint64_t now = clock_.now_ms();
+      const std::uint64_t expiry = LogItem::expiry_ms(p, seg);
+      if (expiry <= now) return false;
+      item.ttl_left = std::chrono::milliseconds(expiry - now);
+    }
+    index_.bump(slot);
+    sink(item);
+    return true;
   }
+
+  DelResult del(std::string_view key, std::uint64_t hash, const Condition* condition) {
+    typename Lock::WriteGuard lock(mutex_);
+    std::size_t slot = index_.find(key, hash);
+    if (slot != BucketIndex::npos && expired_locked(index_.at(slot), clock_.now_ms())) {
+      remove_locked(slot);
+      count_expired(1);
+      slot = BucketIndex::npos;
+    }
+    if (condition != nullptr) {
+      const char* item = slot != BucketIndex::npos ? index_.at(slot) : nullptr;
+      const std::uint64_t current = item != nullptr ? LogItem::version(item, segment_of(item)) : 0;
+      if (!(*condition)(slot != BucketIndex::npos ? &current : nullptr)) {
+        publish_locked();
+        return DelResult::precondition_failed;
+      }
+    }
+    if (slot == BucketIndex::npos) {
+      publish_locked();
+      return DelResult::absent;
+    }
+    remove_locked(slot);
+    publish_locked();
+    return DelResult::deleted;
+  }
+
+  // One step of the expiry sweep: the next 1/steps_per_sweep of the index's slots, kSweepChunk
+  // at a time under the exclusive lock, reading only the items whose slot says they can expire.
+  std::size_t reclaim_expired(unsigned steps_per_sweep) {
+    return sweep_step<Lock>(
+        mutex_, [&] { return expiring_ == 0 ? 0 : index_.capacity() / steps_per_sweep + 1; },
+        [this](std::size_t n) {
+          const std::size_t freed = sweep_locked(n);
+          publish_locked();
+          return freed;
+        });
+  }
+
+  void reset() {
+    typename Lock::WriteGuard lock(mutex_);
+    destroy_all();
+  }
+
+  // space_used(), size(), evictions(), expired(): ShardCounters.
+  std::size_t mapped_bytes() const { return mapped_.load(std::memory_order_relaxed); }
 
  private:
-  // Small's queue record of entry `e` of `hash` (16 bytes, address and hash, until issue 30:
-  // 0.4 B per item at 5% of the entries in small).
-  static constexpr unsigned kRecordVersionShift = 32;
-  static constexpr std::uint64_t kRecordVersionBits = 0x3ffff;  // bits 32..49, under the tag
-  template <class E>
-  static std::uint64_t record(std::uint64_t hash, const E* e) {
-    return (hash & SlotTable<E>::kRecordHashMask) |
-           ((e->version() & kRecordVersionBits) << kRecordVersionShift);
-  }
-  // The slot of the entry in small that `r` records, or npos if it is gone.
-  template <class E>
-  static std::size_t find_record(const SlotTable<E>& table, std::uint64_t r) {
-    const std::uint64_t version = (r >> kRecordVersionShift) & kRecordVersionBits;
-    return table.find_entry_if(r & SlotTable<E>::kRecordHashMask, [version](const E* e) {
-      return (e->meta.load(std::memory_order_relaxed) & kInSmall) != 0 &&
-             (e->version() & kRecordVersionBits) == version;
-    });
+  // Segments a set may need beyond what the logs' heads free as they go: the new item's, and
+  // one for each queue's tail while items are copied forward.
+  static constexpr std::size_t kSegmentsPerSet = 3;
+
+  // A segment is 1/64 of the budget, rounded down to a power of two, within 4..16 KiB: a shard
+  // holds at most one partly consumed head segment per queue and one spare beyond its items,
+  // ~0.8 MB in 16 shards (~0.9 B per item at 900k items when evicting; 32 KiB measured twice
+  // that). Items over an eighth of a segment (2 KiB) keep their value in its own allocation.
+  static std::size_t segment_bytes_for(std::size_t budget) {
+    const std::size_t s = std::bit_floor(std::max<std::size_t>(budget / 64, 1));
+    return std::clamp<std::size_t>(s, 4096, 16384);
   }
 
-  // Pops small until one entry leaves (its slot is returned) or small is empty (npos).
-  template <class E>
-  std::size_t evict_small(SlotTable<E>& table) {
-    while (!small_.empty()) {
-      const std::uint64_t r = small_.front();
-      small_.pop_front();
-      --small_records_;
-      const std::size_t slot = find_record(table, r);
-      if (slot == SlotTable<E>::npos) continue;  // removed or replaced since it was queued
-      E* e = table.at(slot);
-      const std::uint8_t m = e->meta.load(std::memory_order_relaxed);
-      if ((m & kFreqMask) >= kPromoteAt) {
-        e->meta.store(0, std::memory_order_relaxed);  // to main, frequency 0
-        small_bytes_ -= e->charge();
-        --small_count_;
-        continue;
+  std::uint64_t hash_of(const char* item) const { return hasher_(LogItem::key(item)); }
+  const SegmentHeader& segment_of(const char* item) const {
+    return SegmentArena::segment_of(item, segment_mask_);
+  }
+  bool expired_locked(const char* item, std::uint64_t now) const {
+    return LogItem::expired_at(item, segment_of(item), now);
+  }
+
+  [[gnu::always_inline]] std::uint64_t peek_next_version_locked() const {
+    return next_version_ == LogItem::kMaxVersion ? 1 : next_version_ + 1;
+  }
+  [[gnu::always_inline]] std::uint64_t next_version_locked() {
+    next_version_ = peek_next_version_locked();
+    return next_version_;
+  }
+  [[gnu::always_inline]] void add_live_locked(std::size_t charge, bool expires) {
+    live_ += charge;
+    if (expires) ++expiring_;
+  }
+  // Exclusive lock held. What other threads read without the lock, once the set is done (so
+  // space_used() never shows a moment above the budget).
+  [[gnu::always_inline]] void publish_locked() {
+    used_.store(live_, std::memory_order_relaxed);
+    mapped_.store(arena_.held_bytes() - small_.tail_slack(arena_.segment_bytes()) -
+                      main_.tail_slack(arena_.segment_bytes()) + index_.mapped_bytes(),
+                  std::memory_order_relaxed);
+  }
+
+  // An external value is owned by its live item (a raw address in the log, as the other
+  // evictors' entries are raw addresses in their table): made by std::make_unique_for_overwrite
+  // in set(), released into the item, freed here when the item dies.
+  static void free_external(const char* item) {
+    std::unique_ptr<char[]>(LogItem::external_data(item)).reset();
+  }
+
+  // Exclusive lock held. An item leaves the index's view: dead in the log, its external value
+  // freed, no longer live. The caller has emptied or repointed its slot.
+  void kill_locked(char* item) {
+    live_ -= LogItem::charge(item);
+    if (LogItem::expires(item)) --expiring_;
+    free_external(item);
+    LogItem::mark_dead(item);
+  }
+  void remove_locked(std::size_t slot) {
+    char* item = index_.at(slot);
+    index_.erase_at(slot);
+    kill_locked(item);
+    items_.store(size() - 1, std::memory_order_relaxed);
+  }
+
+  // Exclusive lock held. Moves the heads until the logs fit the budget. `fresh`: the item this
+  // set wrote, which is never its own set's victim (when it reaches a head it is copied on).
+  [[gnu::always_inline]] void make_room_locked(char* fresh) {
+    while (small_.charge() + main_.charge() > budget_) {
+      // From main, unless main's head is this set's own item (bigger than main's share) while
+      // small has others: copying it on would only come back to it.
+      const bool from_main = (main_.charge() > main_cap_ || small_.empty()) &&
+                             !(main_.head() == fresh && !small_.empty());
+      fresh = step_locked(from_main ? main_ : small_, fresh);
+    }
+  }
+
+  // Exclusive lock held, `queue` not empty. Takes its head item: skips it if dead, frees it if
+  // expired, copies it to main's tail if it earns that (see the file comment), else evicts it.
+  // Returns where `fresh` now is.
+  [[gnu::noinline]] char* step_locked(SegmentQueue& queue, char* fresh) {
+    char* item = queue.head();
+    const std::size_t charge = LogItem::charge(item);
+    if (LogItem::dead(item)) {
+      queue.pop_head(charge, arena_);
+      return fresh;
+    }
+    const std::uint64_t hash = hash_of(item);
+    const std::size_t slot = index_.find_address(hash, item);
+    assert(slot != BucketIndex::npos && "a live item in a log is in the index");
+    const bool in_small = &queue == &small_;
+    const std::uint64_t now = clock_.now_ms();
+    if (item != fresh && expired_locked(item, now)) {
+      remove_locked(slot);
+      count_expired(1);
+      queue.pop_head(charge, arena_);
+      return fresh;
+    }
+    const unsigned freq = index_.freq(slot);
+    if (item == fresh || (in_small ? freq >= kPromoteAt : freq > 0)) {
+      if (char* copy = copy_to_main_locked(item, now); copy != nullptr) {
+        index_.set_address(slot, copy, LogItem::expires(item));
+        if (item != fresh) index_.set_freq(slot, in_small ? 0 : freq - 1);
+        queue.pop_head(charge, arena_);
+        return item == fresh ? copy : fresh;
       }
-      ghost_.insert(r & SlotTable<E>::kRecordHashMask, e->charge(), table.size());
-      return slot;  // on_remove accounts for it
+      // No memory for a segment: evict rather than fail halfway.
     }
-    return SlotTable<E>::npos;
+    if (in_small) ghost_.insert(hash, charge, index_.size());
+    remove_locked(slot);
+    queue.pop_head(charge, arena_);
+    has_evicted_ = true;
+    count_eviction();
+    return item == fresh ? nullptr : fresh;
   }
 
-  // The clock hand over main's entries, in the scattered order CLOCK uses (see ClockEviction).
-  // Terminates within four cycles: each pass lowers every frequency it meets by one.
-  template <class E>
-  std::size_t evict_main(SlotTable<E>& table) {
-    if (hand_ >= table.capacity()) hand_ = 0;
-    for (;; hand_ = table.next_hand(hand_)) {
-      E* e = table.at(hand_);
-      if (e == nullptr) continue;
-      const std::uint8_t m = e->meta.load(std::memory_order_relaxed);
-      if (m & kInSmall) continue;
-      if ((m & kFreqMask) == 0) return hand_;
-      e->meta.store(static_cast<std::uint8_t>(m - 1), std::memory_order_relaxed);
-    }
+  // Exclusive lock held. Appends a copy of `item` to main's tail (re-encoded for its new
+  // segment: its version's high bits and its expiry's base are the segment's); nullptr when no
+  // segment can be had.
+  char* copy_to_main_locked(const char* item, std::uint64_t now) {
+    const SegmentHeader& from = segment_of(item);
+    const std::uint64_t version = LogItem::version(item, from);
+    const bool expires = LogItem::expires(item);
+    const std::uint64_t expiry = expires ? LogItem::expiry_ms(item, from) : 0;
+    const std::string_view key = LogItem::key(item), value = LogItem::value(item);
+    const auto high = static_cast<std::uint16_t>(next_version_ >> 32);  // main's tail's
+    const LogItem::Form f =
+        LogItem::form(version, high, expires, expiry, now, LogItem::external(item), false);
+    char* copy = main_.try_append(LogItem::size(key.size(), value.size(), f),
+                                  key.size() + value.size(), arena_, now, high);
+    if (copy != nullptr) LogItem::write(copy, segment_of(copy), key, value, version, expiry, f);
+    return copy;
   }
 
-  // Drops records of entries that left small without being popped (deleted or replaced), so
-  // the queue stays proportional to small even when nothing is evicted. In place, keeping the
-  // order (no second queue to allocate, so it cannot fail); noinline keeps it out of the set path.
-  template <class E>
-  [[gnu::noinline]] void compact_small(SlotTable<E>& table) noexcept {
-    auto out = small_.begin();
-    for (const std::uint64_t r : small_) {
-      if (find_record(table, r) != SlotTable<E>::npos) *out++ = r;
+  // Exclusive lock held. Looks at n slots from the sweep's cursor and frees the expired items.
+  std::size_t sweep_locked(std::size_t n) {
+    const std::size_t capacity = index_.capacity();
+    std::size_t i = sweep_cursor_ < capacity ? sweep_cursor_ : 0;
+    const std::uint64_t now = clock_.now_ms();
+    std::size_t freed = 0;
+    for (; n > 0 && expiring_ > 0; --n) {
+      if (index_.expires_at(i) && expired_locked(index_.at(i), now)) {
+        remove_locked(i);
+        ++freed;
+      }
+      i = i + 1 == capacity ? 0 : i + 1;
     }
-    small_.erase(out, small_.end());
-    small_records_ = small_.size();
+    sweep_cursor_ = i;
+    count_expired(freed);
+    return freed;
   }
 
   // Small's room before the first eviction: its share of the budget, as libCacheSim's, but only
   // while that is at most kWarmFloor bytes or that share times the square of how full the cache
-  // is. In a cache far larger than its data (2 GB holding 111 MB) small would otherwise hold
-  // nearly every entry, each with a queue record: +14 B per item through the server (issue 30);
-  // now its records are ~1% of the entries there, and 5% once the cache is full, where the two
-  // rules agree. Until then nothing is evicted, so small's only job is which keys the first
-  // evictions meet; a small below its share then fills from new keys while main gives way.
-  // Caches whose small share is at most kWarmFloor (the semantic tests, the libCacheSim
-  // cross-check and hit-ratio traces) see libCacheSim's rule exactly.
+  // is. In a cache far larger than its data (2 GB holding 111 MB), small would otherwise hold
+  // nearly every item (issue 30). Caches whose small share is at most kWarmFloor (the semantic
+  // tests, the libCacheSim cross-check and hit-ratio traces) see libCacheSim's rule exactly.
   static constexpr std::size_t kWarmFloor = 64 * 1024;
   std::size_t warm_small_cap(std::size_t used_after) const {
     if (small_cap_ <= kWarmFloor) return small_cap_;
-    const double full =
-        static_cast<double>(used_after) / static_cast<double>(small_cap_ + main_cap_);
+    const double full = static_cast<double>(used_after) / static_cast<double>(budget_);
     const auto share = static_cast<std::size_t>(static_cast<double>(small_cap_) * full * full);
     return share < kWarmFloor ? kWarmFloor : (share < small_cap_ ? share : small_cap_);
   }
 
+  // Exclusive lock held (or destruction).
+  void destroy_all() {
+    index_.for_each([](char* item) { free_external(item); });
+    index_.clear();
+    small_.clear(arena_);
+    main_.clear(arena_);
+    arena_.release_all();
+    ghost_.clear();
+    live_ = 0;
+    expiring_ = 0;
+    sweep_cursor_ = 0;
+    has_evicted_ = false;
+    items_.store(0, std::memory_order_relaxed);
+    publish_locked();
+  }
+
+  mutable typename Lock::Mutex mutex_;
+  SegmentArena arena_;
+  const std::uintptr_t segment_mask_;  // an item's address & this: its segment's header
+  const std::size_t max_inline_;       // bytes of the largest item kept in a segment
+  BucketIndex index_;
+  SegmentQueue small_, main_;
+  const std::size_t budget_;
   const std::size_t small_cap_;
   const std::size_t main_cap_;
-  std::size_t warm_cap_ = 0;  // warm_small_cap at the last fresh insert before the first eviction
-  std::deque<std::uint64_t> small_;  // oldest first; may hold stale records (see evict_small)
-  std::size_t small_records_ = 0;    // small_.size(), which costs a dozen instructions per set
-  std::size_t small_bytes_ = 0;
-  std::size_t small_count_ = 0;  // live entries in small
-  std::size_t hand_ = 0;
-  bool has_evicted_ = false;
   GhostFifo ghost_;
-  // From prepare_insert to on_insert: the new entry's meta byte if it goes to main, or kFresh
-  // (then small's queue needs its hash).
-  std::uint8_t pending_meta_ = kFresh;
-  std::uint64_t pending_hash_ = 0;
+  const KeyHasher& hasher_;
+  const CacheClock& clock_;
+  std::atomic<std::size_t> mapped_{0};  // segments and a large index (Stats::mapped_bytes)
+  // Exclusive lock held for these:
+  std::size_t live_ = 0;            // key+value bytes of the items in the index
+  std::uint64_t next_version_ = 0;  // the last version given (versions start at 1)
+  std::size_t expiring_ = 0;        // items with an expiry
+  std::size_t sweep_cursor_ = 0;
+  std::size_t warm_cap_ = 0;
+  bool has_evicted_ = false;
 };
 
 }  // namespace cache::detail

@@ -12,38 +12,35 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
-#include <type_traits>
 
 #include "cache/cache.hh"
 #include "cache/clock.hh"
 #include "cache/entry.hh"
+#include "cache/expiry_sweep.hh"
 #include "cache/key_hasher.hh"
+#include "cache/shard_counters.hh"
 #include "cache/slot_table.hh"
 
 namespace cache::detail {
 
 // Cache-line aligned so two shards' locks and counters never share a line (false sharing).
 template <class Lock, class Policy>
-class alignas(64) Shard {
+class alignas(64) Shard : public ShardCounters {
  public:
   using E = Entry<typename Policy::Hook>;
   using Table = SlotTable<E>;
 
   Shard(std::size_t budget, double max_load_factor, const KeyHasher& hasher,
-        const CacheClock& clock, const Options& o)
-      : table_(max_load_factor),
-        policy_(make_policy(budget, o)),
-        budget_(budget),
-        hasher_(hasher),
-        clock_(clock) {}
+        const CacheClock& clock, const Options& /*the S3-FIFO shard's; none here*/)
+      : table_(max_load_factor), budget_(budget), hasher_(hasher), clock_(clock) {}
   ~Shard() { destroy_all(); }
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
 
   // Key validity and hashing are the caller's (ShardedCache's) job. Forced inline into its one
   // caller (ShardedCache::set, itself forced into cache.cc's ErasedCache::set): left to itself
-  // GCC inlined CLOCK's set but called S3-FIFO's, whose hooks make it bigger, which cost S3-FIFO a
-  // call and its register saves per set (callgrind, issue 16).
+  // GCC called the set of a policy with bigger hooks (S3-FIFO's, until issue 47 gave it a shard
+  // of its own), a call and its register saves per set (callgrind, issue 16).
   [[gnu::always_inline]] Written set(std::string_view key, std::string_view value,
                                      std::uint64_t hash, const WriteOptions& options) {
     if (value.size() > std::numeric_limits<std::uint32_t>::max()) return {SetResult::too_big};
@@ -74,8 +71,7 @@ class alignas(64) Shard {
       if (!Policy::kEvicts && used_after > budget_) return {SetResult::no_space};
       const SetResult result = old_expired ? SetResult::created : SetResult::replaced;
       if (old_expired) count_expired(1);
-      prepare_insert(hash, old, 0);  // used_after is for new keys only
-      if (used_after <= budget_) {   // nothing to evict: the new entry takes the old one's slot
+      if (used_after <= budget_) {  // nothing to evict: the new entry takes the old one's slot
         replace_at(slot, fresh.release(), hash, used_after);
         return {result, version};
       }
@@ -84,7 +80,6 @@ class alignas(64) Shard {
     } else {
       if (!Policy::kEvicts && used() + charge > budget_) return {SetResult::no_space};
       table_.reserve_one_more(hasher_);  // may throw: nothing changed yet
-      prepare_insert(hash, nullptr, used() + charge);
     }
     while (used() + charge > budget_) evict_one();  // used() > 0 here, so there is a victim
 
@@ -137,20 +132,9 @@ class alignas(64) Shard {
   // slots, kSweepChunk at a time under the exclusive lock. Reads only the entries whose slot
   // says they can expire; nothing at all when the shard holds none.
   std::size_t reclaim_expired(unsigned steps_per_sweep) {
-    std::size_t todo;
-    {
-      typename Lock::WriteGuard lock(mutex_);
-      if (expiring_ == 0) return 0;
-      todo = table_.capacity() / steps_per_sweep + 1;
-    }
-    std::size_t freed = 0;
-    while (todo > 0) {
-      const std::size_t n = todo < kSweepChunk ? todo : kSweepChunk;
-      typename Lock::WriteGuard lock(mutex_);
-      freed += sweep_locked(n);
-      todo -= n;
-    }
-    return freed;
+    return sweep_step<Lock>(
+        mutex_, [&] { return expiring_ == 0 ? 0 : table_.capacity() / steps_per_sweep + 1; },
+        [this](std::size_t n) { return sweep_locked(n); });
   }
 
   void reset() {
@@ -158,15 +142,9 @@ class alignas(64) Shard {
     destroy_all();
   }
 
-  // Lock-free reads of counters maintained under the exclusive lock.
-  std::size_t space_used() const { return used_.load(std::memory_order_relaxed); }
-  std::size_t size() const { return items_.load(std::memory_order_relaxed); }
-  std::uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
-  std::uint64_t expired() const { return expired_.load(std::memory_order_relaxed); }
+  // space_used(), size(), evictions(), expired(): ShardCounters.
 
  private:
-  static constexpr std::size_t kSweepChunk = 4096;  // slots per hold of the lock (a few µs)
-
   std::size_t used() const { return used_.load(std::memory_order_relaxed); }
 
   // Exclusive lock held. The next version, stamped on the entry about to be written.
@@ -174,10 +152,6 @@ class alignas(64) Shard {
     next_version_ = next_version_ == kMaxVersion ? 1 : next_version_ + 1;
     e.set_version(next_version_);
     return next_version_;
-  }
-
-  [[gnu::always_inline]] void count_expired(std::uint64_t n) {
-    expired_.store(expired() + n, std::memory_order_relaxed);
   }
 
   // Exclusive lock held. Looks at n slots from the sweep's cursor and frees the expired entries.
@@ -200,25 +174,6 @@ class alignas(64) Shard {
     sweep_cursor_ = i;
     count_expired(freed);
     return freed;
-  }
-
-  // Policies that split the budget (S3-FIFO) are constructed from it and the options.
-  static Policy make_policy(std::size_t budget, const Options& o) {
-    if constexpr (std::is_constructible_v<Policy, std::size_t, const Options&>) {
-      return Policy(budget, o);
-    } else {
-      return Policy();
-    }
-  }
-
-  // Exclusive lock held. Policies that place a new entry by its history (S3-FIFO's ghost) or
-  // keep a replaced entry's state learn about the insertion before anything is evicted.
-  // Forced inline: a call here was ~10 instructions per S3-FIFO set (callgrind).
-  [[gnu::always_inline]] void prepare_insert(std::uint64_t hash, const E* old,
-                                             std::size_t used_after) {
-    if constexpr (requires(Policy & p) { p.prepare_insert(table_, hash, old, used_after); }) {
-      policy_.prepare_insert(table_, hash, old, used_after);
-    }
   }
 
   [[gnu::always_inline]] void add_usage(const E* e, std::size_t charge) {
@@ -258,12 +213,8 @@ class alignas(64) Shard {
 
   // Exclusive lock held, table not empty.
   void evict_one() {
-    if constexpr (requires { policy_.pick_victim(table_, hasher_, used()); }) {
-      remove_at(policy_.pick_victim(table_, hasher_, used()));
-    } else {
-      remove_at(policy_.pick_victim(table_, hasher_));
-    }
-    evictions_.store(evictions() + 1, std::memory_order_relaxed);
+    remove_at(policy_.pick_victim(table_, hasher_));
+    count_eviction();
   }
 
   // Exclusive lock held (or destruction).
@@ -283,10 +234,6 @@ class alignas(64) Shard {
   const std::size_t budget_;
   const KeyHasher& hasher_;
   const CacheClock& clock_;
-  std::atomic<std::size_t> used_{0};   // key+value bytes; written under the exclusive lock
-  std::atomic<std::size_t> items_{0};  // entries; written under the exclusive lock
-  std::atomic<std::uint64_t> evictions_{0};
-  std::atomic<std::uint64_t> expired_{0};  // written under the exclusive lock
   // Exclusive lock held for these:
   std::uint64_t next_version_ = 0;  // the last version given (versions start at 1)
   std::size_t expiring_ = 0;        // entries with an expiry

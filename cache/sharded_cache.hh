@@ -47,10 +47,22 @@ inline void validate(const Options& o) {
   }
 }
 
+// The shard a policy runs in: Shard<Lock, Policy> (malloc'ed entries, slot_table.hh), or the
+// policy's own (S3-FIFO's segment logs, s3fifo.hh).
+template <class Lock, class Policy>
+struct ShardFor {
+  using type = detail::Shard<Lock, Policy>;
+};
+template <class Lock, class Policy>
+  requires requires { typename Policy::template ShardType<Lock>; }
+struct ShardFor<Lock, Policy> {
+  using type = typename Policy::template ShardType<Lock>;
+};
+
 template <class Lock, class Policy>
 class ShardedCache {
  public:
-  using Shard = detail::Shard<Lock, Policy>;
+  using Shard = typename ShardFor<Lock, Policy>::type;
 
   explicit ShardedCache(const Options& options)
       : hasher_(options.hasher), clock_(options.clock), maxmem_(options.maxmem) {
@@ -130,6 +142,7 @@ class ShardedCache {
       st.space_used += s->space_used();
       st.evictions += s->evictions();
       st.expired += s->expired();
+      if constexpr (requires { s->mapped_bytes(); }) st.mapped_bytes += s->mapped_bytes();
     }
     return st;
   }

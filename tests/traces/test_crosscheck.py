@@ -3,7 +3,7 @@
 The same traces (Zipf 0.6/0.8/0.99/1.2, Zipf 0.99 with a one-pass scan, ETC recorded from
 bench_client) at 1%, 10% and 30% of the keys go through our library (trace_replay) and through
 libCacheSim. Asserted: our LRU and FIFO within 0.2 points of libCacheSim's on every trace and
-size (this is what proves the harness), our S3-FIFO within 1 point (skipped, saying so, while the
+size (this is what proves the harness), our S3-FIFO within 0.3 points (skipped, saying so, while the
 library has no S3-FIFO). The other policies (CLOCK, SIEVE, W-TinyLFU, ARC) are reported, not
 asserted: ours may differ by design (our CLOCK sweeps the hash table). Skipped when the
 libcachesim package (tests/requirements.txt, installed by scripts/setup.sh) is missing only with
@@ -86,13 +86,15 @@ def test_lru_and_fifo_agree_within_0_2_points(study, ours, theirs):
     assert not bad, f"{ours} differs from libCacheSim {theirs} by more than 0.2 points: {bad}"
 
 
-def test_s3fifo_agrees_within_1_point(study):
+def test_s3fifo_agrees_within_0_3_points(study):
     if "s3fifo" not in {mrc.normalise(n) for n in our_evictors()}:
         pytest.skip("the cache library has no S3-FIFO evictor yet (trace_replay --list-evictors)")
     got = pairs(study, "s3fifo", "S3FIFO-5-50")  # libCacheSim's S3FIFO with our split
     assert len(got) == 3 * len(study["traces"])
-    bad = [(t, p, a, b) for t, p, a, b in got if abs(a - b) * 100 > 1.0]
-    assert not bad, f"our S3-FIFO differs from libCacheSim's by more than 1 point: {bad}"
+    # 0.3 points: issue 47's bound (its main is a FIFO with reinsertion, as libCacheSim's, since
+    # the segment logs; the slot-table CLOCK before them was allowed 1 point).
+    bad = [(t, p, a, b) for t, p, a, b in got if abs(a - b) * 100 > 0.3]
+    assert not bad, f"our S3-FIFO differs from libCacheSim's by more than 0.3 points: {bad}"
 
 
 def test_other_policies_are_reported(study, capsys):
