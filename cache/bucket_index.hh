@@ -136,8 +136,14 @@ class BucketIndex {
     }
   }
 
-  void clear() {
-    allocate(kInitialBuckets);
+  // Calls on_item(item) for every item, then empties the index and shrinks it back to its
+  // initial size. The new array is allocated first (it may throw: then nothing changed).
+  template <class F>
+  void clear(F&& on_item) {
+    SlotArray fresh(kInitialBuckets * kWays);
+    for_each(on_item);
+    slots_ = std::move(fresh);
+    buckets_ = kInitialBuckets;
     size_ = 0;
   }
 

@@ -1,7 +1,7 @@
 // s3fifo.hh — the S3-FIFO shard (Yang et al., SOSP 2023): its queues are logs of segments.
 //
 // Owns one shard's items for Evictor::s3fifo: the small and main FIFOs as segment logs
-// (segment_log.hh), their items (log_item.hh: 10 bytes above key and value, no per-item
+// (segment_log.hh), their items (log_item.hh: 8 bytes above key and value, no per-item
 // allocation), the index of 8-byte slots in cache-line buckets (bucket_index.hh), the ghost of
 // keys that recently left small (ghost_fifo.hh), the byte budget and the lock. The other
 // evictors keep the malloc'ed entries of shard.hh. Semantics follow libCacheSim's S3FIFO.c (the
@@ -32,8 +32,8 @@
 // bytes of keys and values, live or dead, so the worst case is a shard whose budget is all dead
 // bytes (a few keys overwritten in a loop) and what bounds it is the budget itself: the next
 // insertions that do not fit move the heads over the dead items, which costs no hash and no
-// copy. Resident memory is the logs' bytes (items with their 10-byte headers) in whole 4 KiB
-// pages, plus at most one segment at each queue's head and two spare segments per shard.
+// copy. Resident memory is the logs' bytes (items with their 8-byte headers) in whole 4 KiB
+// pages, plus at most one segment at each queue's head and one spare segment per shard.
 #pragma once
 
 #include <algorithm>
@@ -171,7 +171,12 @@ class alignas(64) S3FifoShard : public ShardCounters {
     try {
       index_.insert(p, expires, hash, [this](const char* item) { return hash_of(item); });
     } catch (...) {
-      LogItem::mark_dead(p);  // its bytes stay in the log, dead; the cache is as it was
+      // The item was never indexed: its bytes stay in the log, dead, and the heads move over
+      // what they must to keep the logs within the budget. The cache holds what it held, less
+      // any evictions that took (the ghost forgot the key; a version was used up).
+      LogItem::mark_dead(p);
+      make_room_locked(nullptr);
+      publish_locked();
       throw;
     }
     external.release();
@@ -413,8 +418,7 @@ class alignas(64) S3FifoShard : public ShardCounters {
 
   // Exclusive lock held (or destruction).
   void destroy_all() {
-    index_.for_each([](char* item) { free_external(item); });
-    index_.clear();
+    index_.clear([](const char* item) { free_external(item); });
     small_.clear(arena_);
     main_.clear(arena_);
     arena_.release_all();

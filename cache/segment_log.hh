@@ -158,8 +158,8 @@ class SegmentQueue {
   std::size_t charge() const { return charge_; }
   // The oldest item; only when !empty().
   char* head() const { return front() + head_; }
-  // Bytes of the open tail segment beyond the 4 KiB pages written so far (never touched, so
-  // not resident): what held_bytes() counts that memory does not hold.
+  // Bytes of the open tail segment beyond the 4 KiB pages written so far: not resident if the
+  // segment was fresh (a reused one may still hold its old pages, so this is an estimate).
   std::size_t tail_slack(std::size_t segment_bytes) const {
     if (count_ == 0) return 0;
     const std::size_t touched = (tail_used_ + 4095) / 4096 * 4096;
@@ -168,13 +168,16 @@ class SegmentQueue {
 
   // Room for an item of `bytes` (at most a segment less its header) charging `charge`, at the
   // tail, in a segment whose header has `version_high` and a base time within
-  // LogItem::kShortExpiryMs before `now_ms` (else a new segment is opened, with base `now_ms`);
+  // LogItem::kShortExpiryMs before `now_ms`, never after it (else a new segment is opened,
+  // with base `now_ms`);
   // nullptr when no segment can be had (nothing changed then).
   char* try_append(std::size_t bytes, std::size_t charge, SegmentArena& arena, std::uint64_t now_ms,
                    std::uint16_t version_high) noexcept {
     const std::size_t room = arena.segment_bytes();
+    // A clock that went back would leave the base after now: a new segment then too.
     if (count_ == 0 || tail_used_ + bytes > room || tail_header().version_high != version_high ||
-        tail_header().base_ms + LogItem::kShortExpiryMs <= now_ms) {
+        tail_header().base_ms + LogItem::kShortExpiryMs <= now_ms ||
+        tail_header().base_ms > now_ms) {
       if (count_ == ring_.size() && !grow()) return nullptr;
       char* s;
       try {

@@ -115,6 +115,18 @@ TEST_P(SegmentLog, ALongTtlIsKeptExactly) {
   EXPECT_FALSE(get(c, "long").has_value());
 }
 
+// A clock that goes back (the cache's clock source is the caller's) must not stretch a TTL:
+// the segment base an expiry is stored against is never after the time of the write.
+TEST_P(SegmentLog, AClockThatGoesBackDoesNotLengthenATtl) {
+  Cache c = make(1 << 20);
+  now_ms += 20'000;  // (a source that steps back past the cache's epoch reads as the epoch)
+  ASSERT_EQ(c.set("a", "v", ttl(60'000)).result, SetResult::created);
+  now_ms -= 10'000;
+  ASSERT_EQ(c.set("b", "v", ttl(1000)).result, SetResult::created);
+  EXPECT_EQ(*get(c, "b")->ttl_left_ms, 1000);
+  EXPECT_EQ(*get(c, "a")->ttl_left_ms, 70'000);
+}
+
 // A same-size rewrite of an item in main happens in place, and is still a new version.
 TEST_P(SegmentLog, ARewriteInPlaceGetsANewVersion) {
   Cache c = make(1 << 20);
