@@ -227,19 +227,6 @@ class SegmentQueue {
     charge_ = 0;
   }
 
-  // Calls f(item) for every item from the head, live or dead.
-  template <class F>
-  void for_each(std::size_t segment_bytes, F&& f) const {
-    for (std::size_t i = 0; i < count_; ++i) {
-      const char* s = ring_[(first_ + i) % ring_.size()];
-      const std::size_t end = i + 1 == count_ ? tail_used_ : segment_bytes;
-      for (std::size_t at = i == 0 ? head_ : sizeof(SegmentHeader); at < end && s[at] != 0;) {
-        f(s + at);
-        at += LogItem::bytes(s + at);
-      }
-    }
-  }
-
  private:
   char* front() const { return ring_[first_]; }
   const SegmentHeader& tail_header() const {
