@@ -46,7 +46,16 @@ std::size_t Board::rank_of(Members::index<ByMember>::type::const_iterator it) co
   return by_rank.rank(members_.project<ByRank>(it)) + 1;
 }
 
-std::optional<Updated> Board::update(std::string_view member, Op op, double value) {
+std::size_t Board::rank_within(Members::index<ByMember>::type::const_iterator it,
+                               std::size_t within) const {
+  if (within >= size()) return rank_of(it);  // every place ranks within
+  if (within == 0) return kBeyond;
+  const Node& last = *members_.get<ByRank>().nth(within - 1);
+  return RankOrder{}(last, *it) ? kBeyond : rank_of(it);
+}
+
+std::optional<Updated> Board::update(std::string_view member, Op op, double value,
+                                     std::size_t within) {
   auto& by_member = members_.get<ByMember>();
   auto it = by_member.find(member, MemberHash{}, MemberEq{});
   if (it == by_member.end()) {
@@ -54,8 +63,11 @@ std::optional<Updated> Board::update(std::string_view member, Op op, double valu
     if (!std::isfinite(score)) return std::nullopt;
     auto [pos, inserted] = by_member.insert(Node{MemberName(member), score, next_seq_++});
     member_bytes_ += heap_bytes(member.size());
-    return Updated{
-        .created = true, .changed = true, .score = score, .rank = rank_of(pos), .old_rank = 0};
+    return Updated{.created = true,
+                   .changed = true,
+                   .score = score,
+                   .rank = rank_within(pos, within),
+                   .old_rank = 0};
   }
   const double old = it->score;
   double score = old;
@@ -72,7 +84,7 @@ std::optional<Updated> Board::update(std::string_view member, Op op, double valu
   }
   score = canonical(score);
   if (!std::isfinite(score)) return std::nullopt;
-  const std::size_t old_rank = rank_of(it);
+  const std::size_t old_rank = rank_within(it, within);
   if (score == old) {  // same score: the member keeps its place
     return Updated{
         .created = false, .changed = false, .score = old, .rank = old_rank, .old_rank = old_rank};
@@ -82,8 +94,11 @@ std::optional<Updated> Board::update(std::string_view member, Op op, double valu
     n.score = score;
     n.seq = seq;
   });
-  return Updated{
-      .created = false, .changed = true, .score = score, .rank = rank_of(it), .old_rank = old_rank};
+  return Updated{.created = false,
+                 .changed = true,
+                 .score = score,
+                 .rank = rank_within(it, within),
+                 .old_rank = old_rank};
 }
 
 bool Board::restore(std::string_view member, double score, std::uint64_t seq) {

@@ -43,9 +43,15 @@ enum class Op {
   incr,  // the current score plus the given amount; an absent member counts as 0
 };
 
-// The outcome of an update. Ranks are 1-based; old_rank is 0 for a new member. The entries of
-// ranks 1..N changed iff changed and (old_rank or rank is within N); the member count, which a
-// rendered top-N also shows, changes with every creation and removal.
+// A rank that update(..., within) did not work out: the place ranks after `within`.
+inline constexpr std::size_t kBeyond = SIZE_MAX;
+// update()'s default: every rank worked out.
+inline constexpr std::size_t kAllRanks = SIZE_MAX;
+
+// The outcome of an update. Ranks are 1-based; old_rank is 0 for a new member, and a place that
+// ranks after update()'s `within` reads kBeyond. The entries of ranks 1..N changed iff changed
+// and (old_rank or rank is within N); the member count, which a rendered top-N also shows,
+// changes with every creation and removal.
 struct Updated {
   bool created = false;  // the member was absent
   bool changed = false;  // score or place changed (false: same score, place kept)
@@ -71,7 +77,12 @@ class Board {
  public:
   // Applies op to member with the request's score (finite; the parser refuses the rest).
   // Returns nullopt, changing nothing, when the result would not be finite (incr overflow).
-  std::optional<Updated> update(std::string_view member, Op op, double value);
+  // within: the ranks the caller needs exactly, 1..within (kAllRanks: all). A rank is a walk up
+  // the ranked tree, a cache miss per level on a large board, and ZADD over RESP answers a
+  // count: it passes the ranks its board's top cache holds, so that only an update touching
+  // them pays for ranks, and the others read kBeyond (ranks after within, not worked out).
+  std::optional<Updated> update(std::string_view member, Op op, double value,
+                                std::size_t within = kAllRanks);
 
   // Inserts or replaces a member with a given score and arrival number, as read back from the
   // store on restart; later updates get arrival numbers above every restored one. true if the
@@ -157,6 +168,10 @@ class Board {
                                             boost::multi_index::identity<Node>, RankOrder>>>;
 
   std::size_t rank_of(Members::index<ByMember>::type::const_iterator it) const;
+  // rank_of(it) if the node ranks within 1..within, else kBeyond (one descent to rank
+  // `within`, along the top of the tree that top-N reads keep warm, instead of a walk up).
+  std::size_t rank_within(Members::index<ByMember>::type::const_iterator it,
+                          std::size_t within) const;
   bool insert_restored(std::string_view member, double score, std::uint64_t seq);
 
   Members members_;

@@ -54,7 +54,7 @@ void Registry::unlink_locked(Map::iterator it) {
 }
 
 UpdateOutcome Registry::update(std::string_view board, std::string_view member, Op op, double value,
-                               ChangeSink* sink) {
+                               ChangeSink* sink, bool want_ranks) {
   for (;;) {
     std::shared_ptr<Slot> slot = find_or_create(board);
     if (!slot) {
@@ -73,12 +73,12 @@ UpdateOutcome Registry::update(std::string_view board, std::string_view member, 
         out.status = UpdateOutcome::Status::refused;
       } else if (is_new && !reserve(cost)) {
         out.status = UpdateOutcome::Status::no_space;
-      } else if (auto u = slot->board.update(member, op, value)) {
+      } else if (auto u = slot->board.update(member, op, value,
+                                             want_ranks ? kAllRanks : slot->top.covered())) {
         out.updated = *u;
-        if (u->changed) {  // ranks from the first one it disturbed on have moved
-          slot->top.invalidate_from(u->old_rank == 0 ? u->rank : std::min(u->old_rank, u->rank),
-                                    top_bytes_);
-        }
+        // Ranks from the first one it disturbed on have moved (kBeyond: after every cached one).
+        const std::size_t first = u->created ? u->rank : std::min(u->old_rank, u->rank);
+        if (u->changed && first != kBeyond) slot->top.invalidate_from(first, top_bytes_);
         if (is_new) members_.fetch_add(1, std::memory_order_relaxed);
         updates_.fetch_add(1, std::memory_order_relaxed);
         if (sink != nullptr) sink->member_set(board, member, *slot->board.stored(member));

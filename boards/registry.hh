@@ -96,8 +96,11 @@ class Registry {
   Registry& operator=(const Registry&) = delete;
 
   // Applies op to the member of the board, creating the board on its first member.
+  // want_ranks false: the caller reads no rank (ZADD, ZINCRBY over RESP); the outcome's ranks
+  // are then worked out only within the board's cached top (Board::update's within), the
+  // others read kBeyond.
   UpdateOutcome update(std::string_view board, std::string_view member, Op op, double value,
-                       ChangeSink* sink = nullptr);
+                       ChangeSink* sink = nullptr, bool want_ranks = true);
 
   // Inserts or replaces members with their stored rows (a restart's rebuild), creating the
   // board. Rows in rank order are fastest (Board::restore). A new member that would not fit in

@@ -22,6 +22,7 @@
 // guards the entries, because readers holding the shared board lock insert concurrently.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -63,6 +64,17 @@ class TopCache {
     } while (!bytes.compare_exchange_weak(used, used - freed + size, std::memory_order_relaxed));
     slot = Entry{offset, n, form, std::move(text)};
     next_ = (next_ + 1) % kEntriesPerBoard;
+  }
+
+  // The highest rank any entry covers (0: none), which an update must know exactly to keep the
+  // entries valid; read under the board's exclusive lock, so no put() runs meanwhile.
+  std::size_t covered() const {
+    std::lock_guard lock(mu_);
+    std::size_t last = 0;
+    for (const Entry& e : entries_) {
+      if (e.text) last = std::max(last, e.offset + e.n);
+    }
+    return last;
   }
 
   // The board's exclusive lock held: ranks from `rank` on moved; drops the entries covering any.

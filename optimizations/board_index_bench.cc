@@ -4,6 +4,8 @@
 // counting as a "no order statistics" strawman (small N only). Same operations, same fixed-seed
 // inputs, boards of N = 1k / 100k / 1M members "m<i>" with uniform scores in [0, 1e6):
 //   Update         set a random member to a random score (it changes place); returns both ranks
+//   Zadd           (Board only) RESP's ZADD: the member's score, then the update with ranks only
+//                  within a cached top 100; ZaddWithRanks: as before, find() then every rank
 //   Rank           the rank of a random member
 //   Top100         ranks 1..100 (member + score) into a reused buffer
 //   Around5        the 11 entries around a random member
@@ -94,6 +96,19 @@ class BoardIndex {
   std::size_t update(std::string_view member, double score) {
     auto u = board_.update(member, boards::Op::set, score);
     return u->rank + u->old_rank;
+  }
+  // RESP's ZADD (server/resp/board_commands.cc): the member's score for NX/XX/GT/LT, then the
+  // update, ranks worked out only within a cached top 100 (Board::update's within) ...
+  std::size_t zadd(std::string_view member, double score) {
+    const auto now = board_.stored(member);
+    auto u = board_.update(member, boards::Op::set, score, kTop);
+    return u->rank + u->old_rank + (now ? 1 : 0);
+  }
+  // ... and as it was before: find() (score and rank), then every rank of the update.
+  std::size_t zadd_with_ranks(std::string_view member, double score) {
+    const auto now = board_.find(member);
+    auto u = board_.update(member, boards::Op::set, score);
+    return u->rank + u->old_rank + (now ? now->rank : 0);
   }
   std::size_t rank(std::string_view member) const { return board_.find(member)->rank; }
   void top(std::size_t count, std::vector<Ranked>& out) const {
@@ -384,6 +399,22 @@ void run_update(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The board work of a RESP ZADD, now (zadd) and before (zadd_with_ranks): BoardIndex only.
+template <bool WithRanks>
+void run_zadd(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  BoardIndex& index = prebuilt<BoardIndex>(n);
+  const Inputs& in = inputs(n);
+  std::size_t k = 0;
+  for (auto _ : state) {
+    const std::size_t i = k++ & (kInputs - 1);
+    const std::string_view member = names()[in.who[i]];
+    benchmark::DoNotOptimize(WithRanks ? index.zadd_with_ranks(member, in.score[i])
+                                       : index.zadd(member, in.score[i]));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 template <class Index>
 void run_rank(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
@@ -463,6 +494,12 @@ void small_sizes(benchmark::internal::Benchmark* b) {
 void BM_Board_Update(benchmark::State& s) {
   run_update<BoardIndex>(s);
 }
+void BM_Board_Zadd(benchmark::State& s) {
+  run_zadd<false>(s);
+}
+void BM_Board_ZaddWithRanks(benchmark::State& s) {
+  run_zadd<true>(s);
+}
 void BM_Board_Rank(benchmark::State& s) {
   run_rank<BoardIndex>(s);
 }
@@ -504,6 +541,8 @@ void BM_Set_Around5(benchmark::State& s) {
 }
 
 BENCHMARK(BM_Board_Update)->Apply(all_sizes);
+BENCHMARK(BM_Board_Zadd)->Apply(all_sizes);
+BENCHMARK(BM_Board_ZaddWithRanks)->Apply(all_sizes);
 BENCHMARK(BM_Board_Rank)->Apply(all_sizes);
 BENCHMARK(BM_Board_Top100)->Apply(all_sizes);
 BENCHMARK(BM_Board_Around5)->Apply(all_sizes);

@@ -26,7 +26,10 @@ alternating from row to row and round to round (scripts/harness/rounds.py order(
 wrk and bench_client run --seconds, rounded up for wrk). The report gives each side's median
 req/s and every ratio (ours ÷ Redis, RESP ÷ HTTP) as the median of its per-round ratios with a
 95% interval and a verdict against issue 46's target (scripts/harness/rounds.py: met only if the
-whole interval clears the target, missed only if it lies wholly below, else within noise): a
+whole interval clears the target, missed only if it lies wholly below, else within noise), and
+for each redis-benchmark row the client's reach, the highest ours ÷ Redis redis-benchmark on its
+one CPU could show (our req/s scaled to 100% of its CPU, over Redis's), with the rows whose
+target lies beyond it named below the table: a
 Markdown table on stdout and in --out DIR/resp.md, every figure in resp.json (its "headline":
 one {"name", "ratio", "ci", "rounds", "target", "verdict"} per ratio, as run.json's, plus
 "ratios", the per-round ones), every run in points.jsonl, the raw outputs in raw/, the commands
@@ -409,6 +412,16 @@ def paired(name: str, xs: list, ys: list, target: float) -> dict:
     return {**interleave.headline_entry(name, rs, target), "ratios": rs}
 
 
+def client_reach(ours_rps: list, ours_client_pct: list, redis_rps: list):
+    """The highest ours ÷ Redis this client could show: per round, our req/s scaled to 100% of
+    the client's CPU (the client's own limit, if its CPU per request stays what it was), divided
+    by Redis's req/s; the median over rounds. Below a target, no server of ours can meet the
+    target through this client on its one CPU. None without a round whose client CPU is known."""
+    rs = [x * 100 / p / y for x, p, y in zip(ours_rps, ours_client_pct, redis_rps)
+          if x and p and y]
+    return statistics.median(rs) if rs else None
+
+
 def judged(e: dict) -> dict:
     """A row's fields from its paired() entry: ratio, ratios, ci, target, verdict."""
     return {k: e[k] for k in ("ratio", "ratios", "ci", "target", "verdict")}
@@ -423,12 +436,16 @@ def summarize(a, got: dict, run: "Resp") -> dict:
         shown = load.format(c=a.conns, members=f"{a.members:,}")
         e = paired(f"{command} ({shown}): ours ÷ Redis", o, r, TARGETS[row])
         headline.append(e)
+        po, pr = run.client_pct[(row, ours)], run.client_pct[(row, redis)]
+        reach = client_reach(o, po, r)
         rows.append({"row": row, "command": command, "load": shown,
                      "ours_server": ours, "redis_server": redis, "ours_rps": o, "redis_rps": r,
                      "ours_median": mo, "redis_median": mr, **judged(e),
                      "ours_cpu_us": co, "redis_cpu_us": cr, "cpu_ratio": ratio(cr, co),
-                     "client_cpu_pct": median_or_none(run.client_pct[(row, ours)]
-                                                      + run.client_pct[(row, redis)])})
+                     "client_cpu_pct": median_or_none(po + pr),
+                     "ours_client_cpu_pct": po, "redis_client_cpu_pct": pr,
+                     "client_reach": reach,
+                     "within_client_reach": reach is None or reach >= TARGETS[row]})
     h = got["http-get"]
     http_server = "ours-http" if TARGET == "redis" else "ours"
     mresp, mhttp = statistics.median(h["resp"]), statistics.median(h["http"])
@@ -474,11 +491,19 @@ def summarize(a, got: dict, run: "Resp") -> dict:
 def markdown(s: dict) -> str:
     ours = "ours" if s["target"] == "ours" else "ours (a redis-server: RESP_TARGET=redis)"
     main = md_table(["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis",
-                     "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %"],
+                     "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %",
+                     "client's reach"],
                     [[r["command"], r["load"], fnum(r["ours_median"]), fnum(r["redis_median"]),
                       fratio(r["ratio"]), fnum(r["ours_cpu_us"], 2), fnum(r["redis_cpu_us"], 2),
-                      fratio(r["cpu_ratio"]), fnum(r["client_cpu_pct"])]
-                     for r in s["rows"]], "llrrrrrrr")
+                      fratio(r["cpu_ratio"]), fnum(r["client_cpu_pct"]),
+                      fratio(r["client_reach"])]
+                     for r in s["rows"]], "llrrrrrrrr")
+    out_of_reach = [f"{r['command']} ({r['load']}: reach {fratio(r['client_reach'], '×')}, "
+                    f"target {TARGETS[r['row']]:g}×)"
+                    for r in s["rows"] if not r["within_client_reach"]]
+    reach = ("Out of this client's reach (the target is above what redis-benchmark on its one "
+             "CPU could show, however fast our server): " + "; ".join(out_of_reach) + ".\n\n"
+             if out_of_reach else "Every target is within this client's reach.\n\n")
     h = s["http_get"]
     http = md_table(["load", "RESP GET req/s", "HTTP GET req/s", "RESP ÷ HTTP",
                      "server CPU µs/req, RESP", "HTTP", "HTTP ÷ RESP (CPU)"],
@@ -508,8 +533,10 @@ def markdown(s: dict) -> str:
             "Server CPU is the server process's CPU time over the run divided by its requests "
             "(all threads); client CPU % is redis-benchmark's (or wrk's) CPU over the run's wall "
             "time: near 100, the client is the bottleneck and the req/s ratio says little, the "
-            "CPU ratio says more.\n\n"
-            f"{main}\nOur RESP GET beside our HTTP GET (redis-benchmark and wrk -t 1, the same "
+            "CPU ratio says more. The client's reach is the highest ours ÷ Redis this client "
+            "could show: our req/s scaled to 100% of the client's CPU (at the CPU per request it "
+            "spent), over Redis's req/s, the median of the rounds.\n\n"
+            f"{main}\n{reach}Our RESP GET beside our HTTP GET (redis-benchmark and wrk -t 1, the same "
             f"server):\n\n{http}\nOne client for both (bench_client get-popular, one thread; "
             "`--protocol resp` to our RESP front and to Redis, `--protocol http` to our HTTP "
             "front; server CPU per request counts the warm-up's requests too):\n\n"

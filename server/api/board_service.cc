@@ -239,10 +239,12 @@ std::size_t BoardService::members_of(std::string_view board, std::size_t at_leas
 }
 
 void BoardService::update(std::string_view board, std::string_view member, boards::Op op,
-                          double value, Reply<BoardChange>& reply) {
-  if (tier_ == nullptr) return reply.now(change_of(boards_.update(board, member, op, value)));
+                          double value, Reply<BoardChange>& reply, bool want_ranks) {
+  if (tier_ == nullptr) {
+    return reply.now(change_of(boards_.update(board, member, op, value, nullptr, want_ranks)));
+  }
   RowWriter rows(*tier_, reply);
-  rows.finish(change_of(boards_.update(board, member, op, value, &rows)));
+  rows.finish(change_of(boards_.update(board, member, op, value, &rows, want_ranks)));
 }
 
 void BoardService::remove_member(std::string_view board, std::string_view member,

@@ -83,8 +83,9 @@ class BoardService {
   BoardService(const BoardService&) = delete;
   BoardService& operator=(const BoardService&) = delete;
 
+  // want_ranks false: the reply reads no rank (RESP's ZADD and ZINCRBY; Registry::update).
   void update(std::string_view board, std::string_view member, boards::Op op, double value,
-              Reply<BoardChange>& reply);
+              Reply<BoardChange>& reply, bool want_ranks = true);
   void remove_member(std::string_view board, std::string_view member, Reply<BoardChange>& reply);
   void remove_board(std::string_view board, Reply<BoardChange>& reply);
 

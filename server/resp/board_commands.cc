@@ -56,6 +56,16 @@ Found find_member(ServerContext& ctx, std::string_view board, std::string_view m
   return f;
 }
 
+// The member's score alone (no rank: a walk up the board's tree), read under the board's lock.
+std::optional<double> find_score(ServerContext& ctx, std::string_view board,
+                                 std::string_view member) {
+  std::optional<double> score;
+  ctx.boards.read(board, [&](const boards::Board& b) {
+    if (auto s = b.stored(member)) score = s->score;
+  });
+  return score;
+}
+
 // ZADD's flags (t_zset.c, zaddGenericCommand).
 struct ZaddFlags {
   bool nx = false, xx = false, gt = false, lt = false, ch = false, incr = false;
@@ -123,15 +133,13 @@ HandlerResult cmd_zadd(Call& call) {
       gather_reply(form, scores.size(), call, [&](std::size_t k, const std::shared_ptr<Gather>& g) {
         const std::string_view member = call.args[i + 2 * k + 1];
         const double value = scores[k];
-        const Found now = find_member(call.ctx, board, member);
-        const bool exists = now.member.has_value();
+        const std::optional<double> now = find_score(call.ctx, board, member);
+        const bool exists = now.has_value();
         std::optional<boards::Op> op = f.incr ? boards::Op::incr : boards::Op::set;
         if ((f.nx && exists) || (f.xx && !exists)) op.reset();
         if (op && exists && (f.gt || f.lt)) {
-          const double next = f.incr ? now.member->score + value : value;
-          if ((f.gt && !(next > now.member->score)) || (f.lt && !(next < now.member->score))) {
-            op.reset();
-          }
+          const double next = f.incr ? *now + value : value;
+          if ((f.gt && !(next > *now)) || (f.lt && !(next < *now))) op.reset();
         }
         if (!op) {
           if (f.incr) {
@@ -142,7 +150,7 @@ HandlerResult cmd_zadd(Call& call) {
           g->part_done();
           return;
         }
-        const double old_score = exists ? now.member->score : 0;
+        const double old_score = exists ? *now : 0;
         auto part = make_part<BoardChange>(
             g, [incr = f.incr, ch = f.ch, exists, old_score, resp3 = call.session.resp3](
                    const BoardChange& c, Gather& gather) {
@@ -156,7 +164,7 @@ HandlerResult cmd_zadd(Call& call) {
                 gather.count(1);
               }
             });
-        call.ctx.board_service.update(board, member, *op, value, part);
+        call.ctx.board_service.update(board, member, *op, value, part, /*want_ranks=*/false);
         part.settle();
       });
   return result;
@@ -184,7 +192,8 @@ HandlerResult cmd_zincrby(Call& call) {
         }
         return HandlerResult{};
       });
-  call.ctx.board_service.update(call.args[1], call.args[3], boards::Op::incr, by, reply);
+  call.ctx.board_service.update(call.args[1], call.args[3], boards::Op::incr, by, reply,
+                                /*want_ranks=*/false);
   return reply.answer(call.out);
 }
 

@@ -137,6 +137,39 @@ TEST(Board, ForRanksClipsAndOffsets) {
   EXPECT_TRUE(ranks(b, 3, 0).empty());
 }
 
+// update(..., within) is update() with the ranks after `within` read as kBeyond: two boards
+// given the same random changes, one with every rank, one with a random `within` per change
+// (none, the top, most of the board, past its end), agree on everything else.
+TEST(Board, RanksWithinAreExactAndTheOthersBeyond) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    Board all, some;
+    std::size_t beyond = 0, exact = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const std::string m = member_name(static_cast<long long>(rng() % 300));
+      const int what = static_cast<int>(rng() % 10);
+      const Op op = what < 6 ? Op::set : what < 8 ? Op::best : Op::incr;
+      const double value = static_cast<double>(rng() % 50) - 10;
+      const std::size_t choices[] = {0, 1, 10, 100, all.size() + 5};
+      const std::size_t within = choices[rng() % 5];
+      const auto a = all.update(m, op, value);
+      const auto b = some.update(m, op, value, within);
+      ASSERT_TRUE(a && b);
+      ASSERT_EQ(a->created, b->created) << "seed " << seed << " step " << step;
+      ASSERT_EQ(a->changed, b->changed);
+      ASSERT_EQ(a->score, b->score);
+      const auto expect = [&](std::size_t rank) { return rank <= within ? rank : boards::kBeyond; };
+      ASSERT_EQ(b->rank, expect(a->rank))
+          << "seed " << seed << " step " << step << " within " << within;
+      ASSERT_EQ(b->old_rank, a->created ? 0 : expect(a->old_rank));
+      (b->rank == boards::kBeyond ? beyond : exact) += 1;
+    }
+    ASSERT_EQ(ranks(all), ranks(some));
+    EXPECT_GT(beyond, 100u) << "seed " << seed;
+    EXPECT_GT(exact, 100u) << "seed " << seed;
+  }
+}
+
 TEST(Board, AroundClipsAtBothEnds) {
   Board b;
   for (int i = 0; i < 10; ++i) b.update(member_name(i), Op::set, i);          // m9 rank 1

@@ -1,7 +1,8 @@
 // top_cache_test.cc — the rendered top-N cache (boards/top_cache.hh through Registry::read_top):
 // a hit is served without rendering, updates below the cached ranks keep it, updates within them
-// drop it, and — the property that matters — a cached text always equals a fresh rendering, over
-// random operations and under concurrent writers (TSan in CI).
+// drop it (with every rank worked out or only the cached ones, as RESP's ZADD asks), and — the
+// property that matters — a cached text always equals a fresh rendering, over random operations and
+// under concurrent writers (TSan in CI).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -80,56 +81,79 @@ TEST(TopCache, HitIsServedWithoutRendering) {
   EXPECT_FALSE(read_top(r, "nope", 0, 10).found);
 }
 
+// An update with want_ranks (the HTTP front's) or without (RESP's ZADD: ranks only within the
+// cached top, Board::update's within): the cache must be kept and dropped alike.
+void update(Registry& r, bool want_ranks, std::string_view member, Op op, double value) {
+  r.update("b", member, op, value, nullptr, want_ranks);
+}
+
 TEST(TopCache, UpdatesBelowTheCachedRanksKeepIt) {
-  Registry r;
-  fill(r, 50);  // scores 1000 .. 951
-  read_top(r, "b", 0, 10);
-  r.update("b", "m40", Op::set, 500);  // rank 41 -> 50
-  r.update("b", "new", Op::set, 1);    // created at rank 51
-  r.update("b", "m3", Op::set, 997);   // the same score: nothing moves
-  r.update("b", "m5", Op::best, 2);    // not higher: nothing moves
-  r.remove_member("b", "m45");
-  const auto t = read_top(r, "b", 0, 10);
-  EXPECT_FALSE(t.rendered);
-  EXPECT_EQ(t.text, t.fresh);
+  for (const bool want_ranks : {true, false}) {
+    Registry r;
+    fill(r, 50);  // scores 1000 .. 951
+    read_top(r, "b", 0, 10);
+    update(r, want_ranks, "m40", Op::set, 500);  // rank 41 -> 50
+    update(r, want_ranks, "new", Op::set, 1);    // created at rank 51
+    update(r, want_ranks, "m3", Op::set, 997);   // the same score: nothing moves
+    update(r, want_ranks, "m5", Op::best, 2);    // not higher: nothing moves
+    r.remove_member("b", "m45");
+    const auto t = read_top(r, "b", 0, 10);
+    EXPECT_FALSE(t.rendered) << want_ranks;
+    EXPECT_EQ(t.text, t.fresh) << want_ranks;
+  }
 }
 
 TEST(TopCache, UpdatesWithinTheCachedRanksDropIt) {
   struct Case {
     const char* what;
-    void (*op)(Registry&);
+    void (*op)(Registry&, bool want_ranks);
   };
   const Case cases[] = {
-      {"a member moves into the top", [](Registry& r) { r.update("b", "m30", Op::set, 2000); }},
-      {"a member of the top moves out", [](Registry& r) { r.update("b", "m2", Op::set, 0); }},
-      {"a new member enters the top", [](Registry& r) { r.update("b", "x", Op::set, 995.5); }},
-      {"a member at the last cached rank", [](Registry& r) { r.update("b", "m9", Op::incr, -1); }},
-      {"a member of the top is removed", [](Registry& r) { r.remove_member("b", "m9"); }},
-      {"the board is deleted", [](Registry& r) { r.remove_board("b"); }},
+      {"a member moves into the top",
+       [](Registry& r, bool w) { update(r, w, "m30", Op::set, 2000); }},
+      {"a member of the top moves out",
+       [](Registry& r, bool w) { update(r, w, "m2", Op::set, 0); }},
+      {"a new member enters the top",
+       [](Registry& r, bool w) { update(r, w, "x", Op::set, 995.5); }},
+      {"a member at the last cached rank",
+       [](Registry& r, bool w) { update(r, w, "m9", Op::incr, -1); }},
+      {"a member of the top is removed", [](Registry& r, bool) { r.remove_member("b", "m9"); }},
+      {"the board is deleted", [](Registry& r, bool) { r.remove_board("b"); }},
   };
-  for (const Case& c : cases) {
-    Registry r;
-    fill(r, 50);
-    read_top(r, "b", 0, 10);
-    c.op(r);
-    const auto t = read_top(r, "b", 0, 10);
-    if (t.found) {
-      EXPECT_TRUE(t.rendered) << c.what;
-      EXPECT_EQ(t.text, t.fresh) << c.what;
+  for (const bool want_ranks : {true, false}) {
+    for (const Case& c : cases) {
+      Registry r;
+      fill(r, 50);
+      read_top(r, "b", 0, 10);
+      c.op(r, want_ranks);
+      const auto t = read_top(r, "b", 0, 10);
+      if (t.found) {
+        EXPECT_TRUE(t.rendered) << c.what << " " << want_ranks;
+        EXPECT_EQ(t.text, t.fresh) << c.what << " " << want_ranks;
+      }
     }
   }
 }
 
 TEST(TopCache, OffByOneAtTheEdgeOfTheCachedRanks) {
-  Registry r;
-  fill(r, 50);
-  read_top(r, "b", 0, 10);
-  r.update("b", "m10", Op::set, 0);  // rank 11 moves down: ranks 1..10 are untouched
-  EXPECT_FALSE(read_top(r, "b", 0, 10).rendered);
-  r.update("b", "y", Op::set, 990.5);  // created at rank 11 (after m9's 991): still outside
-  EXPECT_FALSE(read_top(r, "b", 0, 10).rendered);
-  r.update("b", "z", Op::set, 991.5);  // created at rank 10: inside
-  EXPECT_TRUE(read_top(r, "b", 0, 10).rendered);
+  for (const bool want_ranks : {true, false}) {
+    Registry r;
+    fill(r, 50);
+    read_top(r, "b", 0, 10);
+    update(r, want_ranks, "m10", Op::set, 0);  // rank 11 moves down: ranks 1..10 are untouched
+    EXPECT_FALSE(read_top(r, "b", 0, 10).rendered) << want_ranks;
+    // created at rank 11 (after m9's 991): still outside
+    update(r, want_ranks, "y", Op::set, 990.5);
+    EXPECT_FALSE(read_top(r, "b", 0, 10).rendered) << want_ranks;
+    update(r, want_ranks, "z", Op::set, 991.5);  // created at rank 10: inside
+    EXPECT_TRUE(read_top(r, "b", 0, 10).rendered) << want_ranks;
+    read_top(r, "b", 20, 5);  // ranks 21..25 cached too: now the cache covers up to 25
+    update(r, want_ranks, "m30", Op::set, 951.5);  // rank 32 -> 50: below both entries
+    EXPECT_FALSE(read_top(r, "b", 20, 5).rendered) << want_ranks;
+    update(r, want_ranks, "m40", Op::set, 979.5);  // rank 41 -> 23: the second entry only
+    EXPECT_TRUE(read_top(r, "b", 20, 5).rendered) << want_ranks;
+    EXPECT_FALSE(read_top(r, "b", 0, 10).rendered) << want_ranks;
+  }
 }
 
 TEST(TopCache, OffMeansAlwaysRendered) {
@@ -166,7 +190,7 @@ TEST(TopCache, CachedTextAlwaysEqualsAFreshRendering) {
       const std::string m = numbered("m", static_cast<long long>(rng() % 40));
       if (what < 40) {
         const Op op = what < 20 ? Op::set : what < 30 ? Op::best : Op::incr;
-        r.update("b", m, op, static_cast<double>(rng() % 9) - 2);
+        r.update("b", m, op, static_cast<double>(rng() % 9) - 2, nullptr, rng() % 2 == 0);
       } else if (what < 48) {
         r.remove_member("b", m);
       } else {

@@ -83,11 +83,12 @@ def test_the_table_of_ours_and_redis(run):
     assert p.stdout == md
     header, rows = table(md, "| command | load |")
     assert header == ["command", "load", "ours req/s", "Redis req/s", "ours ÷ Redis",
-                      "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %"]
+                      "server CPU µs/req, ours", "Redis", "Redis ÷ ours (CPU)", "client CPU %",
+                      "client's reach"]
     assert [r[0] for r in rows] == COMMANDS
     assert [r[1] for r in rows] == LOADS
     s = json.loads((out / "resp.json").read_text())
-    for r, j in zip(rows, s["rows"]):
+    for i, (r, j) in enumerate(zip(rows, s["rows"])):
         ours, redis, ratio = number(r[2]), number(r[3]), number(r[4])
         assert ours > 0 and redis > 0
         assert ours == pytest.approx(j["ours_median"], rel=0.01)
@@ -96,6 +97,22 @@ def test_the_table_of_ours_and_redis(run):
         assert cpu_ours > 0 and cpu_redis > 0
         assert cpu_ratio == pytest.approx(cpu_redis / cpu_ours, abs=0.02, rel=0.02)
         assert 0 < number(r[8]) <= 200
+        # The reach: per round, ours scaled to 100% of the client's CPU over Redis; the median.
+        assert len(j["ours_client_cpu_pct"]) == len(j["redis_client_cpu_pct"]) == ROUNDS
+        reach = statistics.median(o * 100 / c / d for o, c, d in
+                                  zip(j["ours_rps"], j["ours_client_cpu_pct"], j["redis_rps"]))
+        assert j["client_reach"] == pytest.approx(reach)
+        assert number(r[9]) == pytest.approx(reach, abs=0.01)
+        assert j["within_client_reach"] == (reach >= TARGETS[i])
+    # Every row out of reach is named, with its reach and target, below the table.
+    out_of_reach = [j for j in s["rows"] if not j["within_client_reach"]]
+    line = next(x for x in md.splitlines() if "this client's reach" in x and "|" not in x)
+    if out_of_reach:
+        assert line.startswith("Out of this client's reach")
+        for j in out_of_reach:
+            assert f"{j['command']} ({j['load']}: reach {j['client_reach']:.2f}×" in line
+    else:
+        assert line == "Every target is within this client's reach."
 
 
 def test_the_table_of_resp_and_http(run):
