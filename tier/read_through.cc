@@ -64,10 +64,11 @@ void ReadThrough::start_locked(const std::string& k, const LookupAnswer* answer,
   KeyState& state = p_.keys.state_locked(k);
   std::shared_ptr<Inflight> entry = state.read;
   // Single-flight joins only a read begun at the key's current version and epoch. A read begun
-  // before a write of the key was submitted, applied or answered (or before a reset) may have
-  // run before that write: its answer is older than what this request must see (the write may
-  // have been acknowledged before it arrived). It then starts a read of its own; the superseded
-  // read answers only those who joined it, and cannot fill (answer_locked).
+  // before a write of the key was submitted or answered, before another read of it answered
+  // while a write was in flight (on_done), or before a reset, may have run before that write:
+  // its answer is older than what this request must see (the write may have been acknowledged,
+  // or read, before it arrived). It then starts a read of its own; the superseded read answers
+  // only those who joined it, and cannot fill (answer_locked).
   if (entry && (entry->version != state.version || entry->epoch != p_.core.epoch)) entry.reset();
   if (!entry) {
     entry = std::make_shared<Inflight>();
@@ -92,10 +93,17 @@ void ReadThrough::on_done(const std::string& k, Inflight& entry, store::ReadResu
     // the key's state now, for a conditional write waiting on it.
     const bool unmoved = p_.keys.unmoved_locked(k, entry.version, entry.epoch);
     result = answer_locked(k, r, unmoved);
-    // A reset may have detached this read already (a later miss then started its own).
-    if (KeyState* state = p_.keys.find_locked(k); state != nullptr && state->read.get() == &entry) {
-      state->read.reset();
-      p_.keys.erase_if_clean_locked(k);
+    if (KeyState* state = p_.keys.find_locked(k); state != nullptr) {
+      // A write of the key in the store's hands may be applied at any moment, unseen by the
+      // tier: another read begun since it was submitted may have run before it was applied, and
+      // this one after. What this read answers is then the oldest state a later GET may see, so
+      // a later miss must not join a read under way (its version moves on): it reads anew.
+      if (state->writing > 0) p_.keys.bump_locked(*state);
+      // A reset may have detached this read already (a later miss then started its own).
+      if (state->read.get() == &entry) {
+        state->read.reset();
+        p_.keys.erase_if_clean_locked(k);
+      }
     }
     waiters.swap(entry.waiters);
     p_.core.read_bytes -= std::exchange(entry.charged, 0);  // the store let go of the read
@@ -130,8 +138,12 @@ KeyLookup ReadThrough::answer_locked(const std::string& key, store::ReadResult& 
   // A write of the key in the store's hands may be applied already, its callback not yet run
   // (a group commit): the read may have seen it, and the cache, which follows the callbacks,
   // may still hold an older value. It leaves the cache, so no later GET goes back behind this
-  // answer; the last of those writes caches its value when its callback runs.
-  if (const KeyState* state = p_.keys.find_locked(key); state != nullptr && state->writing > 0) {
+  // answer; the last of those writes caches its value when its callback runs. A pending reset
+  // is the same: its clear may have committed before this read ran (a miss begun before the
+  // reset), while the cache, emptied only by the reset's callback, still holds the key; out of
+  // the cache, the next GET of it waits for the reset (lookup() parks it).
+  if (const KeyState* state = p_.keys.find_locked(key);
+      (state != nullptr && state->writing > 0) || p_.core.resets_pending > 0) {
     p_.core.cache.del(key);
   }
   if (r.status.code == store::Code::not_found) return result;

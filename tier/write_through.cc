@@ -106,8 +106,11 @@ KeyOutcome WriteThrough::outcome_locked(const Write& w, const store::WriteResult
     // leaves the cache and is read through. That later write may be applied already (one
     // group commit, its callback due after this one): a miss may have read its value, and the
     // cache must not then go back to this one. The last write of the key in flight caches its
-    // value: the store holds exactly that then.
-    if (r.batch.size() == 1 && w.entry->second.writing == 1) {
+    // value: the store holds exactly that then. A pending reset is such a later write of every
+    // key (callbacks run in commit order, so its clear was submitted after this write): it may
+    // be applied already, a miss may have read the emptied store, and this value must not be
+    // served until the clear's callback empties the cache.
+    if (r.batch.size() == 1 && w.entry->second.writing == 1 && p_.core.resets_pending == 0) {
       o.version = cache_value(cache, key, r.batch[0].value, r.batch[0].expires_at_ms);
     }
     if (o.version == 0) cache.del(key);

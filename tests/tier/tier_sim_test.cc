@@ -596,8 +596,24 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
   return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-// Seeds SIM_FIRST_SEED .. + SIM_SEEDS - 1 (default 1..10000, the same every run); SIM_FIRST_SEED=0
-// draws a fresh first seed from the clock and prints it.
+// Fresh seeds that once found a defect, run on every run after the others (write-through,
+// 2026-12-04). A GET went back behind an earlier answer:
+// - 18764186911567, 18765020814627: a miss begun before a reset read the store after the
+//   reset's clear was applied and answered "nothing"; the cache, emptied only by the reset's
+//   callback, then served the key's older value (answer_locked now evicts while a reset is
+//   pending);
+// - 19030664465528: a PUT's callback ran after the reset's clear (submitted after it) was
+//   applied and cached its value; a miss had read the emptied store (a PUT's callback no longer
+//   caches while a reset is pending);
+// - 19099433677648: of two reads under way while a PUT was in flight, the older ran after the
+//   PUT was applied and answered its value; a later miss joined the younger, which had run
+//   before, and got "nothing" (a read that answers while a write is in flight moves the key's
+//   version on, so later misses read anew).
+constexpr std::uint64_t kOnceFailed[] = {18764186911567, 18765020814627, 19030664465528,
+                                         19099433677648};
+
+// Seeds SIM_FIRST_SEED .. + SIM_SEEDS - 1 (default 1..10000, the same every run), then
+// kOnceFailed; SIM_FIRST_SEED=0 draws a fresh first seed from the clock and prints it.
 void simulate(WriteMode mode) {
   const std::uint64_t only = env_or("SIM_SEED", 0);
   const std::uint64_t seeds = only != 0 ? 1 : env_or("SIM_SEEDS", 10000);
@@ -608,6 +624,11 @@ void simulate(WriteMode mode) {
   }
   for (std::uint64_t i = 0; i < seeds; ++i) {
     const std::uint64_t seed = only != 0 ? only : first + i;
+    const std::string error = Simulation(seed, mode).run(120);
+    ASSERT_EQ(error, "") << "seed " << seed << " (rerun with SIM_SEED=" << seed << ")";
+  }
+  if (only != 0) return;
+  for (const std::uint64_t seed : kOnceFailed) {
     const std::string error = Simulation(seed, mode).run(120);
     ASSERT_EQ(error, "") << "seed " << seed << " (rerun with SIM_SEED=" << seed << ")";
   }
